@@ -1,0 +1,566 @@
+//! One CPU's translation hardware: L1 TLBs, STLB, paging-structure caches, the page walk, and
+//! the invalidating instructions with the semantics of the Intel SDM vol. 3 §4.10.4.1 (and the
+//! AMD APM for INVLPGB/TLBSYNC).
+//!
+//! A translation, in this fixed order:
+//! 1. the L1 structure that serves the access kind and page size (if any) is looked up; a hit ends
+//!    the translation at no extra cost;
+//! 2. on a miss, the STLB structure for the kind and size (if any) is looked up, costing
+//!    `latency.stlb_hit`; a hit fills the L1 entry;
+//! 3. on a miss, the page walk probes the paging-structure caches from the deepest level up, then
+//!    references every level below the deepest hit, each costing its `latency.walk_*`; it fills
+//!    the paging-structure caches for the non-leaf levels it referenced, then the STLB, then L1.
+//!
+//! Structures are non-inclusive: an eviction from one never removes an entry from another.
+
+use super::set_assoc::{Displaced, Replacement, SetAssoc};
+use crate::machine::{MachineSpec, PscLevel, PscScope};
+use crate::stats::{HwStats, OpKind};
+use thiserror::Error;
+use tlblab_types::{Access, AccessKind, InvlpgbScope, InvpcidType, Page, PageSize, TlbOp, Vpn};
+
+const NONE: u8 = u8::MAX;
+/// Size code of a 2 MiB entry that holds part of a 1 GiB page (splintering structures only).
+const SPLINTER: u64 = 3;
+
+/// An exception the instruction raises instead of executing.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum Fault {
+    /// #UD: the CPU does not have the instruction.
+    #[error("#UD: {0}")]
+    InvalidOpcode(&'static str),
+    /// #GP(0): an operand is not allowed in the current state.
+    #[error("#GP: {0}")]
+    GeneralProtection(&'static str),
+}
+
+/// The control-register bits that change what the TLB does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cr4 {
+    /// CR4.PGE: the G bit of paging entries is honoured.
+    pub pge: bool,
+    /// CR4.PCIDE: entries are tagged with the PCID of CR3.
+    pub pcide: bool,
+}
+
+/// One CPU's translation hardware.
+#[derive(Clone, Debug)]
+pub struct Cpu {
+    tlbs: Vec<SetAssoc>,
+    splinters: Vec<bool>,
+    /// `holds[i][size]`: structure `i` holds translations of that page size.
+    holds: Vec<[bool; 3]>,
+    /// Structures that may hold splinter entries (set on insert, cleared by a full scan).
+    may_hold_splinters: Vec<bool>,
+    /// `route[level - 1][kind][size]`: which structure serves it, or `NONE`.
+    route: [[[u8; 3]; 3]; 2],
+    /// Paging-structure caches by `PscLevel` index (PML5E, PML4E, PDPTE, PDE).
+    psc: [Option<SetAssoc>; 4],
+    stlb_latency: u64,
+    /// Cycles of one memory reference, by paging level (PML5, PML4, PDPT, PD, PT).
+    walk_latency: [u64; 5],
+    /// 0 for 5-level paging, 1 for 4-level: the first level a full walk references.
+    top_level: usize,
+    op_cycles: [u64; OpKind::COUNT],
+    has_pcid: bool,
+    has_invpcid: bool,
+    has_invlpgb: bool,
+    invlpg_psc_scope: PscScope,
+    cr4: Cr4,
+}
+
+/// Index of a paging-structure-cache level.
+const fn psc_index(level: PscLevel) -> usize {
+    match level {
+        PscLevel::Pml5e => 0,
+        PscLevel::Pml4e => 1,
+        PscLevel::Pdpte => 2,
+        PscLevel::Pde => 3,
+    }
+}
+
+/// The paging-structure-cache key for the entry at `level` (0 = PML5E … 3 = PDE) used to
+/// translate `vpn`: the address bits above the region one such entry maps.
+const fn psc_prefix(vpn: Vpn, level: usize) -> u64 {
+    vpn.0 >> (9 * (4 - level))
+}
+
+/// The paging level (2 = PDPT, 3 = PD, 4 = PT) whose entry maps a page of this size.
+const fn leaf_level(size: PageSize) -> usize {
+    match size {
+        PageSize::Size4K => 4,
+        PageSize::Size2M => 3,
+        PageSize::Size1G => 2,
+    }
+}
+
+impl Cpu {
+    /// A CPU with empty TLBs, CR4.PGE set, and CR4.PCIDE set if the machine has PCID (as Linux
+    /// configures x86-64 CPUs that have it).
+    pub fn new(spec: &MachineSpec) -> Cpu {
+        let replacement: Replacement = spec.replacement();
+        let raw = spec.raw();
+        let mut route = [[[NONE; 3]; 3]; 2];
+        for (i, s) in spec.structures().iter().enumerate() {
+            for kind in AccessKind::ALL {
+                for size in PageSize::ALL {
+                    if s.serves[kind.index()] && s.holds[size.index()] {
+                        route[s.level as usize - 1][kind.index()][size.index()] = i as u8;
+                    }
+                }
+            }
+        }
+        let mut psc: [Option<SetAssoc>; 4] = Default::default();
+        for p in &raw.psc {
+            if p.level != PscLevel::Pml5e || spec.paging_levels() == 5 {
+                psc[psc_index(p.level)] =
+                    Some(SetAssoc::new(p.entries as usize, p.ways as usize, replacement));
+            }
+        }
+        let l = &raw.latency;
+        let c = &raw.cost;
+        let cycles =
+            |f: &Option<crate::machine::raw::CyclesFigure>| f.as_ref().map_or(0, |f| f.cycles);
+        let mut op_cycles = [0; OpKind::COUNT];
+        for kind in OpKind::ALL {
+            op_cycles[kind.index()] = match kind {
+                OpKind::Invlpg => c.invlpg.cycles,
+                OpKind::InvpcidIndivAddr => cycles(&c.invpcid_indiv_addr),
+                OpKind::InvpcidSingleCtxt => cycles(&c.invpcid_single_ctxt),
+                OpKind::InvpcidAllInclGlobal => cycles(&c.invpcid_all_incl_global),
+                OpKind::InvpcidAllNonGlobal => cycles(&c.invpcid_all_non_global),
+                OpKind::MovCr3 => c.mov_cr3.cycles,
+                OpKind::MovCr3Noflush => c.mov_cr3_noflush.cycles,
+                OpKind::MovCr4 => c.mov_cr4.cycles,
+                OpKind::Invlpgb => cycles(&c.invlpgb),
+                OpKind::Tlbsync => cycles(&c.tlbsync),
+            };
+        }
+        Cpu {
+            tlbs: spec
+                .structures()
+                .iter()
+                .map(|s| SetAssoc::new(s.entries, s.ways, replacement))
+                .collect(),
+            splinters: spec.structures().iter().map(|s| s.splinter_1g).collect(),
+            holds: spec.structures().iter().map(|s| s.holds).collect(),
+            may_hold_splinters: vec![false; spec.structures().len()],
+            route,
+            psc,
+            stlb_latency: l.stlb_hit.cycles,
+            walk_latency: [
+                l.walk_pml5.cycles,
+                l.walk_pml4.cycles,
+                l.walk_pdpt.cycles,
+                l.walk_pd.cycles,
+                l.walk_pt.cycles,
+            ],
+            top_level: if spec.paging_levels() == 5 { 0 } else { 1 },
+            op_cycles,
+            has_pcid: raw.features.pcid,
+            has_invpcid: raw.features.invpcid,
+            has_invlpgb: raw.features.invlpgb,
+            invlpg_psc_scope: spec.invlpg_psc_scope(),
+            cr4: Cr4 { pge: true, pcide: raw.features.pcid },
+        }
+    }
+
+    /// The current CR4 bits.
+    pub fn cr4(&self) -> Cr4 {
+        self.cr4
+    }
+
+    /// Valid entries in each TLB structure, in the machine's order.
+    pub fn occupancy(&self) -> Vec<usize> {
+        self.tlbs.iter().map(SetAssoc::len).collect()
+    }
+
+    /// Valid entries in each paging-structure cache (PML5E, PML4E, PDPTE, PDE; 0 if absent).
+    pub fn psc_occupancy(&self) -> [usize; 4] {
+        std::array::from_fn(|i| self.psc[i].as_ref().map_or(0, SetAssoc::len))
+    }
+
+    /// The PCID tag in force for a CR3 PCID value.
+    #[inline]
+    fn tag(&self, pcid: tlblab_types::Pcid) -> u16 {
+        if self.cr4.pcide {
+            pcid.get()
+        } else {
+            0
+        }
+    }
+
+    /// `(set, key)` of `page` in structure `i`.
+    #[inline]
+    fn locate(&self, i: usize, page: Page) -> (usize, u64) {
+        let (number, code) = if page.size == PageSize::Size1G && self.splinters[i] {
+            (page.vpn.0 >> 9, SPLINTER)
+        } else {
+            (page.number(), page.size.index() as u64)
+        };
+        (self.tlbs[i].set_of(number), number << 2 | code)
+    }
+
+    /// `repeat` identical accesses in a row. The first is translated in full; every later one
+    /// finds the translation where the first left it and changes no replacement state, so it is
+    /// translated once and counted `repeat - 1` times.
+    #[inline]
+    pub fn access(&mut self, access: &Access, repeat: u32, stats: &mut HwStats) {
+        if repeat == 0 {
+            return;
+        }
+        self.translate(access, 1, stats);
+        if repeat > 1 {
+            self.translate(access, u64::from(repeat - 1), stats);
+        }
+    }
+
+    #[inline]
+    fn translate(&mut self, access: &Access, weight: u64, stats: &mut HwStats) {
+        let kind = access.kind.index();
+        let size = access.page.size.index();
+        let pcid = self.tag(access.pcid);
+        stats.accesses[kind] += weight;
+        let l1 = self.route[0][kind][size];
+        if l1 != NONE {
+            let l1 = l1 as usize;
+            let (set, key) = self.locate(l1, access.page);
+            if self.tlbs[l1].lookup(set, key, pcid) {
+                stats.structures[l1].hits += weight;
+                return;
+            }
+            stats.structures[l1].misses += weight;
+        }
+        let global = access.global && self.cr4.pge;
+        stats.misses[kind].l1_miss += weight;
+        let l2 = self.route[1][kind][size];
+        let mut cycles = 0;
+        let mut hit_l2 = false;
+        if l2 != NONE {
+            let l2 = l2 as usize;
+            cycles += self.stlb_latency;
+            let (set, key) = self.locate(l2, access.page);
+            hit_l2 = self.tlbs[l2].lookup(set, key, pcid);
+            if hit_l2 {
+                stats.structures[l2].hits += weight;
+                stats.misses[kind].stlb_hit += weight;
+            } else {
+                stats.structures[l2].misses += weight;
+            }
+        }
+        if !hit_l2 {
+            let walk = self.walk(access.page, pcid, weight, stats);
+            cycles += walk;
+            let m = &mut stats.misses[kind];
+            m.walk_completed += weight;
+            m.walk_active_cycles += walk * weight;
+            if l2 != NONE {
+                self.fill(l2 as usize, access.page, pcid, global, weight, stats);
+            }
+        }
+        stats.misses[kind].translation_cycles += cycles * weight;
+        if l1 != NONE {
+            self.fill(l1 as usize, access.page, pcid, global, weight, stats);
+        }
+    }
+
+    fn fill(
+        &mut self,
+        i: usize,
+        page: Page,
+        pcid: u16,
+        global: bool,
+        weight: u64,
+        stats: &mut HwStats,
+    ) {
+        // A fill only happens on the first of a run of repeats (see `access`).
+        debug_assert_eq!(weight, 1, "a repeated access filled a structure");
+        let (set, key) = self.locate(i, page);
+        let st = &mut stats.structures[i];
+        st.fills += 1;
+        if self.tlbs[i].insert(set, key, pcid, global) == Displaced::Evicted {
+            st.evictions += 1;
+        }
+        if key & 3 == SPLINTER {
+            self.may_hold_splinters[i] = true;
+        }
+    }
+
+    /// Walks the paging structures for `page`; returns the walk's cycles.
+    fn walk(&mut self, page: Page, pcid: u16, weight: u64, stats: &mut HwStats) -> u64 {
+        let leaf = leaf_level(page.size);
+        // Probe the caches of the non-leaf levels, deepest first; the walk resumes below a hit.
+        let mut start = self.top_level;
+        for level in (self.top_level..leaf).rev() {
+            if let Some(cache) = &mut self.psc[level] {
+                let prefix = psc_prefix(page.vpn, level);
+                let set = cache.set_of(prefix);
+                if cache.lookup(set, prefix, pcid) {
+                    stats.psc[level].hits += weight;
+                    start = level + 1;
+                    break;
+                }
+                stats.psc[level].misses += weight;
+            }
+        }
+        let mut cycles = 0;
+        for level in start..=leaf {
+            cycles += self.walk_latency[level];
+            stats.walk_refs[level] += weight;
+        }
+        for level in start..leaf {
+            if let Some(cache) = &mut self.psc[level] {
+                debug_assert_eq!(weight, 1, "a repeated access filled a paging-structure cache");
+                let prefix = psc_prefix(page.vpn, level);
+                let set = cache.set_of(prefix);
+                stats.psc[level].fills += 1;
+                if cache.insert(set, prefix, pcid, false) == Displaced::Evicted {
+                    stats.psc[level].evictions += 1;
+                }
+            }
+        }
+        cycles
+    }
+
+    /// Executes an invalidating instruction. INVLPGB only acts on this CPU here; a
+    /// [`crate::System`] broadcasts it to the others with [`Cpu::invlpgb_remote`].
+    pub fn execute(&mut self, op: &TlbOp, stats: &mut HwStats) -> Result<(), Fault> {
+        let (kind, tlb, psc) = match *op {
+            TlbOp::Invlpg { pcid, vpn } => {
+                let p = self.tag(pcid);
+                let tlb = self.drop_address(vpn, stats, |tp, global| global || tp == p);
+                let psc = match self.invlpg_psc_scope {
+                    PscScope::Pcid => self.drop_psc(stats, |tp| tp == p),
+                    PscScope::Address => self.drop_psc_address(vpn, stats, |tp| tp == p),
+                };
+                (OpKind::Invlpg, tlb, psc)
+            }
+            TlbOp::Invpcid { kind, pcid, vpn } => {
+                if !self.has_invpcid {
+                    return Err(Fault::InvalidOpcode("INVPCID on a CPU without INVPCID"));
+                }
+                let p = pcid.get();
+                let needs_pcid_0 = matches!(kind, InvpcidType::IndivAddr | InvpcidType::SingleCtxt);
+                if needs_pcid_0 && !self.cr4.pcide && p != 0 {
+                    return Err(Fault::GeneralProtection(
+                        "INVPCID type 0 or 1 names a PCID other than 0 while CR4.PCIDE=0",
+                    ));
+                }
+                match kind {
+                    InvpcidType::IndivAddr => (
+                        OpKind::InvpcidIndivAddr,
+                        self.drop_address(vpn, stats, |tp, global| !global && tp == p),
+                        // "Mappings used to translate the address": address-scoped.
+                        self.drop_psc_address(vpn, stats, |tp| tp == p),
+                    ),
+                    InvpcidType::SingleCtxt => (
+                        OpKind::InvpcidSingleCtxt,
+                        self.drop_tlb(stats, |tp, global| !global && tp == p),
+                        self.drop_psc(stats, |tp| tp == p),
+                    ),
+                    InvpcidType::AllInclGlobal => (
+                        OpKind::InvpcidAllInclGlobal,
+                        self.drop_tlb(stats, |_, _| true),
+                        self.drop_psc(stats, |_| true),
+                    ),
+                    InvpcidType::AllNonGlobal => (
+                        OpKind::InvpcidAllNonGlobal,
+                        self.drop_tlb(stats, |_, global| !global),
+                        self.drop_psc(stats, |_| true),
+                    ),
+                }
+            }
+            TlbOp::MovCr3 { pcid, noflush } => {
+                if noflush && !self.cr4.pcide {
+                    // Bit 63 of CR3 is reserved unless CR4.PCIDE=1.
+                    return Err(Fault::GeneralProtection(
+                        "MOV CR3 with bit 63 set while CR4.PCIDE=0",
+                    ));
+                }
+                if noflush {
+                    (OpKind::MovCr3Noflush, 0, 0)
+                } else {
+                    let p = self.tag(pcid);
+                    (
+                        OpKind::MovCr3,
+                        self.drop_tlb(stats, |tp, global| !global && tp == p),
+                        self.drop_psc(stats, |tp| tp == p),
+                    )
+                }
+            }
+            TlbOp::MovCr4 { pge, pcide } => {
+                if pcide && !self.has_pcid {
+                    return Err(Fault::GeneralProtection(
+                        "setting CR4.PCIDE on a CPU without PCID",
+                    ));
+                }
+                let old = self.cr4;
+                self.cr4 = Cr4 { pge, pcide };
+                // Changing PGE, or clearing PCIDE, invalidates everything, globals included.
+                if old.pge != pge || (old.pcide && !pcide) {
+                    (
+                        OpKind::MovCr4,
+                        self.drop_tlb(stats, |_, _| true),
+                        self.drop_psc(stats, |_| true),
+                    )
+                } else {
+                    (OpKind::MovCr4, 0, 0)
+                }
+            }
+            TlbOp::Invlpgb(scope) => {
+                if !self.has_invlpgb {
+                    return Err(Fault::InvalidOpcode("INVLPGB on a CPU without INVLPGB"));
+                }
+                self.invlpgb_remote(&scope, stats);
+                (OpKind::Invlpgb, 0, 0)
+            }
+            TlbOp::Tlbsync => {
+                if !self.has_invlpgb {
+                    return Err(Fault::InvalidOpcode("TLBSYNC on a CPU without INVLPGB"));
+                }
+                (OpKind::Tlbsync, 0, 0)
+            }
+        };
+        let o = &mut stats.ops[kind.index()];
+        o.count += 1;
+        o.cycles += self.op_cycles[kind.index()];
+        o.tlb_entries_dropped += tlb;
+        o.psc_entries_dropped += psc;
+        Ok(())
+    }
+
+    /// Applies a broadcast INVLPGB (from this or another CPU) to this CPU's structures; the
+    /// entries dropped are counted under `invlpgb` in `stats`, the instruction itself is not.
+    pub fn invlpgb_remote(&mut self, scope: &InvlpgbScope, stats: &mut HwStats) {
+        let pcid = scope.pcid.map(|p| p.get());
+        let include_global = scope.include_global;
+        let tlb_match = move |tp: u16, global: bool| {
+            if global {
+                include_global
+            } else {
+                pcid.is_none_or(|p| tp == p)
+            }
+        };
+        let psc_match = move |tp: u16| pcid.is_none_or(|p| tp == p);
+        let (mut tlb, mut psc) = (0, 0);
+        match scope.range {
+            Some(range) => {
+                let step = range.stride.bytes() >> 12;
+                for i in 0..u64::from(range.pages) {
+                    let vpn = Vpn(range.start.0.wrapping_add(i * step) & Vpn::MAX);
+                    tlb += self.drop_address(vpn, stats, tlb_match);
+                    if !scope.final_only {
+                        psc += self.drop_psc_address(vpn, stats, psc_match);
+                    }
+                }
+            }
+            None => {
+                tlb += self.drop_tlb(stats, tlb_match);
+                if !scope.final_only {
+                    psc += self.drop_psc(stats, psc_match);
+                }
+            }
+        }
+        let o = &mut stats.ops[OpKind::Invlpgb.index()];
+        o.tlb_entries_dropped += tlb;
+        o.psc_entries_dropped += psc;
+    }
+
+    /// Drops, from every TLB structure, the entries that translate `vpn` (at any page size) and
+    /// whose `(pcid, global)` satisfy `matches`.
+    fn drop_address(
+        &mut self,
+        vpn: Vpn,
+        stats: &mut HwStats,
+        matches: impl Fn(u16, bool) -> bool + Copy,
+    ) -> u64 {
+        let mut dropped = 0;
+        for i in 0..self.tlbs.len() {
+            let mut here = 0;
+            for size in PageSize::ALL {
+                if size == PageSize::Size1G && self.splinters[i] {
+                    // Every 2 MiB splinter of the 1 GiB page goes (SDM: all entries for the page).
+                    if self.may_hold_splinters[i] {
+                        let gb = vpn.0 >> 18;
+                        here += self.tlbs[i].invalidate_where(|key, tp, global| {
+                            key & 3 == SPLINTER && key >> 2 >> 9 == gb && matches(tp, global)
+                        });
+                    }
+                    continue;
+                }
+                if self.holds[i][size.index()] {
+                    let page = Page::containing(vpn.addr(), size);
+                    let (set, key) = self.locate(i, page);
+                    here += self.tlbs[i].invalidate_key(set, key, matches);
+                }
+            }
+            stats.structures[i].invalidated += here;
+            dropped += here;
+        }
+        dropped
+    }
+
+    /// Drops every TLB entry whose `(pcid, global)` satisfy `matches`.
+    fn drop_tlb(&mut self, stats: &mut HwStats, matches: impl Fn(u16, bool) -> bool + Copy) -> u64 {
+        let mut dropped = 0;
+        for (i, tlb) in self.tlbs.iter_mut().enumerate() {
+            let here = tlb.invalidate_where(|_, tp, global| matches(tp, global));
+            stats.structures[i].invalidated += here;
+            dropped += here;
+            if tlb.len() == 0 {
+                self.may_hold_splinters[i] = false;
+            }
+        }
+        dropped
+    }
+
+    /// Drops every paging-structure-cache entry whose PCID satisfies `matches`.
+    fn drop_psc(&mut self, stats: &mut HwStats, matches: impl Fn(u16) -> bool + Copy) -> u64 {
+        let mut dropped = 0;
+        for (level, cache) in self.psc.iter_mut().enumerate() {
+            if let Some(cache) = cache {
+                let here = cache.invalidate_where(|_, tp, _| matches(tp));
+                stats.psc[level].invalidated += here;
+                dropped += here;
+            }
+        }
+        dropped
+    }
+
+    /// Drops the paging-structure-cache entries used to translate `vpn` whose PCID satisfies
+    /// `matches`.
+    fn drop_psc_address(
+        &mut self,
+        vpn: Vpn,
+        stats: &mut HwStats,
+        matches: impl Fn(u16) -> bool + Copy,
+    ) -> u64 {
+        let mut dropped = 0;
+        for (level, cache) in self.psc.iter_mut().enumerate() {
+            if let Some(cache) = cache {
+                let prefix = psc_prefix(vpn, level);
+                let set = cache.set_of(prefix);
+                let here = cache.invalidate_key(set, prefix, |tp, _| matches(tp));
+                stats.psc[level].invalidated += here;
+                dropped += here;
+            }
+        }
+        dropped
+    }
+
+    /// Checks every structure's invariants (debug builds and tests).
+    pub fn debug_assert_invariants(&self) {
+        for t in &self.tlbs {
+            t.debug_assert_invariants();
+        }
+        for c in self.psc.iter().flatten() {
+            c.debug_assert_invariants();
+        }
+    }
+}
+
+/// Statistics sized for a machine.
+pub fn new_stats(spec: &MachineSpec) -> HwStats {
+    HwStats::new(spec.structures().len())
+}

@@ -1,0 +1,48 @@
+//! The presets shipped in `presets/`, embedded at build time.
+
+use super::{MachineError, MachineSpec};
+
+/// `(name, TOML text)` of every built-in preset, in display order.
+pub const BUILTIN_PRESETS: &[(&str, &str)] = &[
+    ("skylake", include_str!("../../../../presets/skylake.toml")),
+    ("icelake-server", include_str!("../../../../presets/icelake-server.toml")),
+    ("sapphire-rapids", include_str!("../../../../presets/sapphire-rapids.toml")),
+    ("zen2", include_str!("../../../../presets/zen2.toml")),
+    ("zen3", include_str!("../../../../presets/zen3.toml")),
+    ("zen4", include_str!("../../../../presets/zen4.toml")),
+];
+
+/// Names of the built-in presets.
+pub fn builtin_names() -> impl Iterator<Item = &'static str> {
+    BUILTIN_PRESETS.iter().map(|(name, _)| *name)
+}
+
+/// The built-in preset called `name`.
+pub fn builtin(name: &str) -> Result<MachineSpec, MachineError> {
+    let (_, text) = BUILTIN_PRESETS.iter().find(|(n, _)| *n == name).ok_or_else(|| {
+        MachineError::UnknownPreset {
+            name: name.to_string(),
+            known: builtin_names().collect::<Vec<_>>().join(", "),
+        }
+    })?;
+    MachineSpec::from_toml(text, &format!("built-in preset {name} (presets/{name}.toml)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_preset_parses_validates_and_is_named_after_its_file() {
+        for (name, _) in BUILTIN_PRESETS {
+            let spec = builtin(name).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(spec.name(), *name);
+        }
+    }
+
+    #[test]
+    fn unknown_preset_lists_the_known_ones() {
+        let err = builtin("pentium").unwrap_err().to_string();
+        assert!(err.contains("pentium") && err.contains("skylake"), "{err}");
+    }
+}

@@ -1,0 +1,14 @@
+//! Machine presets: the hardware figures of one CPU model (TLB geometry, paging-structure
+//! caches, latencies, instruction costs), each with its source.
+//!
+//! Two layers, as in the files: [`raw`] is the TOML shape (unknown keys rejected), and
+//! [`MachineSpec`] is the checked, ready-to-use form. Built-in presets are TOML files from the
+//! repository's `presets/` folder, embedded in the binary.
+
+mod builtin;
+pub mod raw;
+mod spec;
+
+pub use builtin::{builtin, builtin_names, BUILTIN_PRESETS};
+pub use raw::{PscLevel, PscScope};
+pub use spec::{MachineError, MachineSpec, StructureSpec};

@@ -1,0 +1,184 @@
+//! The machine-preset file as written: parsed only, nothing checked beyond the shape.
+//!
+//! Every field is named; unknown keys are rejected (`deny_unknown_fields`) so a misspelt key can
+//! never silently fall back to a default.
+
+use crate::hw::Replacement;
+use serde::{Deserialize, Serialize};
+use tlblab_types::{AccessKind, PageSize};
+
+/// A figure with its provenance.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CyclesFigure {
+    /// The value, in core cycles.
+    pub cycles: u64,
+    /// Where it comes from.
+    pub source: String,
+    /// Set when the figure is not confirmed by a primary source (or is an assumption).
+    #[serde(default)]
+    pub unverified: bool,
+}
+
+/// A machine preset file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMachine {
+    /// Short name (`skylake`).
+    pub name: String,
+    /// One line saying which CPU this is.
+    pub description: String,
+    /// `intel` or `amd`.
+    pub vendor: String,
+    /// Replacement policy of every TLB and paging-structure cache.
+    #[serde(default)]
+    pub replacement: Replacement,
+    /// Architectural features.
+    pub features: RawFeatures,
+    /// TLB structures, L1 and L2.
+    pub tlb: Vec<RawTlb>,
+    /// Paging-structure caches, one per upper paging level that has one.
+    #[serde(default)]
+    pub psc: Vec<RawPsc>,
+    /// Translation latencies.
+    pub latency: RawLatency,
+    /// Instruction costs.
+    pub cost: RawCosts,
+}
+
+/// Architectural features of the CPU.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFeatures {
+    /// CR4.PCIDE can be set (`X86_FEATURE_PCID`).
+    pub pcid: bool,
+    /// INVPCID exists (`X86_FEATURE_INVPCID`).
+    pub invpcid: bool,
+    /// AMD INVLPGB/TLBSYNC exist (`X86_FEATURE_INVLPGB`).
+    pub invlpgb: bool,
+    /// `invlpgb_count_max`: CPUID 0x80000008 EDX[15:0] + 1 (only with `invlpgb`).
+    #[serde(default)]
+    pub invlpgb_count_max: Option<u32>,
+    /// 5-level paging (LA57) is available.
+    pub la57: bool,
+    /// Concurrent page walkers (informative: the sequential trace model walks one at a time).
+    pub page_walkers: u32,
+    /// Which paging-structure-cache entries INVLPG drops: `pcid` (all of the current PCID) or
+    /// `address` (only those that translate the address).
+    pub invlpg_psc_scope: PscScope,
+    /// Where `invlpg_psc_scope` comes from.
+    pub invlpg_psc_scope_source: String,
+    /// Where the feature flags come from.
+    pub source: String,
+}
+
+/// Which paging-structure-cache entries an INVLPG drops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PscScope {
+    /// Every entry of the current PCID, whatever its address (Intel SDM vol. 3 §4.10.4.1).
+    Pcid,
+    /// Only entries used to translate the address (AMD with EFER.TCE).
+    Address,
+}
+
+/// One TLB structure.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTlb {
+    /// Display name (`L1 dTLB 4K`).
+    pub name: String,
+    /// 1 (looked up first) or 2 (the STLB, looked up on an L1 miss).
+    pub level: u8,
+    /// Which accesses it serves.
+    pub accesses: Vec<AccessKind>,
+    /// Which page sizes it holds.
+    pub page_sizes: Vec<PageSize>,
+    /// Whether 1 GiB translations are held as 2 MiB entries ("smashed" or splintered).
+    #[serde(default)]
+    pub splinter_1g: bool,
+    /// Number of entries.
+    pub entries: u32,
+    /// Associativity; equal to `entries` for a fully-associative structure.
+    pub ways: u32,
+    /// Where the geometry comes from.
+    pub source: String,
+    /// Set when the geometry is not confirmed.
+    #[serde(default)]
+    pub unverified: bool,
+}
+
+/// An upper paging level: the levels whose entries a paging-structure cache can hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PscLevel {
+    /// PML5 entries (5-level paging only): each maps 256 TiB.
+    Pml5e,
+    /// PML4 entries: each maps 512 GiB.
+    Pml4e,
+    /// PDPT entries that reference a page directory: each maps 1 GiB.
+    Pdpte,
+    /// PD entries that reference a page table: each maps 2 MiB.
+    Pde,
+}
+
+/// One paging-structure cache.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPsc {
+    /// Which entries it caches.
+    pub level: PscLevel,
+    /// Number of entries.
+    pub entries: u32,
+    /// Associativity.
+    pub ways: u32,
+    /// Where the geometry comes from.
+    pub source: String,
+    /// Set when the geometry is not confirmed.
+    #[serde(default)]
+    pub unverified: bool,
+}
+
+/// Translation latencies beyond an L1 hit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLatency {
+    /// An L1 miss that hits the STLB (also paid before a walk starts).
+    pub stlb_hit: CyclesFigure,
+    /// One memory reference of a walk to a PML5 entry.
+    pub walk_pml5: CyclesFigure,
+    /// One memory reference of a walk to a PML4 entry.
+    pub walk_pml4: CyclesFigure,
+    /// One memory reference of a walk to a PDPT entry.
+    pub walk_pdpt: CyclesFigure,
+    /// One memory reference of a walk to a PD entry.
+    pub walk_pd: CyclesFigure,
+    /// One memory reference of a walk to a PT entry.
+    pub walk_pt: CyclesFigure,
+}
+
+/// Instruction costs (the instruction itself; refills after it are modelled as misses).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCosts {
+    /// INVLPG.
+    pub invlpg: CyclesFigure,
+    /// INVPCID type 0.
+    pub invpcid_indiv_addr: Option<CyclesFigure>,
+    /// INVPCID type 1.
+    pub invpcid_single_ctxt: Option<CyclesFigure>,
+    /// INVPCID type 2.
+    pub invpcid_all_incl_global: Option<CyclesFigure>,
+    /// INVPCID type 3.
+    pub invpcid_all_non_global: Option<CyclesFigure>,
+    /// MOV to CR3 that flushes.
+    pub mov_cr3: CyclesFigure,
+    /// MOV to CR3 with bit 63 (NOFLUSH) set.
+    pub mov_cr3_noflush: CyclesFigure,
+    /// One MOV to CR4.
+    pub mov_cr4: CyclesFigure,
+    /// INVLPGB (one instruction, whatever its range).
+    pub invlpgb: Option<CyclesFigure>,
+    /// TLBSYNC.
+    pub tlbsync: Option<CyclesFigure>,
+}

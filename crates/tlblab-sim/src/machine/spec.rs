@@ -1,0 +1,303 @@
+//! The checked machine description.
+
+use super::raw::{CyclesFigure, PscLevel, PscScope, RawMachine};
+use crate::hw::Replacement;
+use std::path::Path;
+use thiserror::Error;
+use tlblab_types::{AccessKind, PageSize};
+
+/// A preset that cannot be used, with the file (or built-in name) it came from.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum MachineError {
+    /// The file could not be read.
+    #[error("machine preset {path}: {source}")]
+    Io {
+        /// The path as given.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The TOML is malformed or has an unknown or missing key (the message names it and its line).
+    #[error("machine preset {origin}: {message}")]
+    Parse {
+        /// File or built-in name.
+        origin: String,
+        /// The parser's message, with line and column.
+        message: String,
+    },
+    /// The values are inconsistent.
+    #[error("machine preset {origin}: {message}")]
+    Invalid {
+        /// File or built-in name.
+        origin: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// No built-in preset has this name.
+    #[error("no built-in machine preset named {name:?} (built-in: {known}; or give a path to a .toml file)")]
+    UnknownPreset {
+        /// The name asked for.
+        name: String,
+        /// The built-in names.
+        known: String,
+    },
+    /// The run asked for something the machine does not have.
+    #[error("machine {machine}: {message}")]
+    Unsupported {
+        /// The machine's name.
+        machine: String,
+        /// What is missing.
+        message: String,
+    },
+}
+
+/// One TLB structure, checked.
+#[derive(Clone, Debug)]
+pub struct StructureSpec {
+    /// Display name.
+    pub name: String,
+    /// 1 or 2.
+    pub level: u8,
+    /// Entries.
+    pub entries: usize,
+    /// Ways per set.
+    pub ways: usize,
+    /// Whether it serves each access kind (indexed by `AccessKind::index`).
+    pub serves: [bool; 3],
+    /// Whether it holds each page size (indexed by `PageSize::index`); a splintering structure
+    /// "holds" 1 GiB pages as 2 MiB entries.
+    pub holds: [bool; 3],
+    /// 1 GiB translations are stored as 2 MiB entries.
+    pub splinter_1g: bool,
+}
+
+/// A checked machine preset, plus the run-time choices (replacement, paging depth).
+#[derive(Clone, Debug)]
+pub struct MachineSpec {
+    raw: RawMachine,
+    origin: String,
+    structures: Vec<StructureSpec>,
+    paging_levels: u8,
+}
+
+impl MachineSpec {
+    /// Parses and checks a preset; `origin` names it in errors (a path or a built-in name).
+    pub fn from_toml(text: &str, origin: &str) -> Result<MachineSpec, MachineError> {
+        let raw: RawMachine = toml::from_str(text).map_err(|e| MachineError::Parse {
+            origin: origin.to_string(),
+            message: e.to_string().trim_end().to_string(),
+        })?;
+        let invalid =
+            |message: String| MachineError::Invalid { origin: origin.to_string(), message };
+        let structures = check(&raw).map_err(invalid)?;
+        Ok(MachineSpec { raw, origin: origin.to_string(), structures, paging_levels: 4 })
+    }
+
+    /// Reads a preset file.
+    pub fn from_file(path: &Path) -> Result<MachineSpec, MachineError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| MachineError::Io { path: shown.clone(), source })?;
+        MachineSpec::from_toml(&text, &shown)
+    }
+
+    /// A built-in preset by name, or a file if `name_or_path` ends in `.toml` or contains a `/`.
+    pub fn load(name_or_path: &str) -> Result<MachineSpec, MachineError> {
+        if name_or_path.ends_with(".toml") || name_or_path.contains('/') {
+            MachineSpec::from_file(Path::new(name_or_path))
+        } else {
+            super::builtin(name_or_path)
+        }
+    }
+
+    /// Overrides the replacement policy of every structure.
+    pub fn with_replacement(mut self, replacement: Replacement) -> MachineSpec {
+        self.raw.replacement = replacement;
+        self
+    }
+
+    /// Chooses 4- or 5-level paging; 5 needs LA57.
+    pub fn with_paging_levels(mut self, levels: u8) -> Result<MachineSpec, MachineError> {
+        let unsupported =
+            |message: String| MachineError::Unsupported { machine: self.raw.name.clone(), message };
+        match levels {
+            4 => {}
+            5 if self.raw.features.la57 => {}
+            5 => return Err(unsupported("5-level paging needs LA57, which it lacks".into())),
+            n => return Err(unsupported(format!("{n}-level paging does not exist on x86-64"))),
+        }
+        self.paging_levels = levels;
+        Ok(self)
+    }
+
+    /// The preset's name.
+    pub fn name(&self) -> &str {
+        &self.raw.name
+    }
+
+    /// Where the preset came from (file path or built-in name).
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    /// The preset as written.
+    pub fn raw(&self) -> &RawMachine {
+        &self.raw
+    }
+
+    /// The TLB structures, in file order.
+    pub fn structures(&self) -> &[StructureSpec] {
+        &self.structures
+    }
+
+    /// Replacement policy.
+    pub fn replacement(&self) -> Replacement {
+        self.raw.replacement
+    }
+
+    /// 4 or 5.
+    pub fn paging_levels(&self) -> u8 {
+        self.paging_levels
+    }
+
+    /// INVLPG's paging-structure-cache scope.
+    pub fn invlpg_psc_scope(&self) -> PscScope {
+        self.raw.features.invlpg_psc_scope
+    }
+}
+
+/// Checks a parsed preset; returns the structures in a ready form.
+fn check(raw: &RawMachine) -> Result<Vec<StructureSpec>, String> {
+    if raw.name.trim().is_empty() {
+        return Err("`name` is empty".into());
+    }
+    if raw.vendor != "intel" && raw.vendor != "amd" {
+        return Err(format!("`vendor` is {:?}; expected \"intel\" or \"amd\"", raw.vendor));
+    }
+    let mut structures: Vec<StructureSpec> = Vec::new();
+    for (i, tlb) in raw.tlb.iter().enumerate() {
+        let what = format!("[[tlb]] #{} ({:?})", i + 1, tlb.name);
+        if tlb.level != 1 && tlb.level != 2 {
+            return Err(format!("{what}: `level` is {}; expected 1 or 2", tlb.level));
+        }
+        check_geometry(&what, tlb.entries, tlb.ways)?;
+        if tlb.accesses.is_empty() || tlb.page_sizes.is_empty() {
+            return Err(format!("{what}: `accesses` and `page_sizes` must not be empty"));
+        }
+        let mut serves = [false; 3];
+        for kind in &tlb.accesses {
+            if std::mem::replace(&mut serves[kind.index()], true) {
+                return Err(format!("{what}: access kind {} listed twice", kind.name()));
+            }
+        }
+        let mut holds = [false; 3];
+        for size in &tlb.page_sizes {
+            if std::mem::replace(&mut holds[size.index()], true) {
+                return Err(format!("{what}: page size {} listed twice", size.name()));
+            }
+        }
+        if tlb.splinter_1g {
+            if !holds[PageSize::Size2M.index()] || holds[PageSize::Size1G.index()] {
+                return Err(format!(
+                    "{what}: `splinter_1g` stores 1g pages as 2m entries, so `page_sizes` must \
+                     list 2m and not 1g"
+                ));
+            }
+            holds[PageSize::Size1G.index()] = true;
+        }
+        for other in &structures {
+            for kind in AccessKind::ALL {
+                for size in PageSize::ALL {
+                    let (k, s) = (kind.index(), size.index());
+                    if other.level == tlb.level
+                        && other.serves[k]
+                        && serves[k]
+                        && other.holds[s]
+                        && holds[s]
+                    {
+                        return Err(format!(
+                            "{what}: {} {} translations at level {} are already held by {:?}",
+                            kind.name(),
+                            size.name(),
+                            tlb.level,
+                            other.name
+                        ));
+                    }
+                }
+            }
+        }
+        structures.push(StructureSpec {
+            name: tlb.name.clone(),
+            level: tlb.level,
+            entries: tlb.entries as usize,
+            ways: tlb.ways as usize,
+            serves,
+            holds,
+            splinter_1g: tlb.splinter_1g,
+        });
+    }
+    for kind in AccessKind::ALL {
+        let has_l1 = structures
+            .iter()
+            .any(|s| s.level == 1 && s.serves[kind.index()] && s.holds[PageSize::Size4K.index()]);
+        if !has_l1 {
+            return Err(format!("no level-1 [[tlb]] holds 4k translations for {}", kind.name()));
+        }
+    }
+    let mut seen = Vec::new();
+    for psc in &raw.psc {
+        let what = format!("[[psc]] {:?}", psc.level);
+        check_geometry(&what, psc.entries, psc.ways)?;
+        if seen.contains(&psc.level) {
+            return Err(format!("{what} is listed twice"));
+        }
+        if psc.level == PscLevel::Pml5e && !raw.features.la57 {
+            return Err(format!("{what}: a PML5E cache needs `features.la57 = true`"));
+        }
+        seen.push(psc.level);
+    }
+    let f = &raw.features;
+    let c = &raw.cost;
+    let invpcid_costs = [
+        &c.invpcid_indiv_addr,
+        &c.invpcid_single_ctxt,
+        &c.invpcid_all_incl_global,
+        &c.invpcid_all_non_global,
+    ];
+    let present = invpcid_costs.iter().filter(|x| x.is_some()).count();
+    if present != if f.invpcid { 4 } else { 0 } {
+        return Err(
+            "the four `cost.invpcid_*` figures are needed exactly when `features.invpcid` \
+                    is true"
+                .into(),
+        );
+    }
+    let invlpgb_fields = [c.invlpgb.is_some(), c.tlbsync.is_some(), f.invlpgb_count_max.is_some()];
+    if invlpgb_fields.iter().any(|&present| present != f.invlpgb) {
+        return Err("`cost.invlpgb`, `cost.tlbsync` and `features.invlpgb_count_max` are needed \
+                    exactly when `features.invlpgb` is true"
+            .into());
+    }
+    if f.invlpgb_count_max == Some(0) {
+        return Err("`features.invlpgb_count_max` must be at least 1".into());
+    }
+    Ok(structures)
+}
+
+fn check_geometry(what: &str, entries: u32, ways: u32) -> Result<(), String> {
+    if entries == 0 || ways == 0 || ways > 128 || entries % ways != 0 || entries > 1 << 20 {
+        return Err(format!(
+            "{what}: {entries} entries in {ways}-way sets is not a geometry the model takes \
+             (needs 1 ≤ ways ≤ 128, entries a multiple of ways, at most 2^20 entries)"
+        ));
+    }
+    Ok(())
+}
+
+impl CyclesFigure {
+    /// The figure as a cost.
+    pub fn get(&self) -> tlblab_types::Cycles {
+        tlblab_types::Cycles(self.cycles)
+    }
+}
