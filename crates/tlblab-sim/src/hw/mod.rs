@@ -6,3 +6,6 @@ mod set_assoc;
 
 pub use cpu::{new_stats, Cpu, Cr4, Fault};
 pub use set_assoc::Replacement;
+
+#[cfg(test)]
+mod tests;

@@ -11,7 +11,7 @@
 //!   touch; the victim is an invalid way if there is one, else the way with the oldest stamp.
 //! - [`Replacement::Plru`]: bit pseudo-LRU ("MRU bits", PLRUm): one bit per way, set on touch;
 //!   when every bit of the set would be 1, all others are cleared. The victim is the first invalid
-//!   way, else the first way whose bit is 0. Works for any associativity (tree-PLRU needs a power
+//!   way, else the first way whose bit is 0 (way 0 in a 1-way set). Works for any associativity (tree-PLRU needs a power
 //!   of two, which 6-, 12- and 24-way TLBs are not). Invalidating a way clears its bit.
 //!
 //! Both policies leave the state unchanged when the most recently touched entry of a set is
@@ -161,7 +161,8 @@ impl SetAssoc {
                 }
                 oldest
             }
-            ReplState::Plru { mru } => (!mru[set]).trailing_zeros() as usize,
+            // A 1-way set has no clear bit: its only way is the victim.
+            ReplState::Plru { mru } => ((!mru[set]).trailing_zeros() as usize).min(self.ways - 1),
         }
     }
 
