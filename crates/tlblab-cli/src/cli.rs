@@ -1,0 +1,190 @@
+//! The command line, as clap parses it. Validation beyond clap's lives in the subcommands.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// tlblab: a laboratory for x86 TLB-flush policies on Linux.
+///
+/// It simulates x86 TLB hardware deterministically, under machine presets whose every figure has
+/// a source. Later versions add Linux flush policies, live benchmarks and kernel tracing.
+#[derive(Debug, Parser)]
+#[command(name = "tlblab", version, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Top-level commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Simulate x86 TLB hardware: replay memory traces, run built-in workloads, inspect machines.
+    #[command(subcommand)]
+    Sim(SimCommand),
+}
+
+/// `tlblab sim …`
+#[derive(Debug, Subcommand)]
+pub enum SimCommand {
+    /// Run the built-in workloads through the TLB model of one machine and compare them.
+    ///
+    /// Five seeded synthetic streams on CPU 0: a page-local stream, a loop over 1,024 pages, random
+    /// pages over 256 MiB, and two processes switching with and without PCID. Counts are exact
+    /// (deterministic model); the same seed gives the same output.
+    Demo(DemoArgs),
+    /// Replay memory traces through the TLB model and print exact hit, miss and walk counts.
+    ///
+    /// Formats (auto-detected unless --format is given): valgrind lackey text
+    /// (`valgrind --tool=lackey --trace-mem=yes`), ChampSim binary `input_instr` traces, and
+    /// tlblab's compact format; each raw, gzip- or xz-compressed. Each FILE is an independent run
+    /// on a fresh machine; files run in parallel, output is in the order given.
+    Trace(TraceArgs),
+    /// Convert a lackey or ChampSim trace to tlblab's compact binary format (fast to replay).
+    Convert(ConvertArgs),
+    /// List the built-in machine presets, or show one with every figure's source.
+    Machines(MachinesArgs),
+}
+
+/// Which machine to simulate, and run-time choices about it.
+#[derive(Debug, Args)]
+pub struct MachineArgs {
+    /// A built-in preset name (see `tlblab sim machines`) or a path to a preset .toml file.
+    #[arg(long, short = 'm', default_value = "skylake", value_name = "NAME|PATH")]
+    pub machine: String,
+    /// Replacement policy of every TLB and paging-structure cache (default: the preset's).
+    #[arg(long, value_enum, value_name = "POLICY")]
+    pub replacement: Option<ReplacementArg>,
+    /// Paging depth: 4, or 5 (LA57; only on presets that have it).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u8).range(4..=5))]
+    pub paging_levels: u8,
+}
+
+/// Replacement policies.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ReplacementArg {
+    /// True least-recently-used.
+    Lru,
+    /// Bit pseudo-LRU (one MRU bit per way).
+    Plru,
+}
+
+/// How to read address-only traces (lackey, ChampSim), which carry no CPU, PCID or page size.
+#[derive(Debug, Args)]
+pub struct InputArgs {
+    /// Trace format; auto-detected when absent.
+    #[arg(long, short = 'f', value_enum)]
+    pub format: Option<FormatArg>,
+    /// Page size that maps every address of a lackey or ChampSim trace.
+    #[arg(long, default_value = "4k", value_parser = parse_page_size, value_name = "4k|2m|1g")]
+    pub page_size: tlblab_types::PageSize,
+    /// CPU that runs a lackey or ChampSim trace.
+    #[arg(long, default_value_t = 0)]
+    pub cpu: u16,
+    /// PCID of a lackey or ChampSim trace's address space (0–4095).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(0..=4095))]
+    pub pcid: u16,
+}
+
+/// Trace formats.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum FormatArg {
+    /// valgrind --tool=lackey --trace-mem=yes output.
+    Lackey,
+    /// ChampSim input_instr records (64 bytes each).
+    Champsim,
+    /// tlblab's compact binary format (docs/trace-formats.md).
+    Compact,
+}
+
+fn parse_page_size(text: &str) -> Result<tlblab_types::PageSize, String> {
+    tlblab_types::PageSize::parse(text).ok_or_else(|| format!("{text:?} is not 4k, 2m or 1g"))
+}
+
+/// `tlblab sim trace`
+#[derive(Debug, Args)]
+pub struct TraceArgs {
+    /// Trace files (lackey, ChampSim or compact; raw, .gz or .xz).
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub machine: MachineArgs,
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Print JSON (schema in docs/sim-output.md) instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Also print each CPU's counters (text output; JSON always has them).
+    #[arg(long)]
+    pub per_cpu: bool,
+    /// Files simulated at once (default: the number of CPUs). Output does not depend on it.
+    #[arg(long, short = 'j', value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
+}
+
+/// `tlblab sim convert`
+#[derive(Debug, Args)]
+pub struct ConvertArgs {
+    /// The trace to convert.
+    #[arg(value_name = "INPUT")]
+    pub input: PathBuf,
+    /// Where to write the compact trace (written to OUTPUT.partial, renamed when complete).
+    #[arg(long, short = 'o', value_name = "OUTPUT")]
+    pub output: PathBuf,
+    /// Replace OUTPUT if it exists.
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub input_args: InputArgs,
+}
+
+/// `tlblab sim machines`
+#[derive(Debug, Args)]
+pub struct MachinesArgs {
+    /// Show one preset instead of listing them.
+    #[command(subcommand)]
+    pub show: Option<MachinesCommand>,
+}
+
+/// `tlblab sim machines show`
+#[derive(Debug, Subcommand)]
+pub enum MachinesCommand {
+    /// Print one preset: every structure and figure, its source, UNVERIFIED marks.
+    Show {
+        /// A built-in preset name or a path to a preset .toml file.
+        #[arg(value_name = "NAME|PATH")]
+        name: String,
+        /// Print the preset's TOML (a starting point for your own preset file).
+        #[arg(long)]
+        toml: bool,
+    },
+}
+
+/// `tlblab sim demo`
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    #[command(flatten)]
+    pub machine: MachineArgs,
+    /// Accesses per workload.
+    #[arg(long, default_value_t = 2_000_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub accesses: u64,
+    /// Seed of the workloads' random choices.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Run only this workload (repeatable; default: all).
+    #[arg(long = "workload", short = 'w', value_name = "NAME")]
+    pub workloads: Vec<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

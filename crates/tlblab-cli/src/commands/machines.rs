@@ -1,0 +1,188 @@
+//! `tlblab sim machines [show NAME]`: the machine presets and the sources of their figures.
+
+use crate::cli::{MachinesArgs, MachinesCommand};
+use crate::render::{group, Table};
+use anyhow::{Context, Result};
+use std::process::ExitCode;
+use tlblab_sim::machine::raw::{CyclesFigure, RawMachine};
+use tlblab_sim::machine::{builtin, MachineSpec, PscScope, BUILTIN_PRESETS};
+
+pub fn run(args: &MachinesArgs) -> Result<ExitCode> {
+    match &args.show {
+        None => print!("{}", list()?),
+        Some(MachinesCommand::Show { name, toml: true }) => print!("{}", toml_text(name)?),
+        Some(MachinesCommand::Show { name, toml: false }) => {
+            print!("{}", show(&MachineSpec::load(name)?))
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn list() -> Result<String> {
+    let mut t =
+        Table::new(&["name", "vendor", "TLB structures", "UNVERIFIED figures", "description"]);
+    for (name, _) in BUILTIN_PRESETS {
+        let spec = builtin(name)?;
+        let raw = spec.raw();
+        t.row(vec![
+            name.to_string(),
+            raw.vendor.clone(),
+            raw.tlb.len().to_string(),
+            format!("{} of {}", unverified(raw).0, unverified(raw).1),
+            raw.description.clone(),
+        ]);
+    }
+    Ok(format!(
+        "Built-in machine presets (`tlblab sim machines show NAME` for figures and sources;\n\
+         `--machine PATH.toml` uses your own file):\n\n{}",
+        t.render(2)
+    ))
+}
+
+/// `(unverified, total)` figures of a preset.
+fn unverified(raw: &RawMachine) -> (usize, usize) {
+    let mut marks: Vec<bool> = raw.tlb.iter().map(|t| t.unverified).collect();
+    marks.extend(raw.psc.iter().map(|p| p.unverified));
+    marks.extend(figures(raw).iter().map(|(_, f)| f.unverified));
+    (marks.iter().filter(|&&m| m).count(), marks.len())
+}
+
+/// Every cycles figure, named as in the file.
+fn figures(raw: &RawMachine) -> Vec<(&'static str, &CyclesFigure)> {
+    let l = &raw.latency;
+    let c = &raw.cost;
+    let mut out = vec![
+        ("latency.stlb_hit", &l.stlb_hit),
+        ("latency.walk_pml5", &l.walk_pml5),
+        ("latency.walk_pml4", &l.walk_pml4),
+        ("latency.walk_pdpt", &l.walk_pdpt),
+        ("latency.walk_pd", &l.walk_pd),
+        ("latency.walk_pt", &l.walk_pt),
+        ("cost.invlpg", &c.invlpg),
+        ("cost.mov_cr3", &c.mov_cr3),
+        ("cost.mov_cr3_noflush", &c.mov_cr3_noflush),
+        ("cost.mov_cr4", &c.mov_cr4),
+    ];
+    let optional = [
+        ("cost.invpcid_indiv_addr", &c.invpcid_indiv_addr),
+        ("cost.invpcid_single_ctxt", &c.invpcid_single_ctxt),
+        ("cost.invpcid_all_incl_global", &c.invpcid_all_incl_global),
+        ("cost.invpcid_all_non_global", &c.invpcid_all_non_global),
+        ("cost.invlpgb", &c.invlpgb),
+        ("cost.tlbsync", &c.tlbsync),
+    ];
+    out.extend(optional.into_iter().filter_map(|(n, f)| f.as_ref().map(|f| (n, f))));
+    out
+}
+
+fn mark(unverified: bool) -> &'static str {
+    if unverified {
+        "UNVERIFIED"
+    } else {
+        ""
+    }
+}
+
+fn yes(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+fn show(spec: &MachineSpec) -> String {
+    let raw = spec.raw();
+    let f = &raw.features;
+    let (bad, all) = unverified(raw);
+    let mut out = format!(
+        "{} — {}\nvendor {} · replacement {} · from {}\n{} of {} figures are UNVERIFIED (no primary source, or assumed).\n\n",
+        raw.name,
+        raw.description,
+        raw.vendor,
+        raw.replacement.name(),
+        spec.origin(),
+        bad,
+        all
+    );
+    out += &format!(
+        "features: PCID {} · INVPCID {} · INVLPGB {}{} · LA57 {} · page walkers {}\n  source: {}\n",
+        yes(f.pcid),
+        yes(f.invpcid),
+        yes(f.invlpgb),
+        f.invlpgb_count_max.map(|n| format!(" (invlpgb_count_max {n})")).unwrap_or_default(),
+        yes(f.la57),
+        f.page_walkers,
+        f.source
+    );
+    out += &format!(
+        "INVLPG drops paging-structure-cache entries {}\n  source: {}\n\n",
+        match f.invlpg_psc_scope {
+            PscScope::Pcid => "of the current PCID, whatever their address",
+            PscScope::Address => "that translate the address only",
+        },
+        f.invlpg_psc_scope_source
+    );
+    let mut t = Table::new(&[
+        "TLB structure",
+        "level",
+        "accesses",
+        "page sizes",
+        "entries",
+        "ways",
+        "sets",
+        "",
+        "source",
+    ]);
+    for s in &raw.tlb {
+        let mut sizes: Vec<&str> = s.page_sizes.iter().map(|p| p.name()).collect();
+        if s.splinter_1g {
+            sizes.push("1g as 2m");
+        }
+        t.row(vec![
+            s.name.clone(),
+            s.level.to_string(),
+            s.accesses.iter().map(|a| a.name()).collect::<Vec<_>>().join(","),
+            sizes.join(","),
+            group(u64::from(s.entries)),
+            s.ways.to_string(),
+            (s.entries / s.ways).to_string(),
+            mark(s.unverified).into(),
+            s.source.clone(),
+        ]);
+    }
+    out += &t.render(0);
+    out.push('\n');
+    let mut t = Table::new(&["paging-structure cache", "entries", "ways", "", "source"]);
+    for p in &raw.psc {
+        t.row(vec![
+            format!("{:?}", p.level).to_uppercase(),
+            p.entries.to_string(),
+            p.ways.to_string(),
+            mark(p.unverified).into(),
+            p.source.clone(),
+        ]);
+    }
+    out += &t.render(0);
+    out.push('\n');
+    let mut t = Table::new(&["figure", "cycles", "", "source"]);
+    for (name, fig) in figures(raw) {
+        t.row(vec![
+            name.into(),
+            group(fig.cycles),
+            mark(fig.unverified).into(),
+            fig.source.clone(),
+        ]);
+    }
+    out += &t.render(0);
+    out
+}
+
+fn toml_text(name: &str) -> Result<String> {
+    if let Some((_, text)) = BUILTIN_PRESETS.iter().find(|(n, _)| *n == name) {
+        return Ok(text.to_string());
+    }
+    // Not built in: validate first, so a bad file gets the preset error, then print it.
+    MachineSpec::load(name)?;
+    std::fs::read_to_string(name).with_context(|| format!("reading {name}"))
+}

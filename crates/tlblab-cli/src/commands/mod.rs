@@ -1,0 +1,84 @@
+//! One module per subcommand, and what they share: loading the machine, exit statuses.
+
+mod convert;
+mod demo;
+mod machines;
+mod trace;
+
+use crate::cli::{Cli, Command, FormatArg, InputArgs, MachineArgs, ReplacementArg, SimCommand};
+use anyhow::Result;
+use std::process::ExitCode;
+use tlblab_memtrace::{Format, ReadOptions, TraceError};
+use tlblab_sim::hw::Replacement;
+use tlblab_sim::machine::{MachineError, MachineSpec};
+use tlblab_sim::SimError;
+use tlblab_types::{CpuId, Pcid};
+
+/// Runs a parsed command line; returns the exit status to use.
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Sim(SimCommand::Demo(args)) => demo::run(&args),
+        Command::Sim(SimCommand::Trace(args)) => trace::run(&args),
+        Command::Sim(SimCommand::Convert(args)) => convert::run(&args),
+        Command::Sim(SimCommand::Machines(args)) => machines::run(&args),
+    }
+}
+
+/// Exit status for an error: 2 for bad input (trace, preset, simulated fault), 1 otherwise.
+pub fn exit_status(error: &anyhow::Error) -> u8 {
+    let bad_input = error.chain().any(|cause| {
+        cause.is::<TraceError>()
+            || cause.is::<MachineError>()
+            || cause.is::<SimError>()
+            || cause.is::<BadInput>()
+    });
+    if bad_input {
+        2
+    } else {
+        1
+    }
+}
+
+/// A usage error found after parsing (e.g. an existing output file).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BadInput(pub String);
+
+/// The machine the arguments ask for.
+pub fn load_machine(args: &MachineArgs) -> Result<MachineSpec> {
+    let mut spec = MachineSpec::load(&args.machine)?;
+    if let Some(r) = args.replacement {
+        spec = spec.with_replacement(match r {
+            ReplacementArg::Lru => Replacement::Lru,
+            ReplacementArg::Plru => Replacement::Plru,
+        });
+    }
+    Ok(spec.with_paging_levels(args.paging_levels)?)
+}
+
+/// One line describing the machine and the run-time choices.
+pub fn machine_line(spec: &MachineSpec) -> String {
+    format!(
+        "machine {} ({}), {}-level paging, {} replacement",
+        spec.name(),
+        spec.raw().description,
+        spec.paging_levels(),
+        spec.replacement().name()
+    )
+}
+
+/// Reader options from the command line.
+pub fn read_options(args: &InputArgs) -> (Option<Format>, ReadOptions) {
+    let format = args.format.map(|f| match f {
+        FormatArg::Lackey => Format::Lackey,
+        FormatArg::Champsim => Format::ChampSim,
+        FormatArg::Compact => Format::Compact,
+    });
+    let options = ReadOptions {
+        cpu: CpuId(args.cpu),
+        pcid: Pcid::new(args.pcid).expect("clap limits --pcid to 0..=4095"),
+        page_size: args.page_size,
+        coalesce: true,
+    };
+    (format, options)
+}

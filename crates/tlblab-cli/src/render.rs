@@ -1,0 +1,260 @@
+//! Plain-text rendering helpers: grouped numbers, ratios, and aligned tables. Output never
+//! depends on the terminal, so it is byte-identical across runs and machines.
+
+use tlblab_sim::stats::HwReport;
+
+/// `1234567` → `1,234,567`.
+pub fn group(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `part / whole` as a percentage with one decimal, or `-` when `whole` is 0.
+pub fn percent(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        "-".into()
+    } else {
+        format!("{:.1}%", part as f64 * 100.0 / whole as f64)
+    }
+}
+
+/// `num / den` with `decimals` decimals, or `-` when `den` is 0.
+pub fn ratio(num: u64, den: u64, decimals: usize) -> String {
+    if den == 0 {
+        "-".into()
+    } else {
+        format!("{:.*}", decimals, num as f64 / den as f64)
+    }
+}
+
+/// A table: columns of numbers are right-aligned, the others left-aligned.
+pub struct Table {
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// A table with this header row.
+    pub fn new(header: &[&str]) -> Table {
+        Table { rows: vec![header.iter().map(|s| s.to_string()).collect()] }
+    }
+
+    /// Appends a row.
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    /// The table, each line indented by `indent` spaces.
+    pub fn render(&self, indent: usize) -> String {
+        let columns = self.rows.iter().map(Vec::len).max().unwrap_or(0);
+        let width = |c: usize| {
+            self.rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0)
+        };
+        let widths: Vec<usize> = (0..columns).map(width).collect();
+        let numeric = |c: usize| {
+            self.rows[1..].iter().filter_map(|r| r.get(c)).all(|cell| {
+                !cell.is_empty()
+                    && cell.chars().all(|ch| ch.is_ascii_digit() || ",.%-×".contains(ch))
+            })
+        };
+        let right: Vec<bool> = (0..columns).map(|c| c > 0 && numeric(c)).collect();
+        let mut out = String::new();
+        for row in &self.rows {
+            let mut line = " ".repeat(indent);
+            for (c, cell) in row.iter().enumerate() {
+                let pad = widths[c] - cell.chars().count();
+                if c > 0 {
+                    line.push_str("  ");
+                }
+                if right[c] {
+                    line.push_str(&" ".repeat(pad));
+                    line.push_str(cell);
+                } else {
+                    line.push_str(cell);
+                    line.push_str(&" ".repeat(pad));
+                }
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// Every counter of a run, as text. Counts are exact (the model is deterministic).
+pub fn hw_report(r: &HwReport, indent: usize) -> String {
+    let pad = " ".repeat(indent);
+    let a = &r.accesses;
+    let mut out = format!(
+        "{pad}accesses: {} (load {} · store {} · fetch {})\n\n",
+        group(a.total),
+        group(a.load),
+        group(a.store),
+        group(a.fetch)
+    );
+    let mut t = Table::new(&[
+        "TLB structure",
+        "level",
+        "entries",
+        "ways",
+        "hits",
+        "misses",
+        "hit rate",
+        "fills",
+        "evictions",
+        "invalidated",
+    ]);
+    for s in &r.structures {
+        let st = &s.stats;
+        t.row(vec![
+            s.name.clone(),
+            s.level.to_string(),
+            group(s.entries as u64),
+            group(s.ways as u64),
+            group(st.hits),
+            group(st.misses),
+            percent(st.hits, st.hits + st.misses),
+            group(st.fills),
+            group(st.evictions),
+            group(st.invalidated),
+        ]);
+    }
+    out += &t.render(indent);
+    out.push('\n');
+    let mut t = Table::new(&[
+        "L1 misses",
+        "count",
+        "stlb_hit",
+        "walk_completed",
+        "walk cycles",
+        "translation cycles",
+    ]);
+    for (name, m) in [
+        ("dtlb_load_misses", &r.dtlb_load_misses),
+        ("dtlb_store_misses", &r.dtlb_store_misses),
+        ("itlb_misses", &r.itlb_misses),
+    ] {
+        t.row(vec![
+            name.into(),
+            group(m.l1_miss),
+            group(m.stlb_hit),
+            group(m.walk_completed),
+            group(m.walk_active_cycles),
+            group(m.translation_cycles),
+        ]);
+    }
+    out += &t.render(indent);
+    let w = &r.page_walks;
+    let refs: Vec<String> = ["pml5", "pml4", "pdpt", "pd", "pt"]
+        .iter()
+        .filter_map(|l| {
+            w.memory_references.get(*l).filter(|&&n| n > 0).map(|n| format!("{l} {}", group(*n)))
+        })
+        .collect();
+    out += &format!(
+        "\n{pad}page walks: {} ({} per 1,000 accesses); {} walk cycles ({} per walk, mean)\n",
+        group(w.walks),
+        ratio(w.walks * 1000, a.total, 2),
+        group(w.cycles),
+        ratio(w.cycles, w.walks, 1)
+    );
+    out += &format!(
+        "{pad}walk memory references: {}\n",
+        if refs.is_empty() { "none".into() } else { refs.join(" · ") }
+    );
+    let translation: u64 = [&r.dtlb_load_misses, &r.dtlb_store_misses, &r.itlb_misses]
+        .iter()
+        .map(|m| m.translation_cycles)
+        .sum();
+    out += &format!(
+        "{pad}translation cycles (STLB lookups + walks): {} ({} per access, mean)\n",
+        group(translation),
+        ratio(translation, a.total, 3)
+    );
+    if !r.paging_structure_caches.is_empty() {
+        out.push('\n');
+        let mut t = Table::new(&[
+            "paging-structure cache",
+            "entries",
+            "ways",
+            "hits",
+            "misses",
+            "fills",
+            "evictions",
+            "invalidated",
+        ]);
+        for p in &r.paging_structure_caches {
+            let st = &p.stats;
+            t.row(vec![
+                format!("{:?}", p.level).to_uppercase(),
+                group(u64::from(p.entries)),
+                group(u64::from(p.ways)),
+                group(st.hits),
+                group(st.misses),
+                group(st.fills),
+                group(st.evictions),
+                group(st.invalidated),
+            ]);
+        }
+        out += &t.render(indent);
+    }
+    let ops: Vec<_> =
+        r.invalidations.iter().filter(|(_, o)| o.count > 0 || o.tlb_entries_dropped > 0).collect();
+    out.push('\n');
+    if ops.is_empty() {
+        out += &format!("{pad}invalidating instructions: none\n");
+    } else {
+        let mut t = Table::new(&[
+            "invalidating instruction",
+            "count",
+            "cycles",
+            "TLB entries dropped",
+            "PSC entries dropped",
+        ]);
+        for (name, o) in ops {
+            t.row(vec![
+                name.clone(),
+                group(o.count),
+                group(o.cycles),
+                group(o.tlb_entries_dropped),
+                group(o.psc_entries_dropped),
+            ]);
+        }
+        out += &t.render(indent);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_thousands() {
+        assert_eq!(group(0), "0");
+        assert_eq!(group(999), "999");
+        assert_eq!(group(1000), "1,000");
+        assert_eq!(group(1234567), "1,234,567");
+    }
+
+    #[test]
+    fn ratios_say_when_undefined() {
+        assert_eq!(percent(1, 3), "33.3%");
+        assert_eq!(percent(1, 0), "-");
+        assert_eq!(ratio(10, 4, 2), "2.50");
+    }
+
+    #[test]
+    fn table_aligns_columns() {
+        let mut t = Table::new(&["name", "n", "note"]);
+        t.row(vec!["a".into(), "1,000".into(), "x".into()]);
+        t.row(vec!["bb".into(), "5".into(), "yz".into()]);
+        assert_eq!(t.render(1), " name      n  note\n a     1,000  x\n bb        5  yz\n");
+    }
+}
