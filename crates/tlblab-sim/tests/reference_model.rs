@@ -110,7 +110,8 @@ mov_cr3_noflush = { cycles = 7, source = "test" }
 mov_cr4 = { cycles = 8, source = "test" }
 "#;
 
-/// A small AMD-like machine: one fully-associative L1 for all sizes, L2 splintering 1G to 2M,
+/// A small AMD-like machine: one fully-associative L1 for all sizes (over 16 ways, the other LRU
+/// layout), L2 splintering 1G to 2M,
 /// INVLPGB, address-scoped INVLPG.
 const TINY_AMD: &str = r#"
 name = "tiny-amd"
@@ -131,8 +132,8 @@ name = "l1d"
 level = 1
 accesses = ["load", "store"]
 page_sizes = ["4k", "2m", "1g"]
-entries = 5
-ways = 5
+entries = 18
+ways = 18
 source = "test"
 [[tlb]]
 name = "l1i"

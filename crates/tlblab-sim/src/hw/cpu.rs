@@ -6,14 +6,15 @@
 //! 1. the L1 structure that serves the access kind and page size (if any) is looked up; a hit ends
 //!    the translation at no extra cost;
 //! 2. on a miss, the STLB structure for the kind and size (if any) is looked up, costing
-//!    `latency.stlb_hit`; a hit fills the L1 entry;
+//!    `latency.stlb_hit`; a hit ends the translation;
 //! 3. on a miss, the page walk probes the paging-structure caches from the deepest level up, then
-//!    references every level below the deepest hit, each costing its `latency.walk_*`; it fills
-//!    the paging-structure caches for the non-leaf levels it referenced, then the STLB, then L1.
+//!    references every level below the deepest hit, each costing its `latency.walk_*`.
 //!
-//! Structures are non-inclusive: an eviction from one never removes an entry from another.
+//! Every structure that missed (L1, STLB, and each paging-structure cache probed) is filled with
+//! the translation. Structures are independent and non-inclusive: an eviction from one never
+//! removes an entry from another, so the model fills each right after its own miss.
 
-use super::set_assoc::{Displaced, Replacement, SetAssoc};
+use super::set_assoc::{Displaced, Outcome, Replacement, SetAssoc};
 use crate::machine::{MachineSpec, PscLevel, PscScope};
 use crate::stats::{HwStats, OpKind};
 use thiserror::Error;
@@ -192,7 +193,7 @@ impl Cpu {
     }
 
     /// `(set, key)` of `page` in structure `i`.
-    #[inline]
+    #[inline(always)]
     fn locate(&self, i: usize, page: Page) -> (usize, u64) {
         let (number, code) = if page.size == PageSize::Size1G && self.splinters[i] {
             (page.vpn.0 >> 9, SPLINTER)
@@ -216,23 +217,25 @@ impl Cpu {
         }
     }
 
+    /// Translates one access. The L1 structure, the STLB and each paging-structure cache are
+    /// independent, so each is looked up and, on a miss, filled in one step: the order of the
+    /// fills among them does not matter.
     #[inline]
     fn translate(&mut self, access: &Access, weight: u64, stats: &mut HwStats) {
         let kind = access.kind.index();
         let size = access.page.size.index();
         let pcid = self.tag(access.pcid);
+        let global = access.global && self.cr4.pge;
         stats.accesses[kind] += weight;
         let l1 = self.route[0][kind][size];
         if l1 != NONE {
             let l1 = l1 as usize;
             let (set, key) = self.locate(l1, access.page);
-            if self.tlbs[l1].lookup(set, key, pcid) {
-                stats.structures[l1].hits += weight;
+            let outcome = self.tlbs[l1].access(set, key, pcid, global);
+            if self.count(l1, outcome, key, weight, stats) {
                 return;
             }
-            stats.structures[l1].misses += weight;
         }
-        let global = access.global && self.cr4.pge;
         stats.misses[kind].l1_miss += weight;
         let l2 = self.route[1][kind][size];
         let mut cycles = 0;
@@ -241,12 +244,10 @@ impl Cpu {
             let l2 = l2 as usize;
             cycles += self.stlb_latency;
             let (set, key) = self.locate(l2, access.page);
-            hit_l2 = self.tlbs[l2].lookup(set, key, pcid);
+            let outcome = self.tlbs[l2].access(set, key, pcid, global);
+            hit_l2 = self.count(l2, outcome, key, weight, stats);
             if hit_l2 {
-                stats.structures[l2].hits += weight;
                 stats.misses[kind].stlb_hit += weight;
-            } else {
-                stats.structures[l2].misses += weight;
             }
         }
         if !hit_l2 {
@@ -255,70 +256,74 @@ impl Cpu {
             let m = &mut stats.misses[kind];
             m.walk_completed += weight;
             m.walk_active_cycles += walk * weight;
-            if l2 != NONE {
-                self.fill(l2 as usize, access.page, pcid, global, weight, stats);
-            }
         }
         stats.misses[kind].translation_cycles += cycles * weight;
-        if l1 != NONE {
-            self.fill(l1 as usize, access.page, pcid, global, weight, stats);
-        }
     }
 
-    fn fill(
+    /// Counts a structure access; returns whether it hit.
+    #[inline(always)]
+    fn count(
         &mut self,
         i: usize,
-        page: Page,
-        pcid: u16,
-        global: bool,
+        outcome: Outcome,
+        key: u64,
         weight: u64,
         stats: &mut HwStats,
-    ) {
-        // A fill only happens on the first of a run of repeats (see `access`).
-        debug_assert_eq!(weight, 1, "a repeated access filled a structure");
-        let (set, key) = self.locate(i, page);
+    ) -> bool {
         let st = &mut stats.structures[i];
-        st.fills += 1;
-        if self.tlbs[i].insert(set, key, pcid, global) == Displaced::Evicted {
-            st.evictions += 1;
-        }
-        if key & 3 == SPLINTER {
-            self.may_hold_splinters[i] = true;
+        match outcome {
+            Outcome::Hit => {
+                st.hits += weight;
+                true
+            }
+            Outcome::Filled(displaced) => {
+                // A fill only happens on the first of a run of repeats (see `access`).
+                debug_assert_eq!(weight, 1, "a repeated access filled a structure");
+                st.misses += weight;
+                st.fills += 1;
+                st.evictions += u64::from(displaced == Displaced::Evicted);
+                if key & 3 == SPLINTER {
+                    self.may_hold_splinters[i] = true;
+                }
+                false
+            }
         }
     }
 
-    /// Walks the paging structures for `page`; returns the walk's cycles.
+    /// Walks the paging structures for `page`; returns the walk's cycles. The caches of the
+    /// non-leaf levels are probed deepest first; each probe that misses fills its cache (the walk
+    /// references that level), and the walk resumes below the first hit.
+    #[inline(always)]
     fn walk(&mut self, page: Page, pcid: u16, weight: u64, stats: &mut HwStats) -> u64 {
         let leaf = leaf_level(page.size);
-        // Probe the caches of the non-leaf levels, deepest first; the walk resumes below a hit.
         let mut start = self.top_level;
         for level in (self.top_level..leaf).rev() {
             if let Some(cache) = &mut self.psc[level] {
                 let prefix = psc_prefix(page.vpn, level);
                 let set = cache.set_of(prefix);
-                if cache.lookup(set, prefix, pcid) {
-                    stats.psc[level].hits += weight;
-                    start = level + 1;
-                    break;
+                let st = &mut stats.psc[level];
+                match cache.access(set, prefix, pcid, false) {
+                    Outcome::Hit => {
+                        st.hits += weight;
+                        start = level + 1;
+                        break;
+                    }
+                    Outcome::Filled(displaced) => {
+                        debug_assert_eq!(
+                            weight, 1,
+                            "a repeated access filled a paging-structure cache"
+                        );
+                        st.misses += weight;
+                        st.fills += 1;
+                        st.evictions += u64::from(displaced == Displaced::Evicted);
+                    }
                 }
-                stats.psc[level].misses += weight;
             }
         }
         let mut cycles = 0;
         for level in start..=leaf {
             cycles += self.walk_latency[level];
             stats.walk_refs[level] += weight;
-        }
-        for level in start..leaf {
-            if let Some(cache) = &mut self.psc[level] {
-                debug_assert_eq!(weight, 1, "a repeated access filled a paging-structure cache");
-                let prefix = psc_prefix(page.vpn, level);
-                let set = cache.set_of(prefix);
-                stats.psc[level].fills += 1;
-                if cache.insert(set, prefix, pcid, false) == Displaced::Evicted {
-                    stats.psc[level].evictions += 1;
-                }
-            }
         }
         cycles
     }

@@ -11,7 +11,7 @@ use tlblab_types::{AccessKind, PageSize};
 #[non_exhaustive]
 pub enum MachineError {
     /// The file could not be read.
-    #[error("machine preset {path}: {source}")]
+    #[error("machine preset {path}: cannot read it")]
     Io {
         /// The path as given.
         path: String,
