@@ -170,7 +170,8 @@ pub struct DemoArgs {
     /// Seed of the workloads' random choices.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Run only this workload (repeatable; default: all).
+    /// Run only this workload (repeatable; default: all): page-local, loop-1024, random-65536,
+    /// ctx-switch-pcid or ctx-switch-nopcid.
     #[arg(long = "workload", short = 'w', value_name = "NAME")]
     pub workloads: Vec<String>,
     /// Print JSON instead of text.

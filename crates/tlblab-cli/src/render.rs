@@ -1,7 +1,21 @@
 //! Plain-text rendering helpers: grouped numbers, ratios, and aligned tables. Output never
 //! depends on the terminal, so it is byte-identical across runs and machines.
 
+use std::io::Write;
 use tlblab_sim::stats::HwReport;
+
+/// Writes `text` to standard output (instead of `print!`, which panics when the write fails). A
+/// closed pipe (`tlblab … | head`) is not an error: the reader has stopped reading, so the rest
+/// is dropped and the command finishes as it would have. Any other failure is an error.
+pub fn stdout(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(anyhow::Error::new(e).context("writing to standard output"))
+        }
+        _ => Ok(()),
+    }
+}
 
 /// `1234567` → `1,234,567`.
 pub fn group(n: u64) -> String {

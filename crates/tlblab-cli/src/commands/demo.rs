@@ -2,7 +2,7 @@
 
 use super::{load_machine, machine_line, BadInput};
 use crate::cli::DemoArgs;
-use crate::render::{group, percent, ratio, Table};
+use crate::render::{self, group, percent, ratio, Table};
 use anyhow::Result;
 use serde::Serialize;
 use std::process::ExitCode;
@@ -69,10 +69,10 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
                 })
                 .collect(),
         };
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        render::stdout(&(serde_json::to_string_pretty(&report)? + "\n"))?;
         return Ok(ExitCode::SUCCESS);
     }
-    print!("{}", render(&spec, args, &results));
+    render::stdout(&render(&spec, args, &results))?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,7 +1,7 @@
 //! `tlblab sim machines [show NAME]`: the machine presets and the sources of their figures.
 
 use crate::cli::{MachinesArgs, MachinesCommand};
-use crate::render::{group, Table};
+use crate::render::{self, group, Table};
 use anyhow::{Context, Result};
 use std::process::ExitCode;
 use tlblab_sim::machine::raw::{CyclesFigure, RawMachine};
@@ -9,10 +9,10 @@ use tlblab_sim::machine::{builtin, MachineSpec, PscScope, BUILTIN_PRESETS};
 
 pub fn run(args: &MachinesArgs) -> Result<ExitCode> {
     match &args.show {
-        None => print!("{}", list()?),
-        Some(MachinesCommand::Show { name, toml: true }) => print!("{}", toml_text(name)?),
+        None => render::stdout(&list()?)?,
+        Some(MachinesCommand::Show { name, toml: true }) => render::stdout(&toml_text(name)?)?,
         Some(MachinesCommand::Show { name, toml: false }) => {
-            print!("{}", show(&MachineSpec::load(name)?))
+            render::stdout(&show(&MachineSpec::load(name)?))?
         }
     }
     Ok(ExitCode::SUCCESS)

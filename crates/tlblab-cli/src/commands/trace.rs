@@ -121,9 +121,9 @@ pub fn run(args: &TraceArgs) -> Result<ExitCode> {
         }
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        render::stdout(&(serde_json::to_string_pretty(&report)? + "\n"))?;
     } else {
-        print!("{}", render_text(&report, &spec, args.per_cpu));
+        render::stdout(&render_text(&report, &spec, args.per_cpu))?;
     }
     match first_error {
         None => Ok(ExitCode::SUCCESS),

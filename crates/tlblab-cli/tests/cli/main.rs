@@ -1,0 +1,15 @@
+//! End-to-end tests of the `tlblab` binary: every test runs the real executable, as a user would.
+//!
+//! One test binary with a module per area (golden counts, bad input, determinism, conversion,
+//! help, machine presets, the demo, the output doc), so that the suite links once and runs in
+//! parallel.
+
+mod common;
+mod convert;
+mod demo;
+mod determinism;
+mod docs;
+mod errors;
+mod golden;
+mod help;
+mod machines;
