@@ -18,7 +18,8 @@ use tlblab_types::{
     TlbOp, TraceEvent, VirtAddr, Vpn,
 };
 
-/// A small Intel-like machine: split L1 per size, a shared 4K+2M STLB, a 1G STLB, PSCs.
+/// A small Intel-like machine: split L1 per size, a shared 12-way 4K+2M STLB (wider than 8 ways:
+/// the second fingerprint word), a 1G STLB, PSCs.
 const TINY_INTEL: &str = r#"
 name = "tiny-intel"
 description = "test machine"
@@ -61,8 +62,8 @@ name = "stlb"
 level = 2
 accesses = ["load", "store", "fetch"]
 page_sizes = ["4k", "2m"]
-entries = 12
-ways = 3
+entries = 24
+ways = 12
 source = "test"
 [[tlb]]
 name = "stlb1g"

@@ -14,7 +14,7 @@
 //! the translation. Structures are independent and non-inclusive: an eviction from one never
 //! removes an entry from another, so the model fills each right after its own miss.
 
-use super::set_assoc::{Displaced, Outcome, Replacement, SetAssoc};
+use super::structure::{Displaced, Outcome, Replacement, Structure};
 use crate::machine::{MachineSpec, PscLevel, PscScope};
 use crate::stats::{HwStats, OpKind};
 use thiserror::Error;
@@ -48,7 +48,7 @@ pub struct Cr4 {
 /// One CPU's translation hardware.
 #[derive(Clone, Debug)]
 pub struct Cpu {
-    tlbs: Vec<SetAssoc>,
+    tlbs: Vec<Structure>,
     splinters: Vec<bool>,
     /// `holds[i][size]`: structure `i` holds translations of that page size.
     holds: Vec<[bool; 3]>,
@@ -57,7 +57,7 @@ pub struct Cpu {
     /// `route[level - 1][kind][size]`: which structure serves it, or `NONE`.
     route: [[[u8; 3]; 3]; 2],
     /// Paging-structure caches by `PscLevel` index (PML5E, PML4E, PDPTE, PDE).
-    psc: [Option<SetAssoc>; 4],
+    psc: [Option<Structure>; 4],
     stlb_latency: u64,
     /// Cycles of one memory reference, by paging level (PML5, PML4, PDPT, PD, PT).
     walk_latency: [u64; 5],
@@ -112,11 +112,11 @@ impl Cpu {
                 }
             }
         }
-        let mut psc: [Option<SetAssoc>; 4] = Default::default();
+        let mut psc: [Option<Structure>; 4] = Default::default();
         for p in &raw.psc {
             if p.level != PscLevel::Pml5e || spec.paging_levels() == 5 {
                 psc[psc_index(p.level)] =
-                    Some(SetAssoc::new(p.entries as usize, p.ways as usize, replacement));
+                    Some(Structure::new(p.entries as usize, p.ways as usize, replacement));
             }
         }
         let l = &raw.latency;
@@ -142,7 +142,7 @@ impl Cpu {
             tlbs: spec
                 .structures()
                 .iter()
-                .map(|s| SetAssoc::new(s.entries, s.ways, replacement))
+                .map(|s| Structure::new(s.entries, s.ways, replacement))
                 .collect(),
             splinters: spec.structures().iter().map(|s| s.splinter_1g).collect(),
             holds: spec.structures().iter().map(|s| s.holds).collect(),
@@ -174,12 +174,12 @@ impl Cpu {
 
     /// Valid entries in each TLB structure, in the machine's order.
     pub fn occupancy(&self) -> Vec<usize> {
-        self.tlbs.iter().map(SetAssoc::len).collect()
+        self.tlbs.iter().map(Structure::len).collect()
     }
 
     /// Valid entries in each paging-structure cache (PML5E, PML4E, PDPTE, PDE; 0 if absent).
     pub fn psc_occupancy(&self) -> [usize; 4] {
-        std::array::from_fn(|i| self.psc[i].as_ref().map_or(0, SetAssoc::len))
+        std::array::from_fn(|i| self.psc[i].as_ref().map_or(0, Structure::len))
     }
 
     /// The PCID tag in force for a CR3 PCID value.

@@ -2,10 +2,13 @@
 //! invalidating instructions.
 
 mod cpu;
+mod lanes;
+mod set16;
 mod set_assoc;
+mod structure;
 
 pub use cpu::{new_stats, Cpu, Cr4, Fault};
-pub use set_assoc::Replacement;
+pub use structure::Replacement;
 
 #[cfg(test)]
 mod tests;
