@@ -220,7 +220,7 @@ impl Cpu {
     /// Translates one access. The L1 structure, the STLB and each paging-structure cache are
     /// independent, so each is looked up and, on a miss, filled in one step: the order of the
     /// fills among them does not matter.
-    #[inline]
+    #[inline(always)]
     fn translate(&mut self, access: &Access, weight: u64, stats: &mut HwStats) {
         let kind = access.kind.index();
         let size = access.page.size.index();

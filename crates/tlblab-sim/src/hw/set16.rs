@@ -154,32 +154,50 @@ impl Set16Assoc {
         None
     }
 
+    /// Looks up `key` for `pcid` in `set`, inserting it on a miss.
     #[inline(always)]
     pub(crate) fn access(&mut self, set: usize, key: u64, pcid: u16, global: bool) -> Outcome {
+        // One specialised body per (policy, width): no flag tests inside.
+        match (self.lru, self.wide) {
+            (true, false) => self.access_as::<true, false>(set, key, pcid, global),
+            (true, true) => self.access_as::<true, true>(set, key, pcid, global),
+            (false, false) => self.access_as::<false, false>(set, key, pcid, global),
+            (false, true) => self.access_as::<false, true>(set, key, pcid, global),
+        }
+    }
+
+    #[inline(always)]
+    fn access_as<const LRU: bool, const WIDE: bool>(
+        &mut self,
+        set: usize,
+        key: u64,
+        pcid: u16,
+        global: bool,
+    ) -> Outcome {
         let fp = fingerprint(key);
-        let (lru, wide, way_mask, last_shift, before_last, beyond) =
-            (self.lru, self.wide, self.way_mask, self.last_shift, self.before_last, self.beyond);
+        let (way_mask, last_shift, before_last, beyond) =
+            (self.way_mask, self.last_shift, self.before_last, self.beyond);
         let s = &mut self.sets[set];
-        if let Some(way) = Self::find(s, key, fp, pcid, wide) {
-            s.repl = if lru {
+        if let Some(way) = Self::find(s, key, fp, pcid, WIDE) {
+            s.repl = if LRU {
                 to_front(s.repl, place_of(s.repl, way), way)
             } else {
                 touch_plru(s.repl, way, way_mask)
             };
             return Outcome::Hit;
         }
-        let way = if lru {
+        let way = if LRU {
             // The last place holds an empty way if there is one, else the least recent.
             (s.repl >> last_shift) as usize & 15
         } else {
-            victim_plru(s, way_mask, wide)
+            victim_plru(s, way_mask, WIDE)
         };
         let displaced =
             if s.keys[way] == INVALID { Displaced::Nothing } else { Displaced::Evicted };
         s.keys[way] = key;
         s.tags[way] = make_tag(pcid, global);
         s.fingerprints[way >> 3] = with_byte(s.fingerprints[way >> 3], way, fp);
-        s.repl = if lru {
+        s.repl = if LRU {
             (s.repl & beyond) | (s.repl & before_last) << 4 | way as u64
         } else {
             touch_plru(s.repl, way, way_mask)
