@@ -122,7 +122,8 @@ pub fn run(args: &TraceArgs) -> Result<ExitCode> {
     }
     if args.json {
         render::stdout(&(serde_json::to_string_pretty(&report)? + "\n"))?;
-    } else {
+    } else if !report.runs.is_empty() {
+        // With no run to show, the error alone is the output.
         render::stdout(&render_text(&report, &spec, args.per_cpu))?;
     }
     match first_error {
