@@ -14,10 +14,33 @@ pub(crate) const HIGH: u64 = 0x8080_8080_8080_8080;
 /// 1 in every byte.
 pub(crate) const ONES: u64 = 0x0101_0101_0101_0101;
 
-/// Whether an entry tagged `tag` serves `pcid`: its own PCID, or global.
+/// How an entry tagged `tag` serves `pcid`: as its own non-global entry (the preferred match),
+/// as a global entry, or not at all.
+///
+/// Both can exist for one page: a PCID caches it non-global, then another PCID, whose mapping
+/// of it is global, misses that entry and fills a global one. The SDM leaves unspecified which
+/// a lookup then uses; the model uses the PCID's own entry, so results never depend on which
+/// way each entry happens to occupy.
 #[inline(always)]
-pub(crate) fn tag_matches(tag: u16, pcid: u16) -> bool {
-    tag & PCID_MASK == pcid || tag & GLOBAL != 0
+pub(crate) fn tag_match(tag: u16, pcid: u16) -> TagMatch {
+    if tag == pcid {
+        TagMatch::Own
+    } else if tag & GLOBAL != 0 {
+        TagMatch::Global
+    } else {
+        TagMatch::No
+    }
+}
+
+/// See [`tag_match`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TagMatch {
+    /// A non-global entry of the PCID.
+    Own,
+    /// A global entry.
+    Global,
+    /// Another PCID's non-global entry.
+    No,
 }
 
 /// The tag of an entry.

@@ -12,8 +12,8 @@
 //! PLRU state is the MRU bits.
 
 use super::lanes::{
-    fingerprint, make_tag, tag_matches, with_byte, zero_byte_bits, EMPTY, GLOBAL, INVALID, ONES,
-    PCID_MASK,
+    fingerprint, make_tag, tag_match, with_byte, zero_byte_bits, TagMatch, EMPTY, GLOBAL, INVALID,
+    ONES, PCID_MASK,
 };
 use super::structure::{Displaced, Outcome, Replacement};
 
@@ -139,19 +139,25 @@ impl Set16Assoc {
         [zero_byte_bits(s.fingerprints[0] ^ pattern), high]
     }
 
-    /// The way of `s` holding `key` for `pcid`, if any.
+    /// The way of `s` holding `key` for `pcid`, if any: its own entry, else a global one (see
+    /// [`tag_match`]).
     #[inline(always)]
     fn find(s: &Set16, key: u64, fp: u8, pcid: u16, wide: bool) -> Option<usize> {
+        let mut global = None;
         for (word, mut candidates) in Self::lanes_equal(s, fp, wide).into_iter().enumerate() {
             while candidates != 0 {
                 let way = (8 * word + candidates.trailing_zeros() as usize / 8) & 15;
-                if s.keys[way] == key && tag_matches(s.tags[way], pcid) {
-                    return Some(way);
+                if s.keys[way] == key {
+                    match tag_match(s.tags[way], pcid) {
+                        TagMatch::Own => return Some(way),
+                        TagMatch::Global => global = global.or(Some(way)),
+                        TagMatch::No => {}
+                    }
                 }
                 candidates &= candidates - 1;
             }
         }
-        None
+        global
     }
 
     /// Looks up `key` for `pcid` in `set`, inserting it on a miss.

@@ -9,8 +9,8 @@
 //! the gap. PLRU state is the MRU bits.
 
 use super::lanes::{
-    bytes_equal, fingerprint, make_tag, tag_matches, with_byte, EMPTY, GLOBAL, HIGH, INVALID, ONES,
-    PCID_MASK,
+    bytes_equal, fingerprint, make_tag, tag_match, with_byte, TagMatch, EMPTY, GLOBAL, HIGH,
+    INVALID, ONES, PCID_MASK,
 };
 use super::structure::{Displaced, Outcome, Replacement};
 
@@ -142,14 +142,26 @@ impl SetAssoc {
     pub(crate) fn access(&mut self, set: usize, key: u64, pcid: u16, global: bool) -> Outcome {
         let fp = fingerprint(key);
         let base = set * self.ways;
+        // Its own entry, else a global one (see `tag_match`).
+        let mut found = None;
         let mut candidates = self.lanes_equal(&self.fingerprints, set, fp);
         while candidates != 0 {
             let way = candidates.trailing_zeros() as usize;
-            if self.keys[base + way] == key && tag_matches(self.tags[base + way], pcid) {
-                self.touch(set, way);
-                return Outcome::Hit;
+            if self.keys[base + way] == key {
+                match tag_match(self.tags[base + way], pcid) {
+                    TagMatch::Own => {
+                        found = Some(way);
+                        break;
+                    }
+                    TagMatch::Global => found = found.or(Some(way)),
+                    TagMatch::No => {}
+                }
             }
             candidates &= candidates - 1;
+        }
+        if let Some(way) = found {
+            self.touch(set, way);
+            return Outcome::Hit;
         }
         let way = self.victim(set);
         let displaced = if self.keys[base + way] == INVALID {

@@ -280,3 +280,25 @@ fn invalidation_cost_comes_from_the_preset() {
     assert_eq!(f.stats.ops[1].cycles, 350); // INVPCID ≈ 350 more
     assert_eq!(f.stats.ops[0].tlb_entries_dropped, 2, "L1 dTLB and STLB entries of X");
 }
+
+#[test]
+fn a_pcid_prefers_its_own_entry_to_a_global_one_for_the_same_page() {
+    // Found by the reference-model property test. PCID 1 caches X non-global; PCID 2, whose
+    // mapping of X is global, misses that entry and fills a global one: both now match X for
+    // PCID 1. The SDM leaves the choice unspecified; the model uses PCID 1's own entry, so an
+    // INVPCID of PCID 1 (globals kept) leaves only the global entry, which still serves X.
+    let mut f = Fixture {
+        cpu: Cpu::new(&builtin("skylake").unwrap()),
+        stats: new_stats(&builtin("skylake").unwrap()),
+    };
+    f.cpu.access(&access(CUR, X, false), 1, &mut f.stats);
+    f.cpu.access(&access(OTHER, X, true), 1, &mut f.stats);
+    assert_eq!(f.stats.total_walks(), 2, "the global access missed the non-global entry");
+    let mut f = f.run(invpcid(InvpcidType::SingleCtxt, CUR, 0));
+    assert_eq!(
+        f.stats.ops[InvpcidType::SingleCtxt.number() as usize + 1].tlb_entries_dropped,
+        2,
+        "L1 and STLB"
+    );
+    assert!(f.cached(CUR, X), "the global entry remains and serves PCID 1");
+}
