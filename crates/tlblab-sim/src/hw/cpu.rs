@@ -34,6 +34,15 @@ pub enum Fault {
     /// #GP(0): an operand is not allowed in the current state.
     #[error("#GP: {0}")]
     GeneralProtection(&'static str),
+    /// An INVLPGB over more strides than the CPU's `invlpgb_count_max` (software splits larger
+    /// ranges, as the kernel's `invlpgb_flush_user_nr_nosync()` callers do).
+    #[error("INVLPGB over {pages} strides, more than invlpgb_count_max ({max}) of this CPU")]
+    InvlpgbTooLong {
+        /// Strides asked for.
+        pages: u32,
+        /// The CPU's limit.
+        max: u32,
+    },
 }
 
 /// The control-register bits that change what the TLB does.
@@ -67,6 +76,7 @@ pub struct Cpu {
     has_pcid: bool,
     has_invpcid: bool,
     has_invlpgb: bool,
+    invlpgb_count_max: u32,
     invlpg_psc_scope: PscScope,
     cr4: Cr4,
 }
@@ -162,6 +172,7 @@ impl Cpu {
             has_pcid: raw.features.pcid,
             has_invpcid: raw.features.invpcid,
             has_invlpgb: raw.features.invlpgb,
+            invlpgb_count_max: raw.features.invlpgb_count_max.unwrap_or(0),
             invlpg_psc_scope: spec.invlpg_psc_scope(),
             cr4: Cr4 { pge: true, pcide: raw.features.pcid },
         }
@@ -416,6 +427,12 @@ impl Cpu {
             TlbOp::Invlpgb(scope) => {
                 if !self.has_invlpgb {
                     return Err(Fault::InvalidOpcode("INVLPGB on a CPU without INVLPGB"));
+                }
+                if let Some(range) = scope.range.filter(|r| r.pages > self.invlpgb_count_max) {
+                    return Err(Fault::InvlpgbTooLong {
+                        pages: range.pages,
+                        max: self.invlpgb_count_max,
+                    });
                 }
                 self.invlpgb_remote(&scope, stats);
                 (OpKind::Invlpgb, 0, 0)

@@ -302,3 +302,22 @@ fn a_pcid_prefers_its_own_entry_to_a_global_one_for_the_same_page() {
     );
     assert!(f.cached(CUR, X), "the global entry remains and serves PCID 1");
 }
+
+#[test]
+fn invlpgb_longer_than_invlpgb_count_max_is_refused() {
+    let spec = builtin("zen3").unwrap();
+    let max = spec.raw().features.invlpgb_count_max.unwrap();
+    let mut cpu = Cpu::new(&spec);
+    let mut stats = new_stats(&spec);
+    let range = |pages| {
+        TlbOp::Invlpgb(InvlpgbScope {
+            range: Some(InvlpgbRange { start: Vpn(0), pages, stride: PageSize::Size4K }),
+            pcid: None,
+            include_global: false,
+            final_only: false,
+        })
+    };
+    assert!(cpu.execute(&range(max), &mut stats).is_ok());
+    let err = cpu.execute(&range(max + 1), &mut stats).unwrap_err();
+    assert!(err.to_string().contains("invlpgb_count_max"), "{err}");
+}
