@@ -116,6 +116,10 @@ pub struct TraceArgs {
     /// Also print each CPU's counters (text output; JSON always has them).
     #[arg(long)]
     pub per_cpu: bool,
+    /// Accesses of each file simulated as warm-up before counting starts (they fill the TLBs and
+    /// caches, like ChampSim's warm-up instructions); counts then describe only what follows.
+    #[arg(long, default_value_t = 0, value_name = "ACCESSES")]
+    pub warmup: u64,
     /// Files simulated at once (default: the number of CPUs). Output does not depend on it.
     #[arg(long, short = 'j', value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: Option<u16>,

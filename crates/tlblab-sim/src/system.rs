@@ -46,6 +46,8 @@ pub struct System {
     ids: Vec<CpuId>,
     stats: Vec<HwStats>,
     events: u64,
+    /// Accesses still to simulate before statistics start (see [`System::set_warmup`]).
+    warmup_left: u64,
 }
 
 impl System {
@@ -58,6 +60,27 @@ impl System {
             ids: Vec::new(),
             stats: Vec::new(),
             events: 0,
+            warmup_left: 0,
+        }
+    }
+
+    /// Makes the next `accesses` accesses (repeats included) a warm-up: they change the model's
+    /// state as usual, then every statistic is cleared, so that the counts describe only what
+    /// follows. A run of repeats that straddles the end of the warm-up is split there, which is
+    /// exact: every repeat after the first is a hit that changes no state.
+    pub fn set_warmup(&mut self, accesses: u64) {
+        self.warmup_left = accesses;
+    }
+
+    /// Accesses of the warm-up not simulated yet (0 once statistics count).
+    pub fn warmup_left(&self) -> u64 {
+        self.warmup_left
+    }
+
+    /// Clears every CPU's statistics; the model's state is kept.
+    pub fn reset_stats(&mut self) {
+        for s in &mut self.stats {
+            *s = new_stats(&self.spec);
         }
     }
 
@@ -113,14 +136,52 @@ impl System {
         Ok(())
     }
 
-    /// Applies a batch of events in order.
+    /// Applies a batch of events in order (and ends the warm-up where it falls).
     pub fn apply_all(&mut self, events: &[TraceEvent]) -> Result<(), SimError> {
-        events.iter().try_for_each(|e| self.apply(e))
+        let mut rest = events;
+        while self.warmup_left > 0 {
+            let Some((event, after)) = rest.split_first() else { return Ok(()) };
+            self.apply_warming(event)?;
+            rest = after;
+        }
+        rest.iter().try_for_each(|e| self.apply(e))
     }
 
-    /// `(cpu, its statistics)` for every CPU used, by CPU number.
-    pub fn per_cpu(&self) -> Vec<(CpuId, &HwStats)> {
-        let mut out: Vec<_> = self.ids.iter().copied().zip(&self.stats).collect();
+    /// Applies one event of the warm-up.
+    fn apply_warming(&mut self, event: &TraceEvent) -> Result<(), SimError> {
+        let left = self.warmup_left;
+        match *event {
+            TraceEvent::Access { access, repeat } if u64::from(repeat) > left => {
+                // Split the run: `left` accesses end the warm-up, the others are measured. It is
+                // one event of the trace, counted once.
+                self.apply(&TraceEvent::Access { access, repeat: left as u32 })?;
+                self.events -= 1;
+                self.warmup_left = 0;
+                self.reset_stats();
+                self.apply(&TraceEvent::Access { access, repeat: repeat - left as u32 })
+            }
+            _ => {
+                self.apply(event)?;
+                self.warmup_left = left - event.accesses();
+                if self.warmup_left == 0 {
+                    self.reset_stats();
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// `(cpu, its statistics)` for every CPU used, by CPU number. While a warm-up is still
+    /// running, nothing has been measured: the statistics are zero.
+    pub fn per_cpu(&self) -> Vec<(CpuId, HwStats)> {
+        let mut out: Vec<_> = self
+            .ids
+            .iter()
+            .zip(&self.stats)
+            .map(|(id, s)| {
+                (*id, if self.warmup_left > 0 { new_stats(&self.spec) } else { s.clone() })
+            })
+            .collect();
         out.sort_by_key(|(id, _)| *id);
         out
     }
@@ -131,12 +192,78 @@ impl System {
         (slot != u32::MAX).then(|| &self.cpus[slot as usize])
     }
 
-    /// The sum of every CPU's statistics.
+    /// The sum of every CPU's statistics (zero while a warm-up is still running).
     pub fn total(&self) -> HwStats {
         let mut total = new_stats(&self.spec);
-        for s in &self.stats {
-            total += s;
+        if self.warmup_left == 0 {
+            for s in &self.stats {
+                total += s;
+            }
         }
         total
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::Workload;
+
+    fn run(events: &[TraceEvent], warmup: u64) -> System {
+        let mut system = System::new(&crate::machine::builtin("skylake").unwrap());
+        system.set_warmup(warmup);
+        for batch in events.chunks(1000) {
+            system.apply_all(batch).unwrap();
+        }
+        system
+    }
+
+    /// The first `accesses` accesses of `events`, splitting the last run if needed.
+    fn prefix(events: &[TraceEvent], mut accesses: u64) -> Vec<TraceEvent> {
+        let mut out = Vec::new();
+        for e in events {
+            if accesses == 0 {
+                break;
+            }
+            match *e {
+                TraceEvent::Access { access, repeat } => {
+                    let take = u64::from(repeat).min(accesses);
+                    out.push(TraceEvent::Access { access, repeat: take as u32 });
+                    accesses -= take;
+                }
+                op => out.push(op),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn warmup_counts_exactly_what_follows_it() {
+        let (mut g, mut events, mut batch) =
+            (Workload::CtxSwitchNoPcid.generator(50_000, 3), Vec::new(), Vec::new());
+        while g.fill(&mut batch, 999) {
+            events.extend_from_slice(&batch);
+        }
+        let mut page_local = Vec::new();
+        let mut g = Workload::PageLocal.generator(50_000, 3);
+        while g.fill(&mut batch, 999) {
+            page_local.extend_from_slice(&batch);
+        }
+        for events in [events, page_local] {
+            let all = run(&events, 0).total();
+            // Warm-up ends inside runs of repeats (page-local) and between events.
+            for warmup in [1, 777, 12_345, 49_999] {
+                let measured = run(&events, warmup);
+                assert_eq!(measured.warmup_left(), 0);
+                assert_eq!(measured.events(), run(&events, 0).events(), "a split run is one event");
+                let mut sum = measured.total();
+                sum += &run(&prefix(&events, warmup), 0).total();
+                assert_eq!(sum, all, "warm-up {warmup} + measured = everything");
+                assert_eq!(measured.total().total_accesses(), 50_000 - warmup);
+            }
+            let all_warmup = run(&events, 60_000);
+            assert_eq!(all_warmup.total().total_accesses(), 0);
+            assert_eq!(all_warmup.warmup_left(), 10_000);
+        }
     }
 }

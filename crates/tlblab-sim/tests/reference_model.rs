@@ -738,7 +738,7 @@ fn check(
     prop_assert_eq!(per_cpu.len(), reference.len());
     for (cpu, stats) in per_cpu {
         let r = &reference.iter().find(|(c, _)| *c == cpu).unwrap().1;
-        prop_assert_eq!(stats, &r.stats, "{}", cpu);
+        prop_assert_eq!(&stats, &r.stats, "{}", cpu);
     }
     Ok(())
 }

@@ -66,6 +66,10 @@ pub struct RunReport {
     pub compression: &'static str,
     /// Trace events replayed (an event is a run of identical accesses, or one instruction).
     pub events: u64,
+    /// Accesses simulated as warm-up, not counted (`--warmup`).
+    pub warmup_accesses: u64,
+    /// False if the trace ended before the warm-up did: then nothing was measured.
+    pub warmup_complete: bool,
     /// Counters summed over every CPU.
     pub total: HwReport,
     /// Counters of each CPU, by CPU number.
@@ -98,8 +102,9 @@ pub fn run(args: &TraceArgs) -> Result<ExitCode> {
         .num_threads(jobs)
         .build()
         .context("starting worker threads")?;
-    let results: Vec<Result<RunReport>> = pool
-        .install(|| args.files.par_iter().map(|f| simulate(f, format, &options, &spec)).collect());
+    let results: Vec<Result<RunReport>> = pool.install(|| {
+        args.files.par_iter().map(|f| simulate(f, format, &options, &spec, args.warmup)).collect()
+    });
     let mut report = TraceReport {
         schema: SCHEMA,
         tlblab_version: env!("CARGO_PKG_VERSION"),
@@ -144,9 +149,11 @@ fn simulate(
     format: Option<Format>,
     options: &ReadOptions,
     spec: &MachineSpec,
+    warmup: u64,
 ) -> Result<RunReport> {
     let mut trace = tlblab_memtrace::open(path, format, options)?;
     let mut system = System::new(spec);
+    system.set_warmup(warmup);
     let mut batch = Vec::with_capacity(BATCH_SIZE);
     loop {
         let more = trace.read_batch(&mut batch)?;
@@ -155,8 +162,19 @@ fn simulate(
             break;
         }
     }
+    let warmup_complete = system.warmup_left() == 0;
+    if !warmup_complete {
+        eprintln!(
+            "tlblab: warning: {}: the trace ended during the warm-up ({} of {} accesses): nothing was measured",
+            path.display(),
+            warmup - system.warmup_left(),
+            warmup
+        );
+    }
     Ok(RunReport {
         input: path.display().to_string(),
+        warmup_accesses: warmup,
+        warmup_complete,
         format: trace.format().name(),
         compression: trace.compression().name(),
         events: system.events(),
@@ -174,6 +192,12 @@ fn render_text(report: &TraceReport, spec: &MachineSpec, per_cpu: bool) -> Strin
         "tlblab sim trace: {}\nCounts are exact: one deterministic run of the model per file.\n",
         machine_line(spec)
     );
+    if let Some(run) = report.runs.first().filter(|r| r.warmup_accesses > 0) {
+        out += &format!(
+            "The first {} accesses of each file are warm-up: simulated, not counted.\n",
+            render::group(run.warmup_accesses)
+        );
+    }
     for run in &report.runs {
         out += &format!(
             "\n== {} ({}{}, {} events, {} CPU{}) ==\n",

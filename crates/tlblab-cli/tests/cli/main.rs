@@ -1,7 +1,7 @@
 //! End-to-end tests of the `tlblab` binary: every test runs the real executable, as a user would.
 //!
 //! One test binary with a module per area (golden counts, bad input, determinism, conversion,
-//! help, machine presets, the demo, the output doc), so that the suite links once and runs in
+//! help, machine presets, the demo, the output doc, warm-up), so that the suite links once and runs in
 //! parallel.
 
 mod common;
@@ -13,3 +13,4 @@ mod errors;
 mod golden;
 mod help;
 mod machines;
+mod warmup;
