@@ -4,9 +4,11 @@ use super::{load_machine, machine_line, read_options};
 use crate::cli::TraceArgs;
 use crate::render;
 use anyhow::{Context, Result};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 use serde::Serialize;
-use std::path::Path;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tlblab_memtrace::{EventSource, Format, ReadOptions, BATCH_SIZE};
 use tlblab_sim::machine::MachineSpec;
@@ -102,8 +104,15 @@ pub fn run(args: &TraceArgs) -> Result<ExitCode> {
         .num_threads(jobs)
         .build()
         .context("starting worker threads")?;
+    // Progress on standard error, only for a person watching: output never depends on it.
+    let progress = MultiProgress::with_draw_target(if std::io::stderr().is_terminal() {
+        ProgressDrawTarget::stderr()
+    } else {
+        ProgressDrawTarget::hidden()
+    });
     let results: Vec<Result<RunReport>> = pool.install(|| {
-        args.files.par_iter().map(|f| simulate(f, format, &options, &spec, args.warmup)).collect()
+        let run = |f: &PathBuf| simulate(f, format, &options, &spec, args.warmup, &progress);
+        args.files.par_iter().map(run).collect()
     });
     let mut report = TraceReport {
         schema: SCHEMA,
@@ -150,18 +159,27 @@ fn simulate(
     options: &ReadOptions,
     spec: &MachineSpec,
     warmup: u64,
+    progress: &MultiProgress,
 ) -> Result<RunReport> {
     let mut trace = tlblab_memtrace::open(path, format, options)?;
     let mut system = System::new(spec);
     system.set_warmup(warmup);
+    let bar = progress.add(ProgressBar::new(trace.total_bytes().unwrap_or(0)));
+    bar.set_style(
+        ProgressStyle::with_template("{prefix} {bar:30} {bytes}/{total_bytes} ({eta} left)")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.set_prefix(path.display().to_string());
     let mut batch = Vec::with_capacity(BATCH_SIZE);
     loop {
         let more = trace.read_batch(&mut batch)?;
         system.apply_all(&batch).with_context(|| path.display().to_string())?;
+        bar.set_position(trace.bytes_read());
         if !more {
             break;
         }
     }
+    bar.finish_and_clear();
     let warmup_complete = system.warmup_left() == 0;
     if !warmup_complete {
         eprintln!(
