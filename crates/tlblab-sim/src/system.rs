@@ -144,7 +144,27 @@ impl System {
             self.apply_warming(event)?;
             rest = after;
         }
-        rest.iter().try_for_each(|e| self.apply(e))
+        // Accesses go straight to their CPU; the slot of the last CPU seen is reused (slots of
+        // existing CPUs never move).
+        let mut last: Option<(CpuId, usize)> = None;
+        for event in rest {
+            match event {
+                TraceEvent::Access { access, repeat } => {
+                    let slot = match last {
+                        Some((cpu, slot)) if cpu == access.cpu => slot,
+                        _ => {
+                            let slot = self.slot(access.cpu)?;
+                            last = Some((access.cpu, slot));
+                            slot
+                        }
+                    };
+                    self.cpus[slot].access(access, *repeat, &mut self.stats[slot]);
+                    self.events += 1;
+                }
+                TraceEvent::Op { .. } => self.apply(event)?,
+            }
+        }
+        Ok(())
     }
 
     /// Applies one event of the warm-up.
