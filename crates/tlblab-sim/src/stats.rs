@@ -157,7 +157,6 @@ impl HwStats {
     /// The output schema, with names from `spec`.
     pub fn report(&self, spec: &MachineSpec) -> HwReport {
         let by_kind = |kind: AccessKind| self.misses[kind.index()];
-        let psc_levels = [PscLevel::Pml5e, PscLevel::Pml4e, PscLevel::Pdpte, PscLevel::Pde];
         HwReport {
             accesses: AccessCounts {
                 load: self.accesses[AccessKind::Load.index()],
@@ -197,7 +196,7 @@ impl HwStats {
                     level: p.level,
                     entries: p.entries,
                     ways: p.ways,
-                    stats: self.psc[psc_levels.iter().position(|l| *l == p.level).unwrap_or(0)],
+                    stats: self.psc[p.level.index()],
                 })
                 .collect(),
             invalidations: OpKind::ALL

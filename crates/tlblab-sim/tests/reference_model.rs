@@ -335,8 +335,7 @@ impl RefCpu {
     fn new(spec: &MachineSpec) -> RefCpu {
         let plru = spec.replacement() == Replacement::Plru;
         let raw = spec.raw();
-        let psc_level =
-            |l: usize| [PscLevel::Pml5e, PscLevel::Pml4e, PscLevel::Pdpte, PscLevel::Pde][l];
+        let psc_level = |l: usize| PscLevel::ALL[l];
         let c = &raw.cost;
         let opt =
             |f: &Option<tlblab_sim::machine::raw::CyclesFigure>| f.as_ref().map_or(0, |f| f.cycles);

@@ -6,6 +6,7 @@ use anyhow::{Context, Result};
 use std::process::ExitCode;
 use tlblab_sim::machine::raw::{CyclesFigure, RawMachine};
 use tlblab_sim::machine::{builtin, MachineSpec, PscScope, BUILTIN_PRESETS};
+use tlblab_sim::stats::OpKind;
 
 pub fn run(args: &MachinesArgs) -> Result<ExitCode> {
     match &args.show {
@@ -48,31 +49,21 @@ fn unverified(raw: &RawMachine) -> (usize, usize) {
 }
 
 /// Every cycles figure, named as in the file.
-fn figures(raw: &RawMachine) -> Vec<(&'static str, &CyclesFigure)> {
+fn figures(raw: &RawMachine) -> Vec<(String, &CyclesFigure)> {
     let l = &raw.latency;
-    let c = &raw.cost;
-    let mut out = vec![
-        ("latency.stlb_hit", &l.stlb_hit),
-        ("latency.walk_pml5", &l.walk_pml5),
-        ("latency.walk_pml4", &l.walk_pml4),
-        ("latency.walk_pdpt", &l.walk_pdpt),
-        ("latency.walk_pd", &l.walk_pd),
-        ("latency.walk_pt", &l.walk_pt),
-        ("cost.invlpg", &c.invlpg),
-        ("cost.mov_cr3", &c.mov_cr3),
-        ("cost.mov_cr3_noflush", &c.mov_cr3_noflush),
-        ("cost.mov_cr4", &c.mov_cr4),
+    let latencies = [
+        ("stlb_hit", &l.stlb_hit),
+        ("walk_pml5", &l.walk_pml5),
+        ("walk_pml4", &l.walk_pml4),
+        ("walk_pdpt", &l.walk_pdpt),
+        ("walk_pd", &l.walk_pd),
+        ("walk_pt", &l.walk_pt),
     ];
-    let optional = [
-        ("cost.invpcid_indiv_addr", &c.invpcid_indiv_addr),
-        ("cost.invpcid_single_ctxt", &c.invpcid_single_ctxt),
-        ("cost.invpcid_all_incl_global", &c.invpcid_all_incl_global),
-        ("cost.invpcid_all_non_global", &c.invpcid_all_non_global),
-        ("cost.invlpgb", &c.invlpgb),
-        ("cost.tlbsync", &c.tlbsync),
-    ];
-    out.extend(optional.into_iter().filter_map(|(n, f)| f.as_ref().map(|f| (n, f))));
-    out
+    let latencies = latencies.into_iter().map(|(n, f)| (format!("latency.{n}"), f));
+    let costs = OpKind::ALL
+        .into_iter()
+        .filter_map(|k| raw.cost.for_op(k).map(|f| (format!("cost.{}", k.name()), f)));
+    latencies.chain(costs).collect()
 }
 
 fn mark(unverified: bool) -> &'static str {
@@ -168,7 +159,7 @@ fn show(spec: &MachineSpec) -> String {
     let mut t = Table::new(&["figure", "cycles", "", "source"]);
     for (name, fig) in figures(raw) {
         t.row(vec![
-            name.into(),
+            name,
             group(fig.cycles),
             mark(fig.unverified).into(),
             fig.source.clone(),

@@ -125,6 +125,23 @@ impl Fields {
         }
     }
 
+    /// The fields of an instruction record of `kind` on `cpu`: count 1, everything else 0.
+    fn op(kind: u64, cpu: CpuId) -> Fields {
+        Fields { kind, vpn: 0, size: 0, a: false, b: false, x: 0, count: 1, cpu, pcid: 0 }
+    }
+
+    /// The record: the inverse of [`Fields::split`].
+    fn join(&self) -> (u64, u64) {
+        let w0 = self.vpn
+            | self.size << SIZE_SHIFT
+            | if self.a { FLAG_A } else { 0 }
+            | if self.b { FLAG_B } else { 0 }
+            | self.kind << KIND_SHIFT
+            | self.x << X_SHIFT;
+        let w1 = u64::from(self.count) | u64::from(self.cpu.0) << 32 | u64::from(self.pcid) << 48;
+        (w0, w1)
+    }
+
     fn fail(&self, field: &'static str, value: u64, rule: &'static str) -> RecordError {
         RecordError::Field { kind: self.kind, field, value, rule }
     }
@@ -303,29 +320,6 @@ fn decode_op(f: &Fields) -> Result<TraceEvent, RecordError> {
     Ok(TraceEvent::Op { cpu: f.cpu, op })
 }
 
-/// Builds a record from its fields.
-#[allow(clippy::too_many_arguments)]
-fn pack(
-    kind: u64,
-    vpn: u64,
-    size: u64,
-    a: bool,
-    b: bool,
-    x: u64,
-    count: u32,
-    cpu: CpuId,
-    pcid: Pcid,
-) -> (u64, u64) {
-    let w0 = vpn
-        | size << SIZE_SHIFT
-        | if a { FLAG_A } else { 0 }
-        | if b { FLAG_B } else { 0 }
-        | kind << KIND_SHIFT
-        | x << X_SHIFT;
-    let w1 = u64::from(count) | u64::from(cpu.0) << 32 | u64::from(pcid.get()) << 48;
-    (w0, w1)
-}
-
 /// Encodes an event, or says why the format cannot represent it.
 pub(crate) fn encode(event: &TraceEvent) -> Result<(u64, u64), String> {
     match *event {
@@ -344,18 +338,15 @@ pub(crate) fn encode(event: &TraceEvent) -> Result<(u64, u64), String> {
             if repeat == 0 {
                 return Err("access with repeat 0".into());
             }
-            let size = access.page.size.index() as u64;
-            Ok(pack(
-                kind,
-                access.page.vpn.0,
-                size,
-                access.global,
-                false,
-                0,
-                repeat,
-                access.cpu,
-                access.pcid,
-            ))
+            Ok(Fields {
+                vpn: access.page.vpn.0,
+                size: access.page.size.index() as u64,
+                a: access.global,
+                count: repeat,
+                pcid: access.pcid.get(),
+                ..Fields::op(kind, access.cpu)
+            }
+            .join())
         }
         TraceEvent::Op { cpu, op } => encode_op(cpu, op),
     }
@@ -371,9 +362,9 @@ fn check_vpn(vpn: Vpn) -> Result<u64, String> {
 
 fn encode_op(cpu: CpuId, op: TlbOp) -> Result<(u64, u64), String> {
     let zero = Pcid::default();
-    Ok(match op {
+    let fields = match op {
         TlbOp::Invlpg { pcid, vpn } => {
-            pack(KIND_INVLPG, check_vpn(vpn)?, 0, false, false, 0, 1, cpu, pcid)
+            Fields { vpn: check_vpn(vpn)?, pcid: pcid.get(), ..Fields::op(KIND_INVLPG, cpu) }
         }
         TlbOp::Invpcid { kind, pcid, vpn } => {
             if kind != InvpcidType::IndivAddr && vpn.0 != 0 {
@@ -388,22 +379,19 @@ fn encode_op(cpu: CpuId, op: TlbOp) -> Result<(u64, u64), String> {
                     kind.number()
                 ));
             }
-            pack(
-                KIND_INVPCID,
-                check_vpn(vpn)?,
-                0,
-                false,
-                false,
-                u64::from(kind.number()),
-                1,
-                cpu,
-                pcid,
-            )
+            Fields {
+                vpn: check_vpn(vpn)?,
+                x: u64::from(kind.number()),
+                pcid: pcid.get(),
+                ..Fields::op(KIND_INVPCID, cpu)
+            }
         }
         TlbOp::MovCr3 { pcid, noflush } => {
-            pack(KIND_MOV_CR3, 0, 0, noflush, false, 0, 1, cpu, pcid)
+            Fields { a: noflush, pcid: pcid.get(), ..Fields::op(KIND_MOV_CR3, cpu) }
         }
-        TlbOp::MovCr4 { pge, pcide } => pack(KIND_MOV_CR4, 0, 0, pge, pcide, 0, 1, cpu, zero),
+        TlbOp::MovCr4 { pge, pcide } => {
+            Fields { a: pge, b: pcide, ..Fields::op(KIND_MOV_CR4, cpu) }
+        }
         TlbOp::Invlpgb(scope) => {
             let (vpn, size, count) = match scope.range {
                 Some(range) => {
@@ -427,20 +415,18 @@ fn encode_op(cpu: CpuId, op: TlbOp) -> Result<(u64, u64), String> {
                 }
                 None => (0, 0, 1),
             };
-            let x = u64::from(scope.range.is_some()) | u64::from(scope.pcid.is_some()) << 1;
-            let pcid = scope.pcid.unwrap_or(zero);
-            pack(
-                KIND_INVLPGB,
+            Fields {
                 vpn,
                 size,
-                scope.include_global,
-                scope.final_only,
-                x,
+                a: scope.include_global,
+                b: scope.final_only,
+                x: u64::from(scope.range.is_some()) | u64::from(scope.pcid.is_some()) << 1,
                 count,
-                cpu,
-                pcid,
-            )
+                pcid: scope.pcid.unwrap_or(zero).get(),
+                ..Fields::op(KIND_INVLPGB, cpu)
+            }
         }
-        TlbOp::Tlbsync => pack(KIND_TLBSYNC, 0, 0, false, false, 0, 1, cpu, zero),
-    })
+        TlbOp::Tlbsync => Fields::op(KIND_TLBSYNC, cpu),
+    };
+    Ok(fields.join())
 }

@@ -16,7 +16,7 @@
 
 use super::structure::{Displaced, Outcome, Replacement, Structure};
 use crate::machine::{MachineSpec, PscLevel, PscScope};
-use crate::stats::{HwStats, OpKind};
+use crate::stats::{HwStats, OpKind, StructureStats};
 use thiserror::Error;
 use tlblab_types::{Access, AccessKind, InvlpgbScope, InvpcidType, Page, PageSize, TlbOp, Vpn};
 
@@ -81,16 +81,6 @@ pub struct Cpu {
     cr4: Cr4,
 }
 
-/// Index of a paging-structure-cache level.
-const fn psc_index(level: PscLevel) -> usize {
-    match level {
-        PscLevel::Pml5e => 0,
-        PscLevel::Pml4e => 1,
-        PscLevel::Pdpte => 2,
-        PscLevel::Pde => 3,
-    }
-}
-
 /// The paging-structure-cache key for the entry at `level` (0 = PML5E … 3 = PDE) used to
 /// translate `vpn`: the address bits above the region one such entry maps.
 const fn psc_prefix(vpn: Vpn, level: usize) -> u64 {
@@ -125,29 +115,13 @@ impl Cpu {
         let mut psc: [Option<Structure>; 4] = Default::default();
         for p in &raw.psc {
             if p.level != PscLevel::Pml5e || spec.paging_levels() == 5 {
-                psc[psc_index(p.level)] =
+                psc[p.level.index()] =
                     Some(Structure::new(p.entries as usize, p.ways as usize, replacement));
             }
         }
         let l = &raw.latency;
-        let c = &raw.cost;
-        let cycles =
-            |f: &Option<crate::machine::raw::CyclesFigure>| f.as_ref().map_or(0, |f| f.cycles);
-        let mut op_cycles = [0; OpKind::COUNT];
-        for kind in OpKind::ALL {
-            op_cycles[kind.index()] = match kind {
-                OpKind::Invlpg => c.invlpg.cycles,
-                OpKind::InvpcidIndivAddr => cycles(&c.invpcid_indiv_addr),
-                OpKind::InvpcidSingleCtxt => cycles(&c.invpcid_single_ctxt),
-                OpKind::InvpcidAllInclGlobal => cycles(&c.invpcid_all_incl_global),
-                OpKind::InvpcidAllNonGlobal => cycles(&c.invpcid_all_non_global),
-                OpKind::MovCr3 => c.mov_cr3.cycles,
-                OpKind::MovCr3Noflush => c.mov_cr3_noflush.cycles,
-                OpKind::MovCr4 => c.mov_cr4.cycles,
-                OpKind::Invlpgb => cycles(&c.invlpgb),
-                OpKind::Tlbsync => cycles(&c.tlbsync),
-            };
-        }
+        // An instruction the machine lacks faults before it is charged.
+        let op_cycles = OpKind::ALL.map(|k| raw.cost.for_op(k).map_or(0, |f| f.cycles));
         Cpu {
             tlbs: spec
                 .structures()
@@ -186,11 +160,6 @@ impl Cpu {
     /// Valid entries in each TLB structure, in the machine's order.
     pub fn occupancy(&self) -> Vec<usize> {
         self.tlbs.iter().map(Structure::len).collect()
-    }
-
-    /// Valid entries in each paging-structure cache (PML5E, PML4E, PDPTE, PDE; 0 if absent).
-    pub fn psc_occupancy(&self) -> [usize; 4] {
-        std::array::from_fn(|i| self.psc[i].as_ref().map_or(0, Structure::len))
     }
 
     /// The PCID tag in force for a CR3 PCID value.
@@ -271,7 +240,7 @@ impl Cpu {
         stats.misses[kind].translation_cycles += cycles * weight;
     }
 
-    /// Counts a structure access; returns whether it hit.
+    /// Counts an access to TLB structure `i`; returns whether it hit.
     #[inline(always)]
     fn count(
         &mut self,
@@ -281,24 +250,11 @@ impl Cpu {
         weight: u64,
         stats: &mut HwStats,
     ) -> bool {
-        let st = &mut stats.structures[i];
-        match outcome {
-            Outcome::Hit => {
-                st.hits += weight;
-                true
-            }
-            Outcome::Filled(displaced) => {
-                // A fill only happens on the first of a run of repeats (see `access`).
-                debug_assert_eq!(weight, 1, "a repeated access filled a structure");
-                st.misses += weight;
-                st.fills += 1;
-                st.evictions += u64::from(displaced == Displaced::Evicted);
-                if key & 3 == SPLINTER {
-                    self.may_hold_splinters[i] = true;
-                }
-                false
-            }
+        let hit = record(&mut stats.structures[i], outcome, weight);
+        if !hit && key & 3 == SPLINTER {
+            self.may_hold_splinters[i] = true;
         }
+        hit
     }
 
     /// Walks the paging structures for `page`; returns the walk's cycles. The caches of the
@@ -312,22 +268,9 @@ impl Cpu {
             if let Some(cache) = &mut self.psc[level] {
                 let prefix = psc_prefix(page.vpn, level);
                 let set = cache.set_of(prefix);
-                let st = &mut stats.psc[level];
-                match cache.access(set, prefix, pcid, false) {
-                    Outcome::Hit => {
-                        st.hits += weight;
-                        start = level + 1;
-                        break;
-                    }
-                    Outcome::Filled(displaced) => {
-                        debug_assert_eq!(
-                            weight, 1,
-                            "a repeated access filled a paging-structure cache"
-                        );
-                        st.misses += weight;
-                        st.fills += 1;
-                        st.evictions += u64::from(displaced == Displaced::Evicted);
-                    }
+                if record(&mut stats.psc[level], cache.access(set, prefix, pcid, false), weight) {
+                    start = level + 1;
+                    break;
                 }
             }
         }
@@ -578,6 +521,26 @@ impl Cpu {
         }
         for c in self.psc.iter().flatten() {
             c.debug_assert_invariants();
+        }
+    }
+}
+
+/// Counts one access to a TLB structure or paging-structure cache in `st`; returns whether it
+/// hit.
+#[inline(always)]
+fn record(st: &mut StructureStats, outcome: Outcome, weight: u64) -> bool {
+    match outcome {
+        Outcome::Hit => {
+            st.hits += weight;
+            true
+        }
+        Outcome::Filled(displaced) => {
+            // A fill only happens on the first of a run of repeats (see `Cpu::access`).
+            debug_assert_eq!(weight, 1, "a repeated access filled a structure");
+            st.misses += weight;
+            st.fills += 1;
+            st.evictions += u64::from(displaced == Displaced::Evicted);
+            false
         }
     }
 }

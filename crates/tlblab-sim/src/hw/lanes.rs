@@ -49,6 +49,12 @@ pub(crate) fn make_tag(pcid: u16, global: bool) -> u16 {
     (pcid & PCID_MASK) | if global { GLOBAL } else { 0 }
 }
 
+/// The `(pcid, global)` of a tag: the inverse of [`make_tag`].
+#[inline(always)]
+pub(crate) fn split_tag(tag: u16) -> (u16, bool) {
+    (tag & PCID_MASK, tag & GLOBAL != 0)
+}
+
 /// A one-byte digest of a key, never [`EMPTY`]. Mixes the high bits: the low bits of the keys
 /// in one set are alike (they chose the set).
 #[inline(always)]

@@ -12,8 +12,8 @@
 //! PLRU state is the MRU bits.
 
 use super::lanes::{
-    fingerprint, make_tag, tag_match, with_byte, zero_byte_bits, TagMatch, EMPTY, GLOBAL, INVALID,
-    ONES, PCID_MASK,
+    fingerprint, make_tag, split_tag, tag_match, with_byte, zero_byte_bits, TagMatch, EMPTY,
+    INVALID, ONES,
 };
 use super::structure::{Displaced, Outcome, Replacement};
 
@@ -239,8 +239,9 @@ impl Set16Assoc {
         for (word, mut candidates) in words.into_iter().enumerate() {
             while candidates != 0 {
                 let way = (8 * word + candidates.trailing_zeros() as usize / 8) & 15;
-                let (k, tag) = (self.sets[set].keys[way], self.sets[set].tags[way]);
-                if k == key && drop_tag(tag & PCID_MASK, tag & GLOBAL != 0) {
+                let (k, (pcid, global)) =
+                    (self.sets[set].keys[way], split_tag(self.sets[set].tags[way]));
+                if k == key && drop_tag(pcid, global) {
                     self.invalidate_way(set, way);
                     dropped += 1;
                 }
@@ -257,8 +258,9 @@ impl Set16Assoc {
         let mut dropped = 0;
         for set in 0..self.sets.len() {
             for way in 0..self.ways {
-                let (key, tag) = (self.sets[set].keys[way], self.sets[set].tags[way]);
-                if key != INVALID && drop(key, tag & PCID_MASK, tag & GLOBAL != 0) {
+                let (key, (pcid, global)) =
+                    (self.sets[set].keys[way], split_tag(self.sets[set].tags[way]));
+                if key != INVALID && drop(key, pcid, global) {
                     self.invalidate_way(set, way);
                     dropped += 1;
                 }

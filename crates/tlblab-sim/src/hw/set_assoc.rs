@@ -9,8 +9,8 @@
 //! the gap. PLRU state is the MRU bits.
 
 use super::lanes::{
-    bytes_equal, fingerprint, make_tag, tag_match, with_byte, TagMatch, EMPTY, GLOBAL, HIGH,
-    INVALID, ONES, PCID_MASK,
+    bytes_equal, fingerprint, make_tag, split_tag, tag_match, with_byte, TagMatch, EMPTY, HIGH,
+    INVALID, ONES,
 };
 use super::structure::{Displaced, Outcome, Replacement};
 
@@ -212,8 +212,8 @@ impl SetAssoc {
         let mut candidates = self.lanes_equal(&self.fingerprints, set, fingerprint(key));
         while candidates != 0 {
             let way = candidates.trailing_zeros() as usize;
-            let tag = self.tags[base + way];
-            if self.keys[base + way] == key && drop_tag(tag & PCID_MASK, tag & GLOBAL != 0) {
+            let (pcid, global) = split_tag(self.tags[base + way]);
+            if self.keys[base + way] == key && drop_tag(pcid, global) {
                 self.invalidate_way(set, way);
                 dropped += 1;
             }
@@ -230,8 +230,8 @@ impl SetAssoc {
         for set in 0..self.sets {
             for way in 0..self.ways {
                 let index = set * self.ways + way;
-                let (key, tag) = (self.keys[index], self.tags[index]);
-                if key != INVALID && drop(key, tag & PCID_MASK, tag & GLOBAL != 0) {
+                let (key, (pcid, global)) = (self.keys[index], split_tag(self.tags[index]));
+                if key != INVALID && drop(key, pcid, global) {
                     self.invalidate_way(set, way);
                     dropped += 1;
                 }

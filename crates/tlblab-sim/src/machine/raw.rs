@@ -4,6 +4,7 @@
 //! never silently fall back to a default.
 
 use crate::hw::Replacement;
+use crate::stats::OpKind;
 use serde::{Deserialize, Serialize};
 use tlblab_types::{AccessKind, PageSize};
 
@@ -122,6 +123,18 @@ pub enum PscLevel {
     Pde,
 }
 
+impl PscLevel {
+    /// Every level, top first: the order of paging-structure-cache statistics.
+    pub const ALL: [PscLevel; 4] =
+        [PscLevel::Pml5e, PscLevel::Pml4e, PscLevel::Pdpte, PscLevel::Pde];
+
+    /// Index in [`PscLevel::ALL`], which is also the paging level of the entries it caches
+    /// (0 = PML5 … 3 = PD).
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
 /// One paging-structure cache.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -181,4 +194,22 @@ pub struct RawCosts {
     pub invlpgb: Option<CyclesFigure>,
     /// TLBSYNC.
     pub tlbsync: Option<CyclesFigure>,
+}
+
+impl RawCosts {
+    /// The cost of an instruction, if the machine has it (the field named like the counter).
+    pub fn for_op(&self, kind: OpKind) -> Option<&CyclesFigure> {
+        match kind {
+            OpKind::Invlpg => Some(&self.invlpg),
+            OpKind::InvpcidIndivAddr => self.invpcid_indiv_addr.as_ref(),
+            OpKind::InvpcidSingleCtxt => self.invpcid_single_ctxt.as_ref(),
+            OpKind::InvpcidAllInclGlobal => self.invpcid_all_incl_global.as_ref(),
+            OpKind::InvpcidAllNonGlobal => self.invpcid_all_non_global.as_ref(),
+            OpKind::MovCr3 => Some(&self.mov_cr3),
+            OpKind::MovCr3Noflush => Some(&self.mov_cr3_noflush),
+            OpKind::MovCr4 => Some(&self.mov_cr4),
+            OpKind::Invlpgb => self.invlpgb.as_ref(),
+            OpKind::Tlbsync => self.tlbsync.as_ref(),
+        }
+    }
 }
