@@ -114,9 +114,14 @@ impl System {
         Ok(self.cpus.len() - 1)
     }
 
-    /// Applies one event.
-    #[inline]
+    /// Applies one event (and ends the warm-up if it falls there).
     pub fn apply(&mut self, event: &TraceEvent) -> Result<(), SimError> {
+        self.apply_all(std::slice::from_ref(event))
+    }
+
+    /// Applies one event, warm-up aside.
+    #[inline]
+    fn apply_one(&mut self, event: &TraceEvent) -> Result<(), SimError> {
         let slot = self.slot(event.cpu())?;
         match event {
             TraceEvent::Access { access, repeat } => {
@@ -161,7 +166,7 @@ impl System {
                     self.cpus[slot].access(access, *repeat, &mut self.stats[slot]);
                     self.events += 1;
                 }
-                TraceEvent::Op { .. } => self.apply(event)?,
+                TraceEvent::Op { .. } => self.apply_one(event)?,
             }
         }
         Ok(())
@@ -174,14 +179,14 @@ impl System {
             TraceEvent::Access { access, repeat } if u64::from(repeat) > left => {
                 // Split the run: `left` accesses end the warm-up, the others are measured. It is
                 // one event of the trace, counted once.
-                self.apply(&TraceEvent::Access { access, repeat: left as u32 })?;
+                self.apply_one(&TraceEvent::Access { access, repeat: left as u32 })?;
                 self.events -= 1;
                 self.warmup_left = 0;
                 self.reset_stats();
-                self.apply(&TraceEvent::Access { access, repeat: repeat - left as u32 })
+                self.apply_one(&TraceEvent::Access { access, repeat: repeat - left as u32 })
             }
             _ => {
-                self.apply(event)?;
+                self.apply_one(event)?;
                 self.warmup_left = left - event.accesses();
                 if self.warmup_left == 0 {
                     self.reset_stats();
@@ -235,6 +240,13 @@ mod tests {
         for batch in events.chunks(1000) {
             system.apply_all(batch).unwrap();
         }
+        // One event at a time, the warm-up ends at the same place.
+        let mut one_by_one = System::new(system.spec());
+        one_by_one.set_warmup(warmup);
+        for event in events {
+            one_by_one.apply(event).unwrap();
+        }
+        assert_eq!(one_by_one.total(), system.total(), "apply and apply_all agree");
         system
     }
 

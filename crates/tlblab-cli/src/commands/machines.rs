@@ -158,12 +158,7 @@ fn show(spec: &MachineSpec) -> String {
     out.push('\n');
     let mut t = Table::new(&["figure", "cycles", "", "source"]);
     for (name, fig) in figures(raw) {
-        t.row(vec![
-            name,
-            group(fig.cycles),
-            mark(fig.unverified).into(),
-            fig.source.clone(),
-        ]);
+        t.row(vec![name, group(fig.cycles), mark(fig.unverified).into(), fig.source.clone()]);
     }
     out += &t.render(0);
     out
