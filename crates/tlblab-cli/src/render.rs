@@ -2,7 +2,7 @@
 //! depends on the terminal, so it is byte-identical across runs and machines.
 
 use std::io::Write;
-use tlblab_sim::stats::HwReport;
+use tlblab_sim::stats::{HwReport, WALK_LEVEL_NAMES};
 
 /// Writes `text` to standard output (instead of `print!`, which panics when the write fails). A
 /// closed pipe (`tlblab … | head`) is not an error: the reader has stopped reading, so the rest
@@ -165,7 +165,7 @@ pub fn hw_report(r: &HwReport, indent: usize) -> String {
     }
     out += &t.render(indent);
     let w = &r.page_walks;
-    let refs: Vec<String> = ["pml5", "pml4", "pdpt", "pd", "pt"]
+    let refs: Vec<String> = WALK_LEVEL_NAMES
         .iter()
         .filter_map(|l| {
             w.memory_references.get(*l).filter(|&&n| n > 0).map(|n| format!("{l} {}", group(*n)))

@@ -94,7 +94,8 @@ const BASE: u64 = 0x7f00_0000; // VPN of the first page: 0x7f00_0000_0000
 const SWITCH_EVERY: u64 = 2_000;
 const CTX_PAGES: u64 = 512;
 
-fn load(pcid: u16, vpn: u64, kind: AccessKind) -> Access {
+/// A non-global 4 KiB access on CPU 0.
+fn access_4k(pcid: u16, vpn: u64, kind: AccessKind) -> Access {
     let page = Page::new(Vpn(vpn), PageSize::Size4K).expect("workload pages are 4K");
     Access::new(CpuId(0), Pcid::new(pcid).expect("PCID < 4096"), page, kind)
 }
@@ -124,11 +125,11 @@ impl Generator {
                     AccessKind::Load
                 };
                 let run = self.rng.random_range(32..=96u64).min(self.remaining);
-                TraceEvent::Access { access: load(1, page, kind), repeat: run as u32 }
+                TraceEvent::Access { access: access_4k(1, page, kind), repeat: run as u32 }
             }
-            Workload::Loop1024 => one(load(1, BASE + self.position % 1024, AccessKind::Load)),
+            Workload::Loop1024 => one(access_4k(1, BASE + self.position % 1024, AccessKind::Load)),
             Workload::Random65536 => {
-                one(load(1, BASE + self.rng.random_range(0..65_536u64), AccessKind::Load))
+                one(access_4k(1, BASE + self.rng.random_range(0..65_536u64), AccessKind::Load))
             }
             Workload::CtxSwitchPcid | Workload::CtxSwitchNoPcid => {
                 let pcid_on = self.workload == Workload::CtxSwitchPcid;
@@ -145,7 +146,7 @@ impl Generator {
                 }
                 // Each process has its own pages (different address ranges).
                 let vpn = BASE + process * 0x10_0000 + self.rng.random_range(0..CTX_PAGES);
-                one(load(pcid, vpn, AccessKind::Load))
+                one(access_4k(pcid, vpn, AccessKind::Load))
             }
         };
         self.position += event.accesses();
