@@ -185,23 +185,25 @@ impl Cpu {
 
     /// `repeat` identical accesses in a row. The first is translated in full; every later one
     /// finds the translation where the first left it and changes no replacement state, so it is
-    /// translated once and counted `repeat - 1` times.
+    /// translated once and counted `repeat - 1` times. Returns the translation cycles of all
+    /// of them (beyond L1 hits; see the module documentation).
     #[inline]
-    pub fn access(&mut self, access: &Access, repeat: u32, stats: &mut HwStats) {
+    pub fn access(&mut self, access: &Access, repeat: u32, stats: &mut HwStats) -> u64 {
         if repeat == 0 {
-            return;
+            return 0;
         }
-        self.translate(access, 1, stats);
+        let mut cycles = self.translate(access, 1, stats);
         if repeat > 1 {
-            self.translate(access, u64::from(repeat - 1), stats);
+            cycles += self.translate(access, u64::from(repeat - 1), stats);
         }
+        cycles
     }
 
     /// Translates one access. The L1 structure, the STLB and each paging-structure cache are
     /// independent, so each is looked up and, on a miss, filled in one step: the order of the
-    /// fills among them does not matter.
+    /// fills among them does not matter. Returns the translation cycles of the `weight` accesses.
     #[inline(always)]
-    fn translate(&mut self, access: &Access, weight: u64, stats: &mut HwStats) {
+    fn translate(&mut self, access: &Access, weight: u64, stats: &mut HwStats) -> u64 {
         let kind = access.kind.index();
         let size = access.page.size.index();
         let pcid = self.tag(access.pcid);
@@ -213,7 +215,7 @@ impl Cpu {
             let (set, key) = self.locate(l1, access.page);
             let outcome = self.tlbs[l1].access(set, key, pcid, global);
             if self.count(l1, outcome, key, weight, stats) {
-                return;
+                return 0;
             }
         }
         stats.misses[kind].l1_miss += weight;
@@ -238,6 +240,7 @@ impl Cpu {
             m.walk_active_cycles += walk * weight;
         }
         stats.misses[kind].translation_cycles += cycles * weight;
+        cycles * weight
     }
 
     /// Counts an access to TLB structure `i`; returns whether it hit.
@@ -283,8 +286,9 @@ impl Cpu {
     }
 
     /// Executes an invalidating instruction. INVLPGB only acts on this CPU here; a
-    /// [`crate::System`] broadcasts it to the others with [`Cpu::invlpgb_remote`].
-    pub fn execute(&mut self, op: &TlbOp, stats: &mut HwStats) -> Result<(), Fault> {
+    /// [`crate::System`] broadcasts it to the others with [`Cpu::invlpgb_remote`]. Returns the
+    /// cycles charged for the instruction (the preset's cost of its kind).
+    pub fn execute(&mut self, op: &TlbOp, stats: &mut HwStats) -> Result<u64, Fault> {
         let (kind, tlb, psc) = match *op {
             TlbOp::Invlpg { pcid, vpn } => {
                 let p = self.tag(pcid);
@@ -392,7 +396,7 @@ impl Cpu {
         o.cycles += self.op_cycles[kind.index()];
         o.tlb_entries_dropped += tlb;
         o.psc_entries_dropped += psc;
-        Ok(())
+        Ok(self.op_cycles[kind.index()])
     }
 
     /// Applies a broadcast INVLPGB (from this or another CPU) to this CPU's structures; the

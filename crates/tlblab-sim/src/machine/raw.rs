@@ -45,6 +45,90 @@ pub struct RawMachine {
     pub latency: RawLatency,
     /// Instruction costs.
     pub cost: RawCosts,
+    /// Costs of the Linux kernel's code paths on this machine: only the kernel model
+    /// (`tlblab-kernel`) needs them, so a preset for trace-driven runs may leave them out.
+    #[serde(default)]
+    pub kernel: Option<RawKernel>,
+}
+
+/// A clock frequency with its provenance.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MhzFigure {
+    /// Core clock in MHz.
+    pub mhz: u64,
+    /// Where it comes from.
+    pub source: String,
+    /// Set when the figure is not confirmed.
+    #[serde(default)]
+    pub unverified: bool,
+}
+
+/// Costs of kernel code paths, in core cycles, excluding the TLB instructions they execute and
+/// the TLB misses they cause (the hardware model charges those). See docs/kernel-model.md.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawKernel {
+    /// Core clock, to convert cycles to seconds.
+    pub clock: MhzFigure,
+    /// A null system call: entry, dispatch and exit (without PTI's CR3 writes).
+    pub syscall: CyclesFigure,
+    /// A write fault on an anonymous page: allocate and zero a page, install the PTE.
+    pub page_fault_anon: CyclesFigure,
+    /// A read fault that maps the shared zero page.
+    pub page_fault_zero: CyclesFigure,
+    /// A copy-on-write fault: allocate and copy a page, install the PTE (the flush of the old
+    /// PTE is modelled by `flush_tlb_mm_range`).
+    pub page_fault_cow: CyclesFigure,
+    /// Zapping one present PTE in `madvise(MADV_DONTNEED)` / `munmap` (clear, free the page).
+    pub zap_pte: CyclesFigure,
+    /// `madvise(MADV_DONTNEED)` apart from the syscall, the zaps and the flush.
+    pub madvise: CyclesFigure,
+    /// `mmap` of an anonymous region apart from the syscall.
+    pub mmap: CyclesFigure,
+    /// `munmap` apart from the syscall, the zaps and the flush.
+    pub munmap: CyclesFigure,
+    /// `mprotect` apart from the syscall and the flush, per region.
+    pub mprotect: CyclesFigure,
+    /// `__schedule()` and `switch_to()` between two tasks, apart from `switch_mm_irqs_off()`.
+    pub context_switch: CyclesFigure,
+    /// The software of `switch_mm_irqs_off()` when the mm changes, apart from the CR3 write.
+    pub switch_mm: CyclesFigure,
+    /// Waking a blocked task (`try_to_wake_up`), on the waker's CPU.
+    pub wakeup: CyclesFigure,
+    /// `sched_setaffinity()` to another CPU, on the calling CPU, apart from the syscall.
+    pub migrate: CyclesFigure,
+    /// `fork()` of a small process: copying the mm's structures, apart from per-page work.
+    pub fork: CyclesFigure,
+    /// Copying one present PTE at fork (and write-protecting it for copy-on-write).
+    pub fork_pte: CyclesFigure,
+    /// `execve()`: a new mm, loading the binary, apart from the faults that follow.
+    pub exec: CyclesFigure,
+    /// Process exit apart from the teardown of its pages (`zap_pte` each).
+    pub exit: CyclesFigure,
+    /// Sending one IPI (an APIC ICR write), per target, on the initiator.
+    pub ipi_send: CyclesFigure,
+    /// From the ICR write to the first instruction of the handler on the target.
+    pub ipi_latency: CyclesFigure,
+    /// Interrupt entry and exit and the call-function dispatch on the target.
+    pub ipi_handler: CyclesFigure,
+    /// From the target's acknowledgement (releasing the call-function lock) to the initiator
+    /// seeing it: one cache-line transfer.
+    pub ipi_ack: CyclesFigure,
+    /// The software of `flush_tlb_func()` apart from the flush instructions.
+    pub flush_tlb_func: CyclesFigure,
+    /// The software of `flush_tlb_mm_range()` apart from `flush_tlb_func()` and the IPIs.
+    pub flush_tlb_mm_range: CyclesFigure,
+    /// A cache line moved from another core's cache (a read of remotely written data).
+    pub cache_line_transfer: CyclesFigure,
+    /// A load that hits the L1 data cache.
+    pub l1d_load: CyclesFigure,
+    /// A mispredicted branch.
+    pub branch_mispredict: CyclesFigure,
+    /// The timer interrupt (tick) apart from any rescheduling.
+    pub timer_tick: CyclesFigure,
+    /// Leaving the idle state when an interrupt or wake-up arrives.
+    pub idle_exit: CyclesFigure,
 }
 
 /// Architectural features of the CPU.
