@@ -1,0 +1,604 @@
+//! The kernel model: CPUs, tasks, mms and the event loop that runs them.
+//!
+//! Each CPU runs its current task's frames (a stack of kernel activities on top of the task's
+//! program) one step at a time; a step that costs time schedules the CPU's next step as an
+//! event. Interrupts (IPIs) are events too: the handler runs when the event pops (or when the
+//! CPU enables interrupts again) and delays whatever the CPU was doing by its cost.
+//!
+//! # Event order at equal times (the `class` of the engine's key)
+//! 0. IPI arrival — an interrupt that arrives on the cycle a step ends is taken first;
+//! 1. acknowledgement of an IPI at its initiator;
+//! 2. a CPU's next step;
+//! 3. timer tick.
+
+mod flush;
+mod run;
+mod switch;
+
+pub use flush::{FlushRequest, FlushTlbInfo, FLUSH_ALL_END, PAGE_SHIFT};
+
+use crate::cpumask::CpuMask;
+use crate::ids::{Asid, MmId, TaskId};
+use crate::mm::Mm;
+use crate::observer::{Observer, TlbFlushEvent, TlbFlushReason, Vmstat};
+use crate::policy::{La57, Policy};
+use crate::program::{EventFd, Outcome, Program, Syscall, Touch};
+use crate::stats::{FlushSizes, KernelReport, TaskReport};
+use crate::tlb_state::{LoadedMm, TlbState};
+use rand::SeedableRng;
+use rand_pcg::Pcg64Mcg;
+use std::collections::VecDeque;
+use thiserror::Error;
+use tlblab_engine::EventQueue;
+use tlblab_sim::hw::{new_stats, Cpu as HwCpu};
+use tlblab_sim::machine::raw::RawKernel;
+use tlblab_sim::machine::MachineSpec;
+use tlblab_sim::stats::HwStats;
+use tlblab_types::{CpuId, Cycles, Pcid, TlbOp};
+
+/// Why a kernel model cannot be built.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum KernelError {
+    /// The machine preset has no `[kernel]` costs.
+    #[error("machine {0}: no [kernel] section: the kernel model needs the costs of kernel code paths (see docs/kernel-model.md)")]
+    NoKernelCosts(String),
+    /// The policy needs a CPU feature the machine lacks.
+    #[error("policy {policy} needs {feature}, which machine {machine} does not have")]
+    MissingFeature {
+        /// The policy.
+        policy: String,
+        /// The feature.
+        feature: &'static str,
+        /// The machine.
+        machine: String,
+    },
+    /// The policy uses a switch this version of the model does not run yet.
+    #[error(
+        "policy {0}: xpfo-sync, invlpgb and la57-runtime/-patched are not modelled in this version"
+    )]
+    NotModelled(String),
+    /// Too few or too many CPUs.
+    #[error("{0} CPUs: the model runs 1 to 4096")]
+    CpuCount(usize),
+    /// The machine preset is unusable with these settings.
+    #[error(transparent)]
+    Machine(#[from] tlblab_sim::machine::MachineError),
+}
+
+/// Index of an in-flight flush (`flush_tlb_info` and its call-function state).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CallId(pub u32);
+
+/// An inter-processor interrupt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ipi {
+    /// Call `flush_tlb_func()` for this flush.
+    Flush(CallId),
+    /// Reschedule (a task was woken for an idle CPU).
+    Reschedule,
+}
+
+/// Engine payloads.
+#[derive(Clone, Copy, Debug)]
+enum Event {
+    Ipi { cpu: CpuId, ipi: Ipi },
+    Ack { call: CallId },
+    Resume { cpu: CpuId, gen: u64 },
+    Tick { cpu: CpuId },
+}
+
+impl Event {
+    fn class(&self) -> u8 {
+        match self {
+            Event::Ipi { .. } => 0,
+            Event::Ack { .. } => 1,
+            Event::Resume { .. } => 2,
+            Event::Tick { .. } => 3,
+        }
+    }
+}
+
+/// Whether cycles are spent for user space or in the kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    User,
+    Sys,
+}
+
+/// The state of one in-flight flush.
+#[derive(Clone, Debug)]
+pub(crate) struct Call {
+    pub info: FlushTlbInfo,
+    /// Acknowledgements still to come.
+    pub pending: u32,
+    /// The task waiting for them.
+    pub waiter: TaskId,
+}
+
+/// A kernel activity of a task, resumed step by step.
+enum Frame {
+    /// User-mode page references.
+    Touch { touch: Touch, done: u64 },
+    /// A page fault on page `page` of `touch`'s region.
+    Fault { touch: Touch, page: u64, phase: Phase },
+    /// A system call.
+    Syscall { call: Option<Syscall>, phase: Phase },
+    /// `flush_tlb_mm_range()`.
+    Flush { req: FlushRequest, phase: FlushPhase, gen: u64, call: Option<CallId>, since: Cycles },
+    /// The task exits.
+    Exit { phase: Phase },
+}
+
+/// Entry, body, exit of a kernel entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Entry,
+    Body,
+    Exit,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FlushPhase {
+    Start,
+    Dispatch,
+    Wait,
+    Done,
+}
+
+/// What a context switch is doing.
+#[derive(Clone, Copy, Debug)]
+struct Switch {
+    next: TaskId,
+    phase: SwitchPhase,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SwitchPhase {
+    Start,
+    Mm,
+    Load(Option<crate::tlb_state::NewAsid>),
+    End(Asid),
+    Finish,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TaskState {
+    Runnable,
+    Running,
+    Blocked,
+    Dead,
+}
+
+struct Task {
+    /// Its own mm (`None`: a kernel thread).
+    mm: Option<MmId>,
+    program: Option<Box<dyn Program>>,
+    rng: Pcg64Mcg,
+    frames: Vec<Frame>,
+    state: TaskState,
+    /// Where it runs or is queued.
+    cpu: CpuId,
+    last: Outcome,
+    /// The run ends when every essential task has exited.
+    essential: bool,
+    /// When it last started running (for the scheduler's slice).
+    slice_start: Cycles,
+    report: TaskReport,
+}
+
+/// Per-CPU kernel state.
+struct PerCpu {
+    tlb: TlbState,
+    curr: TaskId,
+    idle: TaskId,
+    rq: VecDeque<TaskId>,
+    switch: Option<Switch>,
+    /// The pending step event: `(time, generation)`.
+    resume: Option<Cycles>,
+    resume_gen: u64,
+    irqs_off: bool,
+    pending_ipis: VecDeque<Ipi>,
+    /// The end of the last interrupt handler.
+    irq_free_at: Cycles,
+    /// The PCID accesses use now (CR3's).
+    cr3: Pcid,
+    need_resched: bool,
+    /// XPFO deferred: flush everything at the next context switch.
+    xpfo_pending: bool,
+    idle_cycles: u64,
+    irq_cycles: u64,
+    idle_since: Option<Cycles>,
+}
+
+/// The counters the kernel keeps.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Counters {
+    pub vmstat: Vmstat,
+    /// `/proc/interrupts` `TLB` row, per CPU.
+    pub irq_tlb: Vec<u64>,
+    /// IPIs sent, per CPU.
+    pub ipis_sent: Vec<u64>,
+    /// Tracepoint events by reason.
+    pub tlb_flush: [u64; 6],
+    /// Durations of preemption-disabled sections of `flush_tlb_mm_range()`.
+    pub preempt_off: Vec<u64>,
+}
+
+/// Settings of one run.
+#[derive(Clone, Debug)]
+pub struct KernelConfig {
+    /// CPUs.
+    pub nr_cpus: usize,
+    /// Seed of every random stream.
+    pub seed: u64,
+    /// Stop at this time even if tasks remain.
+    pub time_limit: Cycles,
+}
+
+/// The kernel model on a machine, under a policy.
+pub struct Kernel<O: Observer> {
+    spec: MachineSpec,
+    costs: RawKernel,
+    policy: Policy,
+    /// PCIDs are in use (policy and CPU).
+    pcid: bool,
+    /// The CPU has INVPCID.
+    invpcid: bool,
+    queue: EventQueue<Event>,
+    cpus: Vec<PerCpu>,
+    hw: Vec<HwCpu>,
+    hw_stats: Vec<HwStats>,
+    mms: Vec<Mm>,
+    tasks: Vec<Task>,
+    calls: Vec<Call>,
+    free_calls: Vec<CallId>,
+    eventfds: Vec<(u64, Vec<TaskId>)>,
+    last_mm_ctx_id: u64,
+    counters: Counters,
+    flush_sizes: FlushSizes,
+    observer: O,
+    config: KernelConfig,
+    essential_left: u32,
+    tick_cycles: u64,
+    slice_cycles: u64,
+}
+
+/// Page references processed per step of a touch (bounds how stale a step's view can be).
+const TOUCH_CHUNK: u64 = 64;
+
+impl<O: Observer> Kernel<O> {
+    /// A booted machine: every CPU idle on `init_mm`.
+    pub fn new(
+        spec: &MachineSpec,
+        policy: &Policy,
+        config: KernelConfig,
+        observer: O,
+    ) -> Result<Kernel<O>, KernelError> {
+        let costs = spec
+            .raw()
+            .kernel
+            .clone()
+            .ok_or_else(|| KernelError::NoKernelCosts(spec.name().to_string()))?;
+        if config.nr_cpus == 0 || config.nr_cpus > usize::from(u16::MAX) || config.nr_cpus > 4096 {
+            return Err(KernelError::CpuCount(config.nr_cpus));
+        }
+        let features = &spec.raw().features;
+        let missing = |feature| KernelError::MissingFeature {
+            policy: policy.name.clone(),
+            feature,
+            machine: spec.name().to_string(),
+        };
+        if policy.invlpgb && !features.invlpgb {
+            return Err(missing("INVLPGB"));
+        }
+        let spec = if policy.la57 == La57::On {
+            if !features.la57 {
+                return Err(missing("LA57 (5-level paging)"));
+            }
+            spec.clone().with_paging_levels(5)?
+        } else {
+            spec.clone()
+        };
+        if policy.xpfo == crate::policy::Xpfo::Sync
+            || policy.invlpgb
+            || matches!(policy.la57, La57::Runtime | La57::Patched)
+        {
+            return Err(KernelError::NotModelled(policy.name.clone()));
+        }
+        let pcid = policy.pcid && features.pcid;
+        let n = config.nr_cpus;
+        let mut k = Kernel {
+            costs,
+            policy: policy.clone(),
+            pcid,
+            invpcid: features.invpcid,
+            queue: EventQueue::new(),
+            cpus: Vec::with_capacity(n),
+            hw: Vec::with_capacity(n),
+            hw_stats: Vec::with_capacity(n),
+            mms: Vec::new(),
+            tasks: Vec::new(),
+            calls: Vec::new(),
+            free_calls: Vec::new(),
+            eventfds: Vec::new(),
+            last_mm_ctx_id: 1,
+            counters: Counters {
+                irq_tlb: vec![0; n],
+                ipis_sent: vec![0; n],
+                ..Counters::default()
+            },
+            flush_sizes: FlushSizes::default(),
+            observer,
+            essential_left: 0,
+            tick_cycles: 0,
+            slice_cycles: 0,
+            spec,
+            config,
+        };
+        let mhz = k.costs.clock.mhz;
+        k.tick_cycles = mhz * 1_000_000 / k.policy.hz;
+        // EEVDF's base slice (sysctl_sched_base_slice, 0.75 ms since 6.6).
+        k.slice_cycles = mhz * 750;
+        // init_mm: ctx_id 1, on every CPU.
+        let mut init = Mm::new(1, n, 0, k.policy.hz);
+        init.users = 1;
+        k.mms.push(init);
+        for c in 0..n {
+            let cpu = CpuId(c as u16);
+            let idle = k.new_task(None, None, cpu, false);
+            k.tasks[idle.0 as usize].state = TaskState::Running;
+            let mut hw = HwCpu::new(&k.spec);
+            let mut stats = new_stats(&k.spec);
+            if !pcid {
+                // Linux leaves CR4.PCIDE clear without PCID (or with `nopcid`).
+                hw.execute(&TlbOp::MovCr4 { pge: true, pcide: false }, &mut stats)
+                    .expect("clearing PCIDE never faults");
+            }
+            k.hw.push(hw);
+            k.hw_stats.push(new_stats(&k.spec));
+            k.cpus.push(PerCpu {
+                tlb: TlbState::new(1, 0),
+                curr: idle,
+                idle,
+                rq: VecDeque::new(),
+                switch: None,
+                resume: None,
+                resume_gen: 0,
+                irqs_off: false,
+                pending_ipis: VecDeque::new(),
+                irq_free_at: Cycles(0),
+                cr3: Pcid::new(0).expect("0 is a PCID"),
+                need_resched: false,
+                xpfo_pending: false,
+                idle_cycles: 0,
+                irq_cycles: 0,
+                idle_since: Some(Cycles(0)),
+            });
+            k.cr3_boot(cpu);
+            let first_tick = k.tick_cycles * (c as u64 + 1) / n as u64;
+            k.queue.push(
+                Cycles(first_tick),
+                Event::Tick { cpu }.class(),
+                c as u32,
+                Event::Tick { cpu },
+            );
+        }
+        Ok(k)
+    }
+
+    /// CR3 at boot: `init_mm` in ASID 0 (`initialize_tlbstate_and_flush()`).
+    fn cr3_boot(&mut self, cpu: CpuId) {
+        let pcid = self.kern_pcid(Asid(0));
+        self.cpus[usize::from(cpu.0)].cr3 = pcid;
+    }
+
+    fn new_task(
+        &mut self,
+        mm: Option<MmId>,
+        program: Option<Box<dyn Program>>,
+        cpu: CpuId,
+        essential: bool,
+    ) -> TaskId {
+        let id = TaskId(self.tasks.len() as u32);
+        let seed = self.config.seed ^ (u64::from(id.0) + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.tasks.push(Task {
+            mm,
+            program,
+            rng: Pcg64Mcg::seed_from_u64(seed),
+            frames: Vec::new(),
+            state: TaskState::Runnable,
+            cpu,
+            last: Outcome::None,
+            essential,
+            slice_start: Cycles(0),
+            report: TaskReport::default(),
+        });
+        if essential {
+            self.essential_left += 1;
+        }
+        id
+    }
+
+    /// A new process (a fresh mm) running `program`, pinned to `cpu`. Its end is awaited
+    /// (`essential`) or not (helpers that spin forever).
+    pub fn spawn_process(
+        &mut self,
+        program: Box<dyn Program>,
+        cpu: CpuId,
+        essential: bool,
+    ) -> TaskId {
+        let mm = self.new_mm();
+        self.mms[mm.0 as usize].users += 1;
+        let t = self.new_task(Some(mm), Some(program), cpu, essential);
+        self.enqueue(t);
+        t
+    }
+
+    /// A new thread in `task`'s mm running `program`, pinned to `cpu`.
+    pub fn spawn_thread(
+        &mut self,
+        task: TaskId,
+        program: Box<dyn Program>,
+        cpu: CpuId,
+        essential: bool,
+    ) -> TaskId {
+        let mm = self.tasks[task.0 as usize].mm.expect("threads of user tasks");
+        self.mms[mm.0 as usize].users += 1;
+        let t = self.new_task(Some(mm), Some(program), cpu, essential);
+        self.enqueue(t);
+        t
+    }
+
+    /// A new eventfd with count 0.
+    pub fn eventfd(&mut self) -> EventFd {
+        self.eventfds.push((0, Vec::new()));
+        EventFd(self.eventfds.len() as u32 - 1)
+    }
+
+    fn new_mm(&mut self) -> MmId {
+        self.last_mm_ctx_id += 1;
+        let mm =
+            Mm::new(self.last_mm_ctx_id, self.cpus.len().max(1), self.jiffies(), self.policy.hz);
+        self.mms.push(mm);
+        MmId(self.mms.len() as u32 - 1)
+    }
+
+    /// The current time.
+    pub fn now(&self) -> Cycles {
+        self.queue.now()
+    }
+
+    /// `jiffies`: ticks since boot.
+    pub fn jiffies(&self) -> u64 {
+        self.queue.now().0.checked_div(self.tick_cycles).unwrap_or(0)
+    }
+
+    /// The observer.
+    pub fn observer(&self) -> &O {
+        &self.observer
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The kernel PCID of an ASID, or 0 without PCIDs.
+    fn kern_pcid(&self, asid: Asid) -> Pcid {
+        if self.pcid {
+            asid.kern_pcid()
+        } else {
+            Pcid::new(0).expect("0 is a PCID")
+        }
+    }
+
+    /// Executes a TLB instruction on `cpu`'s hardware; returns its cycles.
+    fn hw_op(&mut self, cpu: CpuId, op: TlbOp) -> u64 {
+        let c = usize::from(cpu.0);
+        self.hw[c]
+            .execute(&op, &mut self.hw_stats[c])
+            .expect("the kernel model only issues valid instructions")
+    }
+
+    /// Fires the `tlb:tlb_flush` tracepoint.
+    fn trace(&mut self, cpu: CpuId, reason: TlbFlushReason, pages: i64) {
+        self.counters.tlb_flush[reason as usize] += 1;
+        let event = TlbFlushEvent { time: self.queue.now(), cpu, reason, pages };
+        self.observer.tlb_flush(&event);
+    }
+
+    /// The state of one CPU's `cpu_tlbstate`.
+    pub fn tlb_state(&self, cpu: CpuId) -> &TlbState {
+        &self.cpus[usize::from(cpu.0)].tlb
+    }
+
+    /// An mm.
+    pub fn mm(&self, mm: MmId) -> &Mm {
+        &self.mms[mm.0 as usize]
+    }
+
+    /// The mm of a task (`None` for kernel threads).
+    pub fn task_mm(&self, task: TaskId) -> Option<MmId> {
+        self.tasks[task.0 as usize].mm
+    }
+
+    /// Counters, summed over CPUs where they are per CPU, with every task's results.
+    pub fn report(&self) -> KernelReport {
+        let mut hw = new_stats(&self.spec);
+        for s in &self.hw_stats {
+            hw += s;
+        }
+        KernelReport::new(
+            self,
+            hw.report(&self.spec),
+            self.tasks.iter().filter(|t| t.mm.is_some()).map(|t| t.report.clone()).collect(),
+        )
+    }
+
+    /// Checks the model's invariants on `cpu` (debug builds only).
+    ///
+    /// - tlb.c: "the TLB will never contain entries that are out-of-date as when that mm
+    ///   reached the tlb_gen in the list": a slot never claims a generation its mm has not
+    ///   reached.
+    /// - A CPU running an mm (not lazily, not switching) is in its `mm_cpumask`.
+    /// - The loaded ASID's slot belongs to the loaded mm.
+    pub fn debug_assert_invariants(&self, cpu: CpuId) {
+        if !cfg!(debug_assertions) {
+            return;
+        }
+        let st = &self.cpus[usize::from(cpu.0)].tlb;
+        for ctx in st.ctxs.iter().filter(|c| c.ctx_id != 0) {
+            if let Some(mm) = self.mms.iter().find(|m| m.ctx_id == ctx.ctx_id) {
+                assert!(
+                    ctx.tlb_gen <= mm.tlb_gen,
+                    "{cpu}: slot of ctx {} claims gen {} beyond the mm's {}",
+                    ctx.ctx_id,
+                    ctx.tlb_gen,
+                    mm.tlb_gen
+                );
+            }
+        }
+        if let LoadedMm::Mm(mm) = st.loaded_mm {
+            if mm != MmId::INIT_MM && !st.is_lazy {
+                assert!(
+                    self.mms[mm.0 as usize].cpumask.test(cpu),
+                    "{cpu} runs {mm} but is not in its mm_cpumask"
+                );
+            }
+            if self.pcid && st.loaded_mm_asid.is_dynamic() {
+                let slot = st.ctxs[usize::from(st.loaded_mm_asid.0)];
+                assert_eq!(
+                    slot.ctx_id, self.mms[mm.0 as usize].ctx_id,
+                    "{cpu}: loaded ASID's slot belongs to another mm"
+                );
+            }
+        }
+    }
+
+    /// Every CPU's mask of mms (for tests): the CPUs in `mm_cpumask(mm)`.
+    pub fn cpumask(&self, mm: MmId) -> &CpuMask {
+        &self.mms[mm.0 as usize].cpumask
+    }
+}
+
+impl<O: Observer> Kernel<O> {
+    /// Counters, flush sizes and per-CPU (idle, irq) cycles, for the report.
+    pub(crate) fn parts(&self) -> (&Counters, &FlushSizes, Vec<(u64, u64)>) {
+        (
+            &self.counters,
+            &self.flush_sizes,
+            self.cpus.iter().map(|c| (c.idle_cycles, c.irq_cycles)).collect(),
+        )
+    }
+
+    /// Core clock in MHz.
+    pub fn clock_mhz(&self) -> u64 {
+        self.costs.clock.mhz
+    }
+
+    /// Events processed so far.
+    pub fn events(&self) -> u64 {
+        self.queue.popped()
+    }
+}

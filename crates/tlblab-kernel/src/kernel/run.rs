@@ -1,0 +1,889 @@
+//! The event loop, the scheduler and the steps of each frame.
+
+use super::*;
+use crate::mm::{Pte, VmaId};
+use crate::policy::{FlushInfo, Pti, Xpfo};
+use crate::program::{Action, Env};
+use tlblab_types::{Access, AccessKind, Page, PageSize};
+
+/// What a step did.
+enum Step {
+    /// Go on at once.
+    Next,
+    /// Spend cycles, then go on.
+    Spend(u64, Mode),
+    /// Nothing to do until an event arrives (blocked, waiting, idle).
+    Wait,
+}
+
+impl<O: Observer> Kernel<O> {
+    /// Runs until every essential task has exited or the time limit; returns whether all
+    /// essential tasks finished.
+    pub fn run(&mut self) -> bool {
+        while self.essential_left > 0 {
+            let Some((key, event)) = self.queue.pop() else { break };
+            if key.time > self.config.time_limit {
+                break;
+            }
+            match event {
+                Event::Resume { cpu, gen } => {
+                    let c = usize::from(cpu.0);
+                    if self.cpus[c].resume_gen == gen && self.cpus[c].resume.is_some() {
+                        self.cpus[c].resume = None;
+                        self.run_cpu(cpu);
+                    }
+                }
+                Event::Ipi { cpu, ipi } => self.ipi_arrives(cpu, ipi),
+                Event::Ack { call } => self.ack(call),
+                Event::Tick { cpu } => self.tick(cpu),
+            }
+        }
+        let now = self.queue.now();
+        for c in &mut self.cpus {
+            if let Some(since) = c.idle_since.take() {
+                c.idle_cycles += now.0.saturating_sub(since.0);
+            }
+        }
+        self.essential_left == 0
+    }
+
+    fn push(&mut self, at: Cycles, event: Event) {
+        let cpu = match event {
+            Event::Ipi { cpu, .. } | Event::Resume { cpu, .. } | Event::Tick { cpu } => cpu.0,
+            Event::Ack { call } => self.calls[call.0 as usize].info.initiating_cpu.0,
+        };
+        self.queue.push(at, event.class(), u32::from(cpu), event);
+    }
+
+    /// Schedules `cpu`'s next step at `at` (replacing any pending one).
+    fn resume_at(&mut self, cpu: CpuId, at: Cycles) {
+        let c = &mut self.cpus[usize::from(cpu.0)];
+        c.resume_gen += 1;
+        c.resume = Some(at);
+        let gen = c.resume_gen;
+        self.push(at, Event::Resume { cpu, gen });
+    }
+
+    /// Runs `cpu`'s steps until one costs time or waits.
+    fn run_cpu(&mut self, cpu: CpuId) {
+        let c = usize::from(cpu.0);
+        loop {
+            let step = match self.cpus[c].switch.take() {
+                Some(sw) => self.switch_step(cpu, sw),
+                None => self.task_step(cpu),
+            };
+            match step {
+                Step::Next => continue,
+                Step::Spend(cycles, mode) => {
+                    let t = self.cpus[c].curr;
+                    let r = &mut self.tasks[t.0 as usize].report;
+                    match mode {
+                        Mode::User => r.user_cycles += cycles,
+                        Mode::Sys => r.sys_cycles += cycles,
+                    }
+                    let at = Cycles(self.queue.now().0 + cycles);
+                    self.resume_at(cpu, at);
+                    return;
+                }
+                Step::Wait => return,
+            }
+        }
+    }
+
+    // ----- scheduler -----
+
+    /// Puts a runnable task on its CPU's run queue, waking the CPU if idle.
+    pub(super) fn enqueue(&mut self, t: TaskId) {
+        let task = &mut self.tasks[t.0 as usize];
+        task.state = TaskState::Runnable;
+        let cpu = task.cpu;
+        let c = usize::from(cpu.0);
+        self.cpus[c].rq.push_back(t);
+        let idle = self.cpus[c].curr == self.cpus[c].idle && self.cpus[c].switch.is_none();
+        if idle && self.cpus[c].resume.is_none() {
+            // The CPU is halted: the wake-up reaches it as a reschedule IPI.
+            let at = Cycles(self.queue.now().0 + self.costs.ipi_latency.cycles);
+            self.push(at, Event::Ipi { cpu, ipi: Ipi::Reschedule });
+        } else if self.cpus[c].rq.len() == 1 && self.cpus[c].curr != self.cpus[c].idle {
+            // Another task waits: the current one's slice now matters.
+        }
+    }
+
+    /// Starts a context switch on `cpu` to the next runnable task (or idle). The current task
+    /// must already be requeued, blocked or dead.
+    fn schedule(&mut self, cpu: CpuId) -> Step {
+        let c = usize::from(cpu.0);
+        let next = self.cpus[c].rq.pop_front().unwrap_or(self.cpus[c].idle);
+        self.cpus[c].need_resched = false;
+        if next == self.cpus[c].curr {
+            self.tasks[next.0 as usize].state = TaskState::Running;
+            return Step::Next;
+        }
+        self.cpus[c].switch = Some(Switch { next, phase: SwitchPhase::Start });
+        Step::Next
+    }
+
+    /// One step of a context switch (`__schedule()` → `context_switch()`).
+    fn switch_step(&mut self, cpu: CpuId, mut sw: Switch) -> Step {
+        let c = usize::from(cpu.0);
+        let next_mm = self.tasks[sw.next.0 as usize].mm;
+        let step = match sw.phase {
+            SwitchPhase::Start => {
+                self.cpus[c].irqs_off = true;
+                sw.phase = SwitchPhase::Mm;
+                Step::Spend(self.costs.context_switch.cycles, Mode::Sys)
+            }
+            SwitchPhase::Mm => match next_mm {
+                // A kernel thread borrows the loaded mm lazily.
+                None => {
+                    let cycles = self.enter_lazy_tlb(cpu);
+                    sw.phase = SwitchPhase::Finish;
+                    Step::Spend(cycles, Mode::Sys)
+                }
+                Some(mm) => match self.switch_mm_begin(cpu, mm) {
+                    switch::SwitchBegin::Done => {
+                        sw.phase = SwitchPhase::Finish;
+                        Step::Next
+                    }
+                    switch::SwitchBegin::Reload(ns) => {
+                        sw.phase = SwitchPhase::Load(Some(ns));
+                        Step::Next
+                    }
+                    switch::SwitchBegin::Switching => {
+                        sw.phase = SwitchPhase::Load(None);
+                        Step::Spend(self.costs.switch_mm.cycles, Mode::Sys)
+                    }
+                },
+            },
+            SwitchPhase::Load(forced) => {
+                let mm = next_mm.expect("user task");
+                let (asid, cycles) = self.switch_mm_load(cpu, mm, forced);
+                sw.phase = SwitchPhase::End(asid);
+                Step::Spend(cycles, Mode::Sys)
+            }
+            SwitchPhase::End(asid) => {
+                self.switch_mm_end(cpu, next_mm.expect("user task"), asid);
+                sw.phase = SwitchPhase::Finish;
+                Step::Next
+            }
+            SwitchPhase::Finish => {
+                return self.finish_switch(cpu, sw.next);
+            }
+        };
+        self.cpus[c].switch = Some(sw);
+        step
+    }
+
+    /// `finish_task_switch()`: the next task runs; interrupts are enabled again.
+    fn finish_switch(&mut self, cpu: CpuId, next: TaskId) -> Step {
+        let c = usize::from(cpu.0);
+        let now = self.queue.now();
+        let prev = self.cpus[c].curr;
+        if prev == self.cpus[c].idle {
+            if let Some(since) = self.cpus[c].idle_since.take() {
+                self.cpus[c].idle_cycles += now.0 - since.0;
+            }
+        }
+        self.cpus[c].curr = next;
+        let t = &mut self.tasks[next.0 as usize];
+        t.state = TaskState::Running;
+        t.slice_start = now;
+        let mut cycles = 0;
+        if next == self.cpus[c].idle {
+            self.cpus[c].idle_since = Some(now);
+        }
+        if self.cpus[c].xpfo_pending {
+            // XPFO deferred: a full flush, globals included, at the context switch.
+            self.cpus[c].xpfo_pending = false;
+            cycles += self.flush_tlb_all_local(cpu);
+        }
+        if next != self.cpus[c].idle && self.tasks[next.0 as usize].frames.is_empty() {
+            // A task that was in user mode (new, or preempted there) returns to it.
+            cycles += self.return_to_user(cpu);
+        }
+        self.irqs_on(cpu);
+        if next == self.cpus[c].idle {
+            return Step::Wait;
+        }
+        if cycles > 0 {
+            Step::Spend(cycles, Mode::Sys)
+        } else {
+            Step::Next
+        }
+    }
+
+    /// Interrupts are enabled again: pending IPIs are taken now.
+    fn irqs_on(&mut self, cpu: CpuId) {
+        let c = usize::from(cpu.0);
+        self.cpus[c].irqs_off = false;
+        let now = self.queue.now();
+        while let Some(ipi) = self.cpus[c].pending_ipis.pop_front() {
+            self.push(now, Event::Ipi { cpu, ipi });
+        }
+    }
+
+    // ----- interrupts -----
+
+    fn ipi_arrives(&mut self, cpu: CpuId, ipi: Ipi) {
+        let c = usize::from(cpu.0);
+        let now = self.queue.now();
+        if self.cpus[c].irqs_off {
+            self.cpus[c].pending_ipis.push_back(ipi);
+            return;
+        }
+        if self.cpus[c].irq_free_at > now {
+            // Still in an earlier handler: this one follows it.
+            let at = self.cpus[c].irq_free_at;
+            self.push(at, Event::Ipi { cpu, ipi });
+            return;
+        }
+        let idle = self.cpus[c].curr == self.cpus[c].idle && self.cpus[c].switch.is_none();
+        let mut cycles = self.costs.ipi_handler.cycles;
+        if idle {
+            cycles += self.costs.idle_exit.cycles;
+        }
+        match ipi {
+            Ipi::Flush(call) => {
+                // The handler reads flush_tlb_info from the initiator's cache.
+                cycles += self.costs.cache_line_transfer.cycles;
+                cycles += self.flush_tlb_func(cpu, call);
+                let at = Cycles(now.0 + cycles + self.costs.ipi_ack.cycles);
+                self.push(at, Event::Ack { call });
+            }
+            Ipi::Reschedule => {}
+        }
+        self.cpus[c].irq_cycles += cycles;
+        let end = Cycles(now.0 + cycles);
+        self.cpus[c].irq_free_at = end;
+        if let Some(at) = self.cpus[c].resume {
+            // The interrupted step finishes later by the handler's time.
+            self.resume_at(cpu, Cycles(at.0 + cycles));
+        } else if idle && !self.cpus[c].rq.is_empty() {
+            // Woken from idle: schedule at the end of the handler.
+            self.cpus[c].switch = None;
+            if let Step::Next = self.schedule(cpu) {
+                self.resume_at(cpu, end);
+            }
+        }
+    }
+
+    fn ack(&mut self, call: CallId) {
+        let k = &mut self.calls[call.0 as usize];
+        k.pending -= 1;
+        if k.pending > 0 {
+            return;
+        }
+        let waiter = k.waiter;
+        let task = &self.tasks[waiter.0 as usize];
+        let cpu = task.cpu;
+        let c = usize::from(cpu.0);
+        let waiting = self.cpus[c].curr == waiter
+            && self.cpus[c].switch.is_none()
+            && self.cpus[c].resume.is_none()
+            && matches!(task.frames.last(), Some(Frame::Flush { phase: FlushPhase::Wait, .. }));
+        if waiting {
+            let at = self.cpus[c].irq_free_at.max(self.queue.now());
+            self.resume_at(cpu, at);
+        }
+    }
+
+    fn tick(&mut self, cpu: CpuId) {
+        let c = usize::from(cpu.0);
+        let now = self.queue.now();
+        self.push(Cycles(now.0 + self.tick_cycles), Event::Tick { cpu });
+        let curr = self.cpus[c].curr;
+        if curr == self.cpus[c].idle || self.cpus[c].irqs_off {
+            return; // NO_HZ idle; a tick with interrupts off is taken late, at no extra cost here
+        }
+        let cycles = self.costs.timer_tick.cycles;
+        self.cpus[c].irq_cycles += cycles;
+        if let Some(at) = self.cpus[c].resume {
+            self.resume_at(cpu, Cycles(at.0 + cycles));
+        }
+        let ran = now.0.saturating_sub(self.tasks[curr.0 as usize].slice_start.0);
+        if self.cpus[c].rq.is_empty() || ran < self.slice_cycles {
+            return;
+        }
+        self.cpus[c].need_resched = true;
+        // A task spinning in a preemptible wait for acknowledgements is preempted at once.
+        let preemptible_wait = self.policy.flush_info == FlushInfo::Stack
+            && self.cpus[c].resume.is_none()
+            && self.cpus[c].switch.is_none()
+            && matches!(
+                self.tasks[curr.0 as usize].frames.last(),
+                Some(Frame::Flush { phase: FlushPhase::Wait, .. })
+            );
+        if preemptible_wait {
+            self.requeue_current(cpu);
+            let at = Cycles(now.0 + cycles);
+            if let Step::Next = self.schedule(cpu) {
+                self.resume_at(cpu, at);
+            }
+        }
+    }
+
+    fn requeue_current(&mut self, cpu: CpuId) {
+        let c = usize::from(cpu.0);
+        let curr = self.cpus[c].curr;
+        self.tasks[curr.0 as usize].state = TaskState::Runnable;
+        self.cpus[c].rq.push_back(curr);
+    }
+
+    // ----- tasks -----
+
+    fn task_step(&mut self, cpu: CpuId) -> Step {
+        let c = usize::from(cpu.0);
+        let t = self.cpus[c].curr;
+        if t == self.cpus[c].idle {
+            return Step::Wait;
+        }
+        let Some(frame) = self.tasks[t.0 as usize].frames.pop() else {
+            return self.next_action(cpu, t);
+        };
+        match frame {
+            Frame::Touch { touch, done } => self.touch_step(cpu, t, touch, done),
+            Frame::Fault { touch, page, phase } => self.fault_step(cpu, t, touch, page, phase),
+            Frame::Syscall { call, phase } => self.syscall_step(cpu, t, call, phase),
+            Frame::Flush { req, phase, gen, call, since } => {
+                self.flush_step(cpu, t, req, phase, gen, call, since)
+            }
+            Frame::Exit { phase } => self.exit_step(cpu, t, phase),
+        }
+    }
+
+    fn push_frame(&mut self, t: TaskId, frame: Frame) {
+        self.tasks[t.0 as usize].frames.push(frame);
+    }
+
+    /// Asks the program for its next action (the task is in user mode).
+    fn next_action(&mut self, cpu: CpuId, t: TaskId) -> Step {
+        if self.cpus[usize::from(cpu.0)].need_resched {
+            self.requeue_current(cpu);
+            return self.schedule(cpu);
+        }
+        let now = self.queue.now();
+        let task = &mut self.tasks[t.0 as usize];
+        let mut program = task.program.take().expect("user tasks have a program");
+        let mut env = Env { now, cpu, task: t, rng: &mut task.rng, last: task.last };
+        let action = program.next(&mut env);
+        let task = &mut self.tasks[t.0 as usize];
+        task.program = Some(program);
+        task.last = Outcome::None;
+        match action {
+            Action::Touch(touch) => {
+                self.push_frame(t, Frame::Touch { touch, done: 0 });
+                Step::Next
+            }
+            Action::Compute { cycles } => Step::Spend(cycles, Mode::User),
+            Action::Syscall(call) => {
+                self.push_frame(t, Frame::Syscall { call: Some(call), phase: Phase::Entry });
+                Step::Next
+            }
+            Action::Op => {
+                let r = &mut task.report;
+                if r.ops == 0 {
+                    r.first_op = now;
+                }
+                r.ops += 1;
+                r.last_op = now;
+                Step::Next
+            }
+            Action::Exit => {
+                self.push_frame(t, Frame::Exit { phase: Phase::Entry });
+                Step::Next
+            }
+        }
+    }
+
+    /// References pages of a touch, up to a chunk or a page fault.
+    fn touch_step(&mut self, cpu: CpuId, t: TaskId, touch: Touch, mut done: u64) -> Step {
+        if self.cpus[usize::from(cpu.0)].need_resched {
+            self.push_frame(t, Frame::Touch { touch, done });
+            self.requeue_current(cpu);
+            return self.schedule(cpu);
+        }
+        let c = usize::from(cpu.0);
+        let mm = self.tasks[t.0 as usize].mm.expect("user task");
+        let pcid = self.cpus[c].cr3;
+        let mut cycles = 0;
+        let end = touch.pages.min(done + TOUCH_CHUNK);
+        while done < end {
+            let page = touch.first + done;
+            let Some(vma) = self.mms[mm.0 as usize].vma(touch.vma) else {
+                break; // unmapped under us: the rest of the touch is dropped (a SIGSEGV)
+            };
+            if page >= vma.pages() {
+                break;
+            }
+            let pte = vma.ptes[page as usize];
+            let write = touch.kind == AccessKind::Store;
+            let faults = match pte {
+                Pte::None => true,
+                Pte::ZeroPage | Pte::Cow => write,
+                Pte::Present => false,
+            };
+            if faults {
+                self.push_frame(t, Frame::Touch { touch, done });
+                self.push_frame(t, Frame::Fault { touch, page, phase: Phase::Entry });
+                return if cycles > 0 { Step::Spend(cycles, Mode::User) } else { Step::Next };
+            }
+            let page =
+                Page::new(vma.vpn(page), PageSize::Size4K).expect("4 KiB pages are always aligned");
+            let access = Access::new(cpu, pcid, page, touch.kind);
+            cycles += self.hw[c].access(&access, 1, &mut self.hw_stats[c]) + touch.cycles_per_page;
+            done += 1;
+        }
+        if done < touch.pages
+            && self.mms[mm.0 as usize]
+                .vma(touch.vma)
+                .is_some_and(|v| touch.first + done < v.pages())
+        {
+            self.push_frame(t, Frame::Touch { touch, done });
+        }
+        Step::Spend(cycles, Mode::User)
+    }
+
+    /// Kernel entry from user mode (system call or exception); returns its cycles.
+    fn kernel_entry(&mut self, cpu: CpuId) -> u64 {
+        if self.policy.pti == Pti::Off {
+            return 0;
+        }
+        // SWITCH_TO_KERNEL_CR3: the kernel PCID, NOFLUSH with PCIDs.
+        let asid = self.cpus[usize::from(cpu.0)].tlb.loaded_mm_asid;
+        self.write_cr3(cpu, asid, true)
+    }
+
+    /// Return to user mode: with PTI, `SWITCH_TO_USER_CR3` flushes the user PCID if it was
+    /// marked in `user_pcid_flush_mask`; returns its cycles.
+    fn return_to_user(&mut self, cpu: CpuId) -> u64 {
+        let c = usize::from(cpu.0);
+        let asid = self.cpus[c].tlb.loaded_mm_asid;
+        if self.policy.pti == Pti::Off {
+            self.cpus[c].cr3 = self.kern_pcid(asid);
+            return 0;
+        }
+        if !self.pcid {
+            // Without PCIDs, every CR3 write flushes all non-global entries.
+            return self
+                .hw_op(cpu, TlbOp::MovCr3 { pcid: Pcid::new(0).expect("0"), noflush: false });
+        }
+        let kpcid = asid.kern_pcid().get();
+        let st = &mut self.cpus[c].tlb;
+        let flush = st.user_pcid_flush_mask >> kpcid & 1 == 1;
+        st.user_pcid_flush_mask &= !(1 << kpcid);
+        let pcid = asid.user_pcid();
+        self.cpus[c].cr3 = pcid;
+        self.hw_op(cpu, TlbOp::MovCr3 { pcid, noflush: !flush })
+    }
+
+    fn fault_step(&mut self, cpu: CpuId, t: TaskId, touch: Touch, page: u64, phase: Phase) -> Step {
+        let mm = self.tasks[t.0 as usize].mm.expect("user task");
+        match phase {
+            Phase::Entry => {
+                self.push_frame(t, Frame::Fault { touch, page, phase: Phase::Body });
+                Step::Spend(self.kernel_entry(cpu), Mode::Sys)
+            }
+            Phase::Body => {
+                self.push_frame(t, Frame::Fault { touch, page, phase: Phase::Exit });
+                let write = touch.kind == AccessKind::Store;
+                let Some(vma) = self.mms[mm.0 as usize].vma_mut(touch.vma) else {
+                    return Step::Next;
+                };
+                let old = vma.ptes[page as usize];
+                let vpn = vma.vpn(page).0;
+                let (new, cost, flush) = match (old, write) {
+                    (Pte::None, true) => (Pte::Present, self.costs.page_fault_anon.cycles, false),
+                    (Pte::None, false) => (Pte::ZeroPage, self.costs.page_fault_zero.cycles, false),
+                    // A write to the zero page or a shared page: copy, and flush the old PTE
+                    // (`ptep_clear_flush()` → `flush_tlb_page()`).
+                    (Pte::ZeroPage, _) => (Pte::Present, self.costs.page_fault_anon.cycles, true),
+                    (Pte::Cow, _) => (Pte::Present, self.costs.page_fault_cow.cycles, true),
+                    (Pte::Present, _) => (Pte::Present, 0, false),
+                };
+                vma.ptes[page as usize] = new;
+                if flush {
+                    self.push_flush(
+                        t,
+                        FlushRequest {
+                            mm,
+                            start: vpn,
+                            end: vpn + 1,
+                            stride_shift: PAGE_SHIFT,
+                            freed_tables: false,
+                        },
+                    );
+                }
+                let mut cycles = cost;
+                if new == Pte::Present && old != Pte::Present {
+                    cycles += self.xpfo_alloc(cpu, t);
+                }
+                Step::Spend(cycles, Mode::Sys)
+            }
+            Phase::Exit => Step::Spend(self.return_to_user(cpu), Mode::Sys),
+        }
+    }
+
+    /// XPFO: a page handed to user space leaves the kernel's direct map; returns the local
+    /// cycles (a synchronous flush is pushed as a frame).
+    fn xpfo_alloc(&mut self, cpu: CpuId, _t: TaskId) -> u64 {
+        match self.policy.xpfo {
+            Xpfo::Off => 0,
+            Xpfo::Sync => unreachable!("refused by Kernel::new until modelled"),
+            // The local CPU flushes at once; the others are marked for a full flush at their
+            // next context switch.
+            Xpfo::Deferred => {
+                for (i, other) in self.cpus.iter_mut().enumerate() {
+                    if i != usize::from(cpu.0) {
+                        other.xpfo_pending = true;
+                    }
+                }
+                self.flush_tlb_one_kernel(cpu)
+            }
+        }
+    }
+
+    fn push_flush(&mut self, t: TaskId, req: FlushRequest) {
+        let since = self.queue.now();
+        self.push_frame(
+            t,
+            Frame::Flush { req, phase: FlushPhase::Start, gen: 0, call: None, since },
+        );
+    }
+
+    fn syscall_step(&mut self, cpu: CpuId, t: TaskId, call: Option<Syscall>, phase: Phase) -> Step {
+        let half = self.costs.syscall.cycles / 2;
+        match phase {
+            Phase::Entry => {
+                self.push_frame(t, Frame::Syscall { call, phase: Phase::Body });
+                Step::Spend(half + self.kernel_entry(cpu), Mode::Sys)
+            }
+            Phase::Body => {
+                let call = call.expect("the body runs once");
+                self.syscall_body(cpu, t, call)
+            }
+            Phase::Exit => {
+                let cycles = half + self.return_to_user(cpu);
+                Step::Spend(cycles, Mode::Sys)
+            }
+        }
+    }
+
+    /// The body of a system call; pushes the exit frame (and any work before it).
+    fn syscall_body(&mut self, cpu: CpuId, t: TaskId, call: Syscall) -> Step {
+        let mm = self.tasks[t.0 as usize].mm.expect("user task");
+        let exit = Frame::Syscall { call: None, phase: Phase::Exit };
+        let k = &self.costs;
+        match call {
+            Syscall::Null | Syscall::Yield => {
+                self.push_frame(t, exit);
+                if matches!(call, Syscall::Yield) && !self.cpus[usize::from(cpu.0)].rq.is_empty() {
+                    self.cpus[usize::from(cpu.0)].need_resched = true;
+                }
+                Step::Next
+            }
+            Syscall::Mmap { pages } => {
+                let cycles = k.mmap.cycles;
+                let vma = self.mms[mm.0 as usize].mmap(pages);
+                self.tasks[t.0 as usize].last = Outcome::Mapped(vma);
+                self.push_frame(t, exit);
+                Step::Spend(cycles, Mode::Sys)
+            }
+            Syscall::Munmap { vma } => {
+                let Some(v) = self.mms[mm.0 as usize].vma(vma) else {
+                    self.push_frame(t, exit);
+                    return Step::Next; // EINVAL-like: nothing mapped
+                };
+                let pages = v.pages();
+                let start = v.start.0;
+                let freed = self.mms[mm.0 as usize].frees_page_tables(vma, 0, pages);
+                let zapped = self.zap(mm, vma, 0, pages);
+                self.mms[mm.0 as usize].vmas[vma.0 as usize] = None;
+                let cycles = self.costs.munmap.cycles + zapped.0 * self.costs.zap_pte.cycles;
+                self.push_frame(t, exit);
+                if zapped.0 > 0 || freed {
+                    // mmu_gather: one flush over what was unmapped.
+                    self.push_flush(
+                        t,
+                        FlushRequest {
+                            mm,
+                            start,
+                            end: start + pages,
+                            stride_shift: PAGE_SHIFT,
+                            freed_tables: freed,
+                        },
+                    );
+                }
+                Step::Spend(cycles, Mode::Sys)
+            }
+            Syscall::MadviseDontneed { vma, first, pages } => {
+                let (n, lo, hi) = self.zap(mm, vma, first, pages);
+                let cycles = self.costs.madvise.cycles + n * self.costs.zap_pte.cycles;
+                self.push_frame(t, exit);
+                if n > 0 {
+                    self.push_flush(
+                        t,
+                        FlushRequest {
+                            mm,
+                            start: lo,
+                            end: hi,
+                            stride_shift: PAGE_SHIFT,
+                            freed_tables: false,
+                        },
+                    );
+                }
+                Step::Spend(cycles, Mode::Sys)
+            }
+            Syscall::Mprotect { vma, first, pages } => {
+                let cycles = self.costs.mprotect.cycles;
+                self.push_frame(t, exit);
+                let range = self.mms[mm.0 as usize].vma(vma).and_then(|v| {
+                    let present: Vec<u64> = (first..(first + pages).min(v.pages()))
+                        .filter(|&i| v.ptes[i as usize] != Pte::None)
+                        .collect();
+                    Some((v.vpn(*present.first()?).0, v.vpn(*present.last()?).0 + 1))
+                });
+                if let Some((lo, hi)) = range {
+                    self.push_flush(
+                        t,
+                        FlushRequest {
+                            mm,
+                            start: lo,
+                            end: hi,
+                            stride_shift: PAGE_SHIFT,
+                            freed_tables: false,
+                        },
+                    );
+                }
+                Step::Spend(cycles, Mode::Sys)
+            }
+            Syscall::SetAffinity { cpu: target } => {
+                let cycles = self.costs.migrate.cycles;
+                self.push_frame(t, exit);
+                if target == cpu || usize::from(target.0) >= self.cpus.len() {
+                    return Step::Spend(cycles, Mode::Sys);
+                }
+                // The task leaves this CPU (the stopper pushes it) and is queued on the target.
+                self.tasks[t.0 as usize].report.migrations += 1;
+                self.tasks[t.0 as usize].cpu = target;
+                self.tasks[t.0 as usize].report.sys_cycles += cycles;
+                self.enqueue(t);
+                self.schedule(cpu)
+            }
+            Syscall::EventfdWrite { fd } => {
+                self.push_frame(t, exit);
+                let e = &mut self.eventfds[fd.0 as usize];
+                e.0 += 1;
+                let mut cycles = 0;
+                if let Some(waiter) = (!e.1.is_empty()).then(|| e.1.remove(0)) {
+                    cycles += self.costs.wakeup.cycles;
+                    let target = self.tasks[waiter.0 as usize].cpu;
+                    if target != cpu {
+                        cycles += self.costs.ipi_send.cycles;
+                    }
+                    self.enqueue(waiter);
+                }
+                Step::Spend(cycles, Mode::Sys)
+            }
+            Syscall::EventfdRead { fd } => {
+                let e = &mut self.eventfds[fd.0 as usize];
+                if e.0 > 0 {
+                    e.0 = 0;
+                    self.push_frame(t, exit);
+                    return Step::Next;
+                }
+                // Block; read again when woken.
+                e.1.push(t);
+                self.push_frame(
+                    t,
+                    Frame::Syscall { call: Some(Syscall::EventfdRead { fd }), phase: Phase::Body },
+                );
+                self.tasks[t.0 as usize].state = TaskState::Blocked;
+                self.schedule(cpu)
+            }
+            Syscall::Clone { program, cpu: target } => {
+                let cycles = self.costs.fork.cycles;
+                let child = self.spawn_thread(t, program, target, false);
+                self.tasks[t.0 as usize].last = Outcome::Spawned(child);
+                self.push_frame(t, exit);
+                Step::Spend(cycles, Mode::Sys)
+            }
+            Syscall::IrqsOff { cycles } => {
+                self.cpus[usize::from(cpu.0)].irqs_off = true;
+                self.push_frame(
+                    t,
+                    Frame::Syscall { call: Some(Syscall::Null), phase: Phase::Body },
+                );
+                Step::Spend(cycles, Mode::Sys)
+            }
+        }
+    }
+
+    /// Zaps present PTEs of `[first, first+pages)`; returns how many, and the page range
+    /// (absolute page numbers) the mmu_gather covers.
+    fn zap(&mut self, mm: MmId, vma: VmaId, first: u64, pages: u64) -> (u64, u64, u64) {
+        let Some(v) = self.mms[mm.0 as usize].vma_mut(vma) else { return (0, 0, 0) };
+        let (mut n, mut lo, mut hi) = (0, u64::MAX, 0);
+        for i in first..(first + pages).min(v.pages()) {
+            if v.ptes[i as usize] != Pte::None {
+                v.ptes[i as usize] = Pte::None;
+                n += 1;
+                lo = lo.min(v.start.0 + i);
+                hi = hi.max(v.start.0 + i + 1);
+            }
+        }
+        (n, lo, hi)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn flush_step(
+        &mut self,
+        cpu: CpuId,
+        t: TaskId,
+        req: FlushRequest,
+        phase: FlushPhase,
+        gen: u64,
+        call: Option<CallId>,
+        since: Cycles,
+    ) -> Step {
+        let c = usize::from(cpu.0);
+        let frame = |phase, gen, call| Frame::Flush { req, phase, gen, call, since };
+        match phase {
+            FlushPhase::Start => {
+                // get_cpu(); new_tlb_gen = inc_mm_tlb_gen(mm).
+                let gen =
+                    if self.policy.tlb_gen { self.mms[req.mm.0 as usize].inc_tlb_gen() } else { 0 };
+                let since = self.queue.now();
+                self.push_frame(
+                    t,
+                    Frame::Flush { req, phase: FlushPhase::Dispatch, gen, call: None, since },
+                );
+                Step::Spend(self.costs.flush_tlb_mm_range.cycles, Mode::Sys)
+            }
+            FlushPhase::Dispatch => {
+                let info = self.flush_tlb_info(&req, gen, cpu);
+                let others = self.mms[req.mm.0 as usize].cpumask.any_but(cpu);
+                let loaded = self.cpus[c].tlb.loaded_mm == LoadedMm::Mm(req.mm);
+                let id = self.new_call(info, t);
+                if others {
+                    if self.policy.trim_cpumask {
+                        self.calls[id.0 as usize].info.trim_cpumask =
+                            self.should_trim_cpumask(req.mm);
+                    }
+                    let cycles = self.native_flush_tlb_multi(cpu, id);
+                    if self.policy.flush_info == FlushInfo::Stack {
+                        // 7.3: preemption is enabled again before the wait.
+                        self.record_preempt_off(since, cycles);
+                    }
+                    self.push_frame(t, frame(FlushPhase::Wait, gen, Some(id)));
+                    Step::Spend(cycles, Mode::Sys)
+                } else {
+                    let cycles = if loaded { self.flush_tlb_func(cpu, id) } else { 0 };
+                    self.push_frame(t, frame(FlushPhase::Done, gen, Some(id)));
+                    Step::Spend(cycles, Mode::Sys)
+                }
+            }
+            FlushPhase::Wait => {
+                let id = call.expect("waits follow a call");
+                if self.calls[id.0 as usize].pending > 0 {
+                    self.push_frame(t, frame(FlushPhase::Wait, gen, call));
+                    return Step::Wait;
+                }
+                self.push_frame(t, frame(FlushPhase::Done, gen, call));
+                Step::Next
+            }
+            FlushPhase::Done => {
+                if let Some(id) = call {
+                    self.free_calls.push(id);
+                    let waited = self.calls[id.0 as usize].pending;
+                    debug_assert_eq!(waited, 0);
+                }
+                let stack_waited = self.policy.flush_info == FlushInfo::Stack
+                    && call.is_some_and(|_| self.mms[req.mm.0 as usize].cpumask.any_but(cpu));
+                if !stack_waited {
+                    self.record_preempt_off(since, 0);
+                }
+                Step::Next
+            }
+        }
+    }
+
+    fn record_preempt_off(&mut self, since: Cycles, extra: u64) {
+        let d = self.queue.now().0 + extra - since.0;
+        self.counters.preempt_off.push(d);
+    }
+
+    fn new_call(&mut self, info: FlushTlbInfo, waiter: TaskId) -> CallId {
+        let call = Call { info, pending: 0, waiter };
+        if let Some(id) = self.free_calls.pop() {
+            self.calls[id.0 as usize] = call;
+            id
+        } else {
+            self.calls.push(call);
+            CallId(self.calls.len() as u32 - 1)
+        }
+    }
+
+    /// Sends the flush IPIs of `call` to `targets`, one after another, starting `offset`
+    /// cycles from now; returns the initiator's sending cycles.
+    pub(crate) fn send_call_ipis(
+        &mut self,
+        cpu: CpuId,
+        call: CallId,
+        targets: &[CpuId],
+        offset: u64,
+    ) -> u64 {
+        let now = self.queue.now().0 + offset;
+        let mut sent = 0;
+        for &target in targets {
+            sent += self.costs.ipi_send.cycles;
+            let at = Cycles(now + sent + self.costs.ipi_latency.cycles);
+            self.push(at, Event::Ipi { cpu: target, ipi: Ipi::Flush(call) });
+            self.calls[call.0 as usize].pending += 1;
+            self.counters.ipis_sent[usize::from(cpu.0)] += 1;
+        }
+        sent
+    }
+
+    fn exit_step(&mut self, cpu: CpuId, t: TaskId, phase: Phase) -> Step {
+        let mm = self.tasks[t.0 as usize].mm.expect("user task");
+        match phase {
+            Phase::Entry => {
+                // exit_mm(): the task stops using its mm; the CPU keeps it loaded, lazily.
+                let mut cycles = self.costs.exit.cycles + self.kernel_entry(cpu);
+                cycles += self.enter_lazy_tlb(cpu);
+                self.push_frame(t, Frame::Exit { phase: Phase::Exit });
+                let m = &mut self.mms[mm.0 as usize];
+                m.users -= 1;
+                if m.users == 0 {
+                    // exit_mmap(): zap everything, free the page tables, one full flush.
+                    let vmas: Vec<VmaId> = (0..m.vmas.len() as u32).map(VmaId).collect();
+                    for v in vmas {
+                        let pages = self.mms[mm.0 as usize].vma(v).map_or(0, |v| v.pages());
+                        cycles += self.zap(mm, v, 0, pages).0 * self.costs.zap_pte.cycles;
+                    }
+                    self.mms[mm.0 as usize].dead = true;
+                    self.push_flush(
+                        t,
+                        FlushRequest {
+                            mm,
+                            start: 0,
+                            end: FLUSH_ALL_END,
+                            stride_shift: PAGE_SHIFT,
+                            freed_tables: true,
+                        },
+                    );
+                }
+                Step::Spend(cycles, Mode::Sys)
+            }
+            _ => {
+                let task = &mut self.tasks[t.0 as usize];
+                task.state = TaskState::Dead;
+                task.report.exited = Some(self.queue.now());
+                if task.essential {
+                    self.essential_left -= 1;
+                }
+                self.schedule(cpu)
+            }
+        }
+    }
+}

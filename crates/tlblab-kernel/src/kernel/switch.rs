@@ -1,0 +1,152 @@
+//! `switch_mm_irqs_off()`, `enter_lazy_tlb()`, `leave_mm()` (arch/x86/mm/tlb.c,
+//! arch/x86/include/asm/tlbflush.h).
+//!
+//! `switch_mm_irqs_off()` runs in three parts, because other CPUs can look at this one between
+//! them (they read `loaded_mm` in `should_flush_tlb()`):
+//! - [`Kernel::switch_mm_begin`]: store `LOADED_MM_SWITCHING`, set this CPU in the new mm's
+//!   `mm_cpumask`, full barrier;
+//! - [`Kernel::switch_mm_load`]: read the new mm's `tlb_gen`, `choose_new_asid()`, write CR3;
+//! - [`Kernel::switch_mm_end`]: store the new `loaded_mm` and `loaded_mm_asid`.
+
+use super::Kernel;
+use crate::ids::{Asid, MmId};
+use crate::observer::{Observer, TlbFlushReason, TLB_FLUSH_ALL};
+use crate::policy::LazyMode;
+use crate::tlb_state::{LoadedMm, NewAsid};
+use tlblab_types::{CpuId, TlbOp};
+
+/// What the first part of a switch decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SwitchBegin {
+    /// Nothing more to do (same mm, up to date): no CR3 write, no tracepoint.
+    Done,
+    /// Same mm, but it went out of date while lazy: reload it into the same ASID, flushed.
+    Reload(NewAsid),
+    /// A different mm: `loaded_mm` is now `LOADED_MM_SWITCHING`.
+    Switching,
+}
+
+impl<O: Observer> Kernel<O> {
+    /// The first part of `switch_mm_irqs_off(prev, next)`.
+    pub(crate) fn switch_mm_begin(&mut self, cpu: CpuId, next: MmId) -> SwitchBegin {
+        let c = usize::from(cpu.0);
+        let st = &mut self.cpus[c].tlb;
+        let prev = st.loaded_mm.mm().expect("switch_mm while already switching");
+        let was_lazy = st.is_lazy;
+        st.is_lazy = false;
+        if prev == next {
+            // NOTE (4.13): without tlb_gen a lazy CPU that missed a flush was sent to init_mm by
+            // the IPI itself, so coming back to the same mm never needs a flush.
+            if !self.policy.tlb_gen || !was_lazy {
+                return SwitchBegin::Done;
+            }
+            // Back from lazy mode to the mm still loaded: catch up if flushes were skipped.
+            let asid = st.loaded_mm_asid;
+            let next_tlb_gen = self.mms[next.0 as usize].tlb_gen;
+            if st.ctxs[usize::from(asid.0)].tlb_gen == next_tlb_gen {
+                return SwitchBegin::Done;
+            }
+            return SwitchBegin::Reload(NewAsid { asid, need_flush: true });
+        }
+        st.loaded_mm = LoadedMm::Switching;
+        if next != MmId::INIT_MM {
+            self.mms[next.0 as usize].cpumask.set(cpu);
+        }
+        // Before 6.14 the old mm's bit was cleared on every switch away from it.
+        if !self.policy.lazy_cpumask && prev != MmId::INIT_MM {
+            self.mms[prev.0 as usize].cpumask.clear(cpu);
+        }
+        SwitchBegin::Switching
+    }
+
+    /// The second part: read `tlb_gen`, choose the ASID (unless `forced`), write CR3 and fire
+    /// the tracepoint. Returns the ASID to store and the cycles of the CR3 write.
+    pub(crate) fn switch_mm_load(
+        &mut self,
+        cpu: CpuId,
+        next: MmId,
+        forced: Option<NewAsid>,
+    ) -> (Asid, u64) {
+        let c = usize::from(cpu.0);
+        let mm = &self.mms[next.0 as usize];
+        let (ctx_id, next_tlb_gen, global) = (mm.ctx_id, mm.tlb_gen, mm.global_asid);
+        let pcid = self.pcid;
+        let st = &mut self.cpus[c].tlb;
+        let ns = forced.unwrap_or_else(|| st.choose_new_asid(ctx_id, next_tlb_gen, pcid, global));
+        let cycles = if ns.need_flush {
+            if ns.asid.is_dynamic() {
+                st.ctxs[usize::from(ns.asid.0)] =
+                    crate::tlb_state::TlbContext { ctx_id, tlb_gen: next_tlb_gen };
+            }
+            self.invalidate_user_asid(cpu, ns.asid);
+            let cycles = self.write_cr3(cpu, ns.asid, false);
+            self.trace(cpu, TlbFlushReason::FlushOnTaskSwitch, TLB_FLUSH_ALL);
+            cycles
+        } else {
+            let cycles = self.write_cr3(cpu, ns.asid, true);
+            self.trace(cpu, TlbFlushReason::FlushOnTaskSwitch, 0);
+            cycles
+        };
+        (ns.asid, cycles)
+    }
+
+    /// The third part: the new mm is loaded.
+    pub(crate) fn switch_mm_end(&mut self, cpu: CpuId, next: MmId, asid: Asid) {
+        let st = &mut self.cpus[usize::from(cpu.0)].tlb;
+        st.loaded_mm = LoadedMm::Mm(next);
+        st.loaded_mm_asid = asid;
+        self.debug_assert_invariants(cpu);
+    }
+
+    /// `switch_mm_irqs_off()` in one piece, as it runs inside an interrupt handler or with the
+    /// CPU otherwise unobservable; returns its cycles.
+    pub(crate) fn switch_mm_irqs_off(&mut self, cpu: CpuId, next: MmId) -> u64 {
+        match self.switch_mm_begin(cpu, next) {
+            SwitchBegin::Done => 0,
+            SwitchBegin::Reload(ns) => {
+                let (asid, cycles) = self.switch_mm_load(cpu, next, Some(ns));
+                self.switch_mm_end(cpu, next, asid);
+                cycles
+            }
+            SwitchBegin::Switching => {
+                let (asid, cycles) = self.switch_mm_load(cpu, next, None);
+                self.switch_mm_end(cpu, next, asid);
+                self.costs.switch_mm.cycles + cycles
+            }
+        }
+    }
+
+    /// `enter_lazy_tlb()`: a kernel thread starts running on `cpu`; returns its cycles.
+    pub(crate) fn enter_lazy_tlb(&mut self, cpu: CpuId) -> u64 {
+        let c = usize::from(cpu.0);
+        if self.cpus[c].tlb.loaded_mm == LoadedMm::Mm(MmId::INIT_MM) {
+            return 0;
+        }
+        match self.policy.lazy {
+            // 4.14 with PCID: switching to init_mm is cheap, so do it now
+            // (`tlb_defer_switch_to_init_mm()` is false).
+            LazyMode::SwitchToInitMm if self.pcid => self.switch_mm_irqs_off(cpu, MmId::INIT_MM),
+            _ => {
+                self.cpus[c].tlb.is_lazy = true;
+                0
+            }
+        }
+    }
+
+    /// `leave_mm()`: a lazy CPU switches to `init_mm`; returns its cycles.
+    pub(crate) fn leave_mm(&mut self, cpu: CpuId) -> u64 {
+        if self.cpus[usize::from(cpu.0)].tlb.loaded_mm == LoadedMm::Mm(MmId::INIT_MM) {
+            return 0;
+        }
+        self.switch_mm_irqs_off(cpu, MmId::INIT_MM)
+    }
+
+    /// A MOV to CR3 loading `asid`'s kernel PCID (or PCID 0 without PCIDs); user-mode accesses
+    /// use the PCID set at the next return to user.
+    pub(crate) fn write_cr3(&mut self, cpu: CpuId, asid: Asid, noflush: bool) -> u64 {
+        let pcid = self.kern_pcid(asid);
+        let noflush = noflush && self.pcid;
+        self.cpus[usize::from(cpu.0)].cr3 = pcid;
+        self.hw_op(cpu, TlbOp::MovCr3 { pcid, noflush })
+    }
+}

@@ -1,0 +1,55 @@
+//! A model of Linux's x86 TLB-flush machinery (`arch/x86/mm/tlb.c`) on many CPUs, with the
+//! kernel's own names, under named policies that mirror kernel versions and proposed patches.
+//!
+//! - [`Kernel`]: CPUs (each with the TLB hardware of `tlblab-sim`), tasks, mms, a minimal
+//!   scheduler, and the flush code: `cpu_tlbstate`, `choose_new_asid()`,
+//!   `switch_mm_irqs_off()`, `flush_tlb_mm_range()`, `flush_tlb_func()`,
+//!   `native_flush_tlb_multi()`, `should_flush_tlb()`, PTI's user-PCID flushes; IPIs are
+//!   events with send, delivery, handler and acknowledgement costs;
+//! - [`Policy`]: the named variants and user-defined ones (TOML);
+//! - [`program`]: what tasks do (memory references, system calls);
+//! - [`observer`]: the `tlb:tlb_flush` tracepoint and the kernel's counters.
+//!
+//! ```
+//! use tlblab_kernel::{Kernel, KernelConfig, Policy, TraceLog};
+//! use tlblab_kernel::program::{Action, Env, Program, Syscall};
+//! use tlblab_types::{CpuId, Cycles};
+//!
+//! /// mmap one page, touch it, unmap it, exit.
+//! struct OnePage(u32);
+//! impl Program for OnePage {
+//!     fn next(&mut self, env: &mut Env<'_>) -> Action {
+//!         self.0 += 1;
+//!         match (self.0, env.last) {
+//!             (1, _) => Action::Syscall(Syscall::Mmap { pages: 1 }),
+//!             (2, tlblab_kernel::program::Outcome::Mapped(vma)) => {
+//!                 self.0 = 10;
+//!                 Action::Syscall(Syscall::Munmap { vma })
+//!             }
+//!             _ => Action::Exit,
+//!         }
+//!     }
+//! }
+//! let spec = tlblab_sim::machine::builtin("skylake").unwrap();
+//! let config = KernelConfig { nr_cpus: 2, seed: 1, time_limit: Cycles(u64::MAX) };
+//! let mut kernel = Kernel::new(&spec, &Policy::named("linux-6.18").unwrap(), config, TraceLog::default()).unwrap();
+//! kernel.spawn_process(Box::new(OnePage(0)), CpuId(0), true);
+//! assert!(kernel.run());
+//! ```
+#![deny(missing_docs)]
+
+pub mod cpumask;
+pub mod ids;
+mod kernel;
+pub mod mm;
+pub mod observer;
+pub mod policy;
+pub mod program;
+pub mod stats;
+pub mod tlb_state;
+
+pub use kernel::{
+    FlushRequest, FlushTlbInfo, Kernel, KernelConfig, KernelError, FLUSH_ALL_END, PAGE_SHIFT,
+};
+pub use observer::{NoObserver, Observer, TlbFlushEvent, TlbFlushReason, TraceLog};
+pub use policy::Policy;

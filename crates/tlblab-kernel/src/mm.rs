@@ -1,0 +1,171 @@
+//! Address spaces: `struct mm_struct` reduced to what TLB flushing reads and writes
+//! (`mm->context`, `mm_cpumask`) and a page-granular map of its regions.
+
+use crate::cpumask::CpuMask;
+use crate::ids::{Asid, TlbGen};
+use serde::Serialize;
+use tlblab_types::Vpn;
+
+/// A region of an mm (`struct vm_area_struct`), by index in its mm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct VmaId(pub u32);
+
+/// The state of one page's PTE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Pte {
+    /// Not present: the next access faults.
+    None,
+    /// Maps the shared zero page, read-only: a write faults and gets a page of its own.
+    ZeroPage,
+    /// A private page, writable.
+    Present,
+    /// A page shared with another mm after fork, read-only until a write copies it.
+    Cow,
+}
+
+/// An anonymous private region.
+#[derive(Clone, Debug, Serialize)]
+pub struct Vma {
+    /// First page.
+    pub start: Vpn,
+    /// PTE of each page.
+    pub ptes: Vec<Pte>,
+}
+
+impl Vma {
+    /// Pages in the region.
+    pub fn pages(&self) -> u64 {
+        self.ptes.len() as u64
+    }
+
+    /// The page number of page `i` of the region.
+    pub fn vpn(&self, i: u64) -> Vpn {
+        Vpn(self.start.0 + i)
+    }
+}
+
+/// Where `mmap` places regions: top-down from here, like the kernel's default layout
+/// (the page number of 0x7f00_0000_0000).
+const MMAP_BASE: u64 = 0x7f00_0000_0000 >> 12;
+
+/// Gap left between regions, in pages, so that regions do not share page tables by accident
+/// of packing (one page, as a guard page would).
+const GUARD_PAGES: u64 = 1;
+
+/// `struct mm_struct`: `mm->context` and the regions.
+#[derive(Clone, Debug, Serialize)]
+pub struct Mm {
+    /// `context.ctx_id`: never reused, so ASID slots match on it rather than on pointers.
+    pub ctx_id: u64,
+    /// `context.tlb_gen`: bumped by every flush request on the mm.
+    pub tlb_gen: TlbGen,
+    /// `mm_cpumask(mm)`: CPUs that may hold TLB entries of the mm.
+    pub cpumask: CpuMask,
+    /// `context.next_trim_cpumask`, in jiffies.
+    pub next_trim_cpumask: u64,
+    /// `context.global_asid` (INVLPGB), `None` for 0.
+    pub global_asid: Option<Asid>,
+    /// `context.asid_transition`.
+    pub asid_transition: bool,
+    /// Live tasks using the mm as their own (`mm_users`).
+    pub users: u32,
+    /// Regions, by [`VmaId`]; `None` once unmapped.
+    pub vmas: Vec<Option<Vma>>,
+    /// Where the next `mmap` ends (top-down placement).
+    pub mmap_next: u64,
+    /// The mm was torn down.
+    pub dead: bool,
+}
+
+impl Mm {
+    /// A fresh mm (`init_new_context()`): `tlb_gen` 0, next trim a second from `jiffies`.
+    pub fn new(ctx_id: u64, nr_cpus: usize, jiffies: u64, hz: u64) -> Mm {
+        Mm {
+            ctx_id,
+            tlb_gen: 0,
+            cpumask: CpuMask::new(nr_cpus),
+            next_trim_cpumask: jiffies + hz,
+            global_asid: None,
+            asid_transition: false,
+            users: 0,
+            vmas: Vec::new(),
+            mmap_next: MMAP_BASE,
+            dead: false,
+        }
+    }
+
+    /// `inc_mm_tlb_gen()`: the new generation.
+    pub fn inc_tlb_gen(&mut self) -> TlbGen {
+        self.tlb_gen += 1;
+        self.tlb_gen
+    }
+
+    /// Maps `pages` new pages, not present; returns the region.
+    pub fn mmap(&mut self, pages: u64) -> VmaId {
+        self.mmap_next -= pages + GUARD_PAGES;
+        self.vmas
+            .push(Some(Vma { start: Vpn(self.mmap_next), ptes: vec![Pte::None; pages as usize] }));
+        VmaId(self.vmas.len() as u32 - 1)
+    }
+
+    /// The region, if mapped.
+    pub fn vma(&self, id: VmaId) -> Option<&Vma> {
+        self.vmas.get(id.0 as usize).and_then(Option::as_ref)
+    }
+
+    /// The region, if mapped.
+    pub fn vma_mut(&mut self, id: VmaId) -> Option<&mut Vma> {
+        self.vmas.get_mut(id.0 as usize).and_then(Option::as_mut)
+    }
+
+    /// Whether unmapping `[first, first+pages)` of the region frees page-table pages (as
+    /// `free_pgtables()` does): a page table maps 2 MiB, and it is freed when no page that stays
+    /// mapped, in this region or another, lies in its 2 MiB.
+    pub fn frees_page_tables(&self, id: VmaId, first: u64, pages: u64) -> bool {
+        let Some(vma) = self.vma(id) else { return false };
+        if pages == 0 {
+            return false;
+        }
+        let lo = vma.start.0 + first;
+        let hi = lo + pages;
+        let mut staying: Vec<(u64, u64)> = vec![(vma.start.0, lo), (hi, vma.start.0 + vma.pages())];
+        for (i, v) in self.vmas.iter().enumerate() {
+            if let Some(v) = v.as_ref().filter(|_| i != id.0 as usize) {
+                staying.push((v.start.0, v.start.0 + v.pages()));
+            }
+        }
+        (lo >> 9..=(hi - 1) >> 9).any(|pt| {
+            let (a, b) = (pt << 9, (pt + 1) << 9);
+            !staying.iter().any(|&(s, e)| s < e && s < b && e > a)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mmap_places_regions_top_down_with_a_gap() {
+        let mut mm = Mm::new(2, 4, 0, 250);
+        let a = mm.mmap(4);
+        let b = mm.mmap(2);
+        let (a, b) = (mm.vma(a).unwrap(), mm.vma(b).unwrap());
+        assert_eq!(a.start.0 + 4 + GUARD_PAGES, MMAP_BASE);
+        assert_eq!(b.start.0 + 2 + GUARD_PAGES, a.start.0);
+    }
+
+    #[test]
+    fn small_unmaps_next_to_other_regions_keep_their_page_table() {
+        let mut mm = Mm::new(2, 4, 0, 250);
+        let big = mm.mmap(2048);
+        let small = mm.mmap(1);
+        let _neighbour = mm.mmap(1);
+        // The small region shares its page table with its neighbour.
+        assert!(!mm.frees_page_tables(small, 0, 1));
+        // A 2048-page region spans whole page tables of its own.
+        assert!(mm.frees_page_tables(big, 0, 2048));
+        // One page out of the middle of the big region frees nothing.
+        assert!(!mm.frees_page_tables(big, 1000, 1));
+    }
+}

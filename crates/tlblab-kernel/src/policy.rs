@@ -1,0 +1,473 @@
+//! Named policies: which kernel's TLB-flush code runs, and which variants of it.
+//!
+//! A policy is a set of switches, each a decision the kernel made differently at some point in
+//! its history (or in a proposed patch). The named policies set them as the kernel they mirror
+//! does; names compose with `+` (`linux-4.14+pti-deferred` applies the `pti-deferred` variant
+//! on top of `linux-4.14`), and a TOML file defines a new one from a base.
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// How CPUs that run a kernel thread treat the user mm they still have loaded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LazyMode {
+    /// ≤ 4.13: the CPU stays lazily on the mm and in its `mm_cpumask`; a flush IPI makes it
+    /// `leave_mm()` (switch to `init_mm`, leave the mask).
+    LeaveOnIpi,
+    /// 4.14: with PCID, `enter_lazy_tlb()` switches to `init_mm` at once (a cheap CR3 write);
+    /// without PCID (`tlb_defer_switch_to_init_mm()`) the CPU stays lazy and flush IPIs still
+    /// reach it, making it switch to `init_mm`.
+    SwitchToInitMm,
+    /// 4.20+ (Rik van Riel, "Make lazy TLB mode lazier"): lazy CPUs are skipped by
+    /// `should_flush_tlb()` unless page tables were freed; they catch up at their next switch.
+    SkipLazy,
+}
+
+/// How a single-page user flush reaches the user PCID under PTI.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pti {
+    /// No page-table isolation.
+    Off,
+    /// PTI; the user PCID is flushed per page with INVPCID type 0 (6cff64b86aaa, 4.15) when the
+    /// CPU has INVPCID, else deferred.
+    Invpcid,
+    /// PTI; the user PCID is marked in `user_pcid_flush_mask` and flushed whole at the next
+    /// return to user (the alternative Dave Hansen measured in 2017).
+    Deferred,
+}
+
+/// How the kernel tests for 5-level paging, and whether it uses it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum La57 {
+    /// Built for 4-level paging only: `p4d_folded` is a compile-time constant.
+    Off,
+    /// Able to boot either way; hot paths load and test `p4d_folded` (4.14-rc boot-time switch).
+    Runtime,
+    /// Able to boot either way; hot paths patched at boot (ALTERNATIVES): no load, no branch.
+    Patched,
+    /// 5-level paging in use (LA57 hardware): one more level per full walk.
+    On,
+}
+
+/// Where `flush_tlb_info` lives, and so whether the wait for acknowledgements is preemptible.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FlushInfo {
+    /// 3db6d5a5ecaf (5.3 to 7.2): one per-CPU, cache-aligned `flush_tlb_info`; preemption is
+    /// off from `flush_tlb_mm_range()` until every acknowledgement is in.
+    PerCpu,
+    /// Chuyi Zhou's series (7.3): on the initiator's stack (alignment capped at 64 bytes);
+    /// preemption is enabled again while waiting for acknowledgements.
+    Stack,
+}
+
+/// XPFO: pages given to user space are unmapped from the kernel's direct map.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Xpfo {
+    /// Stock kernel (XPFO was never merged).
+    Off,
+    /// XPFO v9: each unmap from the direct map does `flush_tlb_kernel_range()` on every CPU.
+    Sync,
+    /// XPFO v9 12/13: the local CPU flushes at once, the others are marked in a pending-flush
+    /// cpumask and flush everything at their next context switch.
+    Deferred,
+}
+
+/// A policy: the switches, with the names it goes by.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    /// The name it was asked for by (`linux-6.18`, `linux-4.14+pti-deferred`).
+    pub name: String,
+    /// Which kernel (version, commit or patch series) it mirrors.
+    pub mirrors: String,
+    /// Use PCIDs with `TLB_NR_DYN_ASIDS` dynamic ASIDs per CPU when the CPU has them (4.14+).
+    pub pcid: bool,
+    /// Track `tlb_gen` per mm and per CPU ASID slot, with the partial-flush rules of
+    /// `flush_tlb_func()` (4.14+). Without it, every flush does what it was asked.
+    pub tlb_gen: bool,
+    /// Lazy-TLB behaviour.
+    pub lazy: LazyMode,
+    /// 6.14 (209954cbc7d0): a CPU's bit in `mm_cpumask` is not cleared when it switches away;
+    /// it is cleared by the CPU itself when a flush IPI finds it on another mm.
+    pub lazy_cpumask: bool,
+    /// 6.14 (6db2526c1d69): at most once a second per mm, a flush also IPIs CPUs whose bit is
+    /// stale so that they drop it (`trim_cpumask`).
+    pub trim_cpumask: bool,
+    /// 6.15 (fea4e317f9e7, CVE-2025-37964): `should_flush_tlb()` also IPIs a CPU whose
+    /// `loaded_mm` is `LOADED_MM_SWITCHING`.
+    pub loaded_mm_switching_check: bool,
+    /// 6.0 (aa44284960d5): `flush_tlb_func()` returns early, without tracing, when the CPU is
+    /// already at or past the flush's generation.
+    pub early_gen_exit: bool,
+    /// 5.12 (4ce94eabac16): the initiator flushes its own TLB while the remote CPUs work;
+    /// before, it flushed first and then sent the IPIs.
+    pub concurrent_local_flush: bool,
+    /// Page-table isolation and its user-PCID flush.
+    pub pti: Pti,
+    /// AMD INVLPGB broadcast flushes with global ASIDs (6.15); needs the CPU feature.
+    pub invlpgb: bool,
+    /// 5-level paging: the kernel's test and the page walk.
+    pub la57: La57,
+    /// Where `flush_tlb_info` lives.
+    pub flush_info: FlushInfo,
+    /// XPFO.
+    pub xpfo: Xpfo,
+    /// `tlb_single_page_flush_ceiling`: a flush of more entries than this is a full flush.
+    /// "Each single flush is about 100 ns, so this caps the maximum overhead at about 3,000 ns"
+    /// (tlb.c); debugfs-tunable.
+    pub tlb_single_page_flush_ceiling: u64,
+    /// `CONFIG_HZ`: ticks per second (jiffies drive the cpumask trim and global-ASID sampling).
+    pub hz: u64,
+}
+
+/// A policy name or file that cannot be used.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum PolicyError {
+    /// No policy or variant has this name.
+    #[error("unknown policy {name:?} (known: {known})")]
+    Unknown {
+        /// The name asked for.
+        name: String,
+        /// The known names.
+        known: String,
+    },
+    /// A name after `+` is a base kernel, not a variant.
+    #[error(
+        "policy {name:?}: {part:?} is a base kernel; only variants can follow `+` ({variants})"
+    )]
+    NotAVariant {
+        /// The whole name.
+        name: String,
+        /// The offending part.
+        part: String,
+        /// The variant names.
+        variants: String,
+    },
+    /// The TOML file is malformed or has an unknown key.
+    #[error("policy file {origin}: {message}")]
+    Parse {
+        /// The file.
+        origin: String,
+        /// The parser's message with line and column.
+        message: String,
+    },
+    /// The file could not be read.
+    #[error("policy file {path}: cannot read it")]
+    Io {
+        /// The path.
+        path: String,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// A base kernel: a complete policy.
+struct Base {
+    name: &'static str,
+    build: fn() -> Policy,
+}
+
+/// A variant: changes on top of a base.
+struct Variant {
+    name: &'static str,
+    /// The base the variant applies to when named alone (the kernel of its study).
+    default_base: &'static str,
+    mirrors: &'static str,
+    apply: fn(&mut Policy),
+}
+
+fn linux_6_18() -> Policy {
+    Policy {
+        name: "linux-6.18".into(),
+        mirrors: "Linux 6.18 arch/x86/mm/tlb.c (lazy mm_cpumask, LOADED_MM_SWITCHING fix)".into(),
+        pcid: true,
+        tlb_gen: true,
+        lazy: LazyMode::SkipLazy,
+        lazy_cpumask: true,
+        trim_cpumask: true,
+        loaded_mm_switching_check: true,
+        early_gen_exit: true,
+        concurrent_local_flush: true,
+        pti: Pti::Off,
+        invlpgb: false,
+        la57: La57::Off,
+        flush_info: FlushInfo::PerCpu,
+        xpfo: Xpfo::Off,
+        tlb_single_page_flush_ceiling: 33,
+        hz: 250,
+    }
+}
+
+fn linux_4_14() -> Policy {
+    Policy {
+        name: "linux-4.14".into(),
+        mirrors: "Linux 4.14 (Andy Lutomirski's PCID series: 6 dynamic ASIDs, tlb_gen, ctx_id)"
+            .into(),
+        lazy: LazyMode::SwitchToInitMm,
+        lazy_cpumask: false,
+        trim_cpumask: false,
+        loaded_mm_switching_check: false,
+        early_gen_exit: false,
+        concurrent_local_flush: false,
+        ..linux_6_18()
+    }
+}
+
+fn linux_4_14_nopcid() -> Policy {
+    Policy {
+        name: "linux-4.14-nopcid".into(),
+        mirrors: "Linux 4.14 booted with nopcid: tlb_gen tracking, every mm switch flushes".into(),
+        pcid: false,
+        ..linux_4_14()
+    }
+}
+
+fn linux_4_13() -> Policy {
+    Policy {
+        name: "linux-4.13".into(),
+        mirrors: "Linux 4.13: no PCID, no tlb_gen; lazy CPUs stay in mm_cpumask and leave_mm() on a flush IPI".into(),
+        pcid: false,
+        tlb_gen: false,
+        lazy: LazyMode::LeaveOnIpi,
+        ..linux_4_14()
+    }
+}
+
+const BASES: &[Base] = &[
+    Base { name: "linux-4.13", build: linux_4_13 },
+    Base { name: "linux-4.14-nopcid", build: linux_4_14_nopcid },
+    Base { name: "linux-4.14", build: linux_4_14 },
+    Base { name: "linux-6.18", build: linux_6_18 },
+];
+
+const VARIANTS: &[Variant] = &[
+    Variant {
+        name: "pti-invpcid",
+        default_base: "linux-4.14",
+        mirrors: "PTI with INVPCID type 0 for single-page user flushes (4.15, 6cff64b86aaa)",
+        apply: |p| p.pti = Pti::Invpcid,
+    },
+    Variant {
+        name: "pti-deferred",
+        default_base: "linux-4.14",
+        mirrors: "PTI with the user-PCID flush deferred to the next return to user (Dave Hansen's 2017 alternative)",
+        apply: |p| p.pti = Pti::Deferred,
+    },
+    Variant {
+        name: "la57-off",
+        default_base: "linux-4.14",
+        mirrors: "4.14-rc kernel built for 4-level paging only",
+        apply: |p| p.la57 = La57::Off,
+    },
+    Variant {
+        name: "la57-runtime",
+        default_base: "linux-4.14",
+        mirrors: "4.14-rc boot-time 4/5-level switching with run-time p4d_folded tests",
+        apply: |p| p.la57 = La57::Runtime,
+    },
+    Variant {
+        name: "la57-patched",
+        default_base: "linux-4.14",
+        mirrors: "boot-time 4/5-level switching with hot paths patched by ALTERNATIVES",
+        apply: |p| p.la57 = La57::Patched,
+    },
+    Variant {
+        name: "la57-on",
+        default_base: "linux-6.18",
+        mirrors: "5-level paging in use on LA57 hardware",
+        apply: |p| p.la57 = La57::On,
+    },
+    Variant {
+        name: "flush-info-percpu",
+        default_base: "linux-6.18",
+        mirrors: "per-CPU flush_tlb_info, preemption off until all acks (3db6d5a5ecaf, 5.3–7.2)",
+        apply: |p| p.flush_info = FlushInfo::PerCpu,
+    },
+    Variant {
+        name: "flush-info-stack",
+        default_base: "linux-6.18",
+        mirrors: "flush_tlb_info on the stack, preemptible ack wait (ed15468787dd, a5a162fe1ae1; 7.3)",
+        apply: |p| p.flush_info = FlushInfo::Stack,
+    },
+    Variant {
+        name: "no-xpfo",
+        default_base: "linux-4.14",
+        mirrors: "stock kernel without XPFO",
+        apply: |p| p.xpfo = Xpfo::Off,
+    },
+    Variant {
+        name: "xpfo-sync",
+        default_base: "linux-4.14",
+        mirrors: "XPFO v9 (Khalid Aziz, 2019): flush_tlb_kernel_range() on every CPU per change",
+        apply: |p| p.xpfo = Xpfo::Sync,
+    },
+    Variant {
+        name: "xpfo-deferred",
+        default_base: "linux-4.14",
+        mirrors: "XPFO v9 12/13: other CPUs flush at their next context switch",
+        apply: |p| p.xpfo = Xpfo::Deferred,
+    },
+    Variant {
+        name: "invlpgb",
+        default_base: "linux-6.18",
+        mirrors: "AMD INVLPGB broadcast flushes and global ASIDs (6.15, Rik van Riel)",
+        apply: |p| p.invlpgb = true,
+    },
+];
+
+impl Policy {
+    /// A policy by name: a base (`linux-6.18`), a variant on its study's base (`pti-deferred`),
+    /// or a base and variants joined by `+` (`linux-6.18+pti-deferred`).
+    pub fn named(name: &str) -> Result<Policy, PolicyError> {
+        let mut parts = name.split('+');
+        let first = parts.next().unwrap_or_default();
+        let mut policy = if let Some(base) = BASES.iter().find(|b| b.name == first) {
+            (base.build)()
+        } else if let Some(v) = VARIANTS.iter().find(|v| v.name == first) {
+            let mut p = Policy::named(v.default_base)?;
+            p.mirrors = format!("{} on {}", v.mirrors, p.mirrors);
+            (v.apply)(&mut p);
+            p
+        } else {
+            return Err(PolicyError::Unknown { name: first.to_string(), known: known_names() });
+        };
+        for part in parts {
+            let Some(v) = VARIANTS.iter().find(|v| v.name == part) else {
+                if BASES.iter().any(|b| b.name == part) {
+                    return Err(PolicyError::NotAVariant {
+                        name: name.to_string(),
+                        part: part.to_string(),
+                        variants: VARIANTS.iter().map(|v| v.name).collect::<Vec<_>>().join(", "),
+                    });
+                }
+                return Err(PolicyError::Unknown { name: part.to_string(), known: known_names() });
+            };
+            (v.apply)(&mut policy);
+            policy.mirrors = format!("{}; {}", policy.mirrors, v.mirrors);
+        }
+        policy.name = name.to_string();
+        Ok(policy)
+    }
+
+    /// Every built-in name: bases, then variants.
+    pub fn builtin_names() -> Vec<&'static str> {
+        BASES.iter().map(|b| b.name).chain(VARIANTS.iter().map(|v| v.name)).collect()
+    }
+
+    /// A policy from a TOML file (see [`Policy::from_toml`]).
+    pub fn from_file(path: &std::path::Path) -> Result<Policy, PolicyError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| PolicyError::Io { path: shown.clone(), source })?;
+        Policy::from_toml(&text, &shown)
+    }
+
+    /// A user-defined policy: a `name`, a `base` (any name [`Policy::named`] accepts), an
+    /// optional `mirrors`, and a `[set]` table of switches to change, e.g.
+    ///
+    /// ```
+    /// let p = tlblab_kernel::Policy::from_toml(r#"
+    ///     name = "ceiling-64"
+    ///     base = "linux-6.18"
+    ///     mirrors = "6.18 with the debugfs ceiling raised to 64"
+    ///     [set]
+    ///     tlb_single_page_flush_ceiling = 64
+    /// "#, "ceiling-64.toml").unwrap();
+    /// assert_eq!(p.tlb_single_page_flush_ceiling, 64);
+    /// assert!(p.lazy_cpumask);
+    /// ```
+    pub fn from_toml(text: &str, origin: &str) -> Result<Policy, PolicyError> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct File {
+            name: String,
+            base: String,
+            mirrors: Option<String>,
+            #[serde(default)]
+            set: toml::Table,
+        }
+        let parse = |message: String| PolicyError::Parse { origin: origin.to_string(), message };
+        let file: File = toml::from_str(text).map_err(|e| parse(e.to_string()))?;
+        let base = Policy::named(&file.base)?;
+        // Merge the changes into the base's own table, so that serde checks every key and type.
+        let mut table = toml::Table::try_from(&base).map_err(|e| parse(e.to_string()))?;
+        for (key, value) in file.set {
+            if key == "name" || key == "mirrors" {
+                return Err(parse(format!("[set] cannot change {key:?}; set it at the top")));
+            }
+            if !table.contains_key(&key) {
+                return Err(parse(format!("[set] has unknown switch {key:?}")));
+            }
+            table.insert(key, value);
+        }
+        let mut policy: Policy =
+            table.try_into().map_err(|e: toml::de::Error| parse(e.to_string()))?;
+        policy.name = file.name;
+        policy.mirrors = file.mirrors.unwrap_or_else(|| format!("{} (changed)", base.mirrors));
+        Ok(policy)
+    }
+
+    /// A built-in name, or a path to a TOML file (ends in `.toml` or contains `/`).
+    pub fn load(name_or_path: &str) -> Result<Policy, PolicyError> {
+        if name_or_path.ends_with(".toml") || name_or_path.contains('/') {
+            Policy::from_file(std::path::Path::new(name_or_path))
+        } else {
+            Policy::named(name_or_path)
+        }
+    }
+}
+
+fn known_names() -> String {
+    Policy::builtin_names().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_name_resolves_and_says_what_it_mirrors() {
+        for name in Policy::builtin_names() {
+            let p = Policy::named(name).unwrap();
+            assert_eq!(p.name, name);
+            assert!(!p.mirrors.is_empty());
+        }
+    }
+
+    #[test]
+    fn variants_compose_on_a_base() {
+        let p = Policy::named("linux-6.18+pti-deferred+flush-info-stack").unwrap();
+        assert_eq!(p.pti, Pti::Deferred);
+        assert_eq!(p.flush_info, FlushInfo::Stack);
+        assert!(p.lazy_cpumask, "the 6.18 base is kept");
+        let alone = Policy::named("pti-deferred").unwrap();
+        assert!(!alone.lazy_cpumask, "a variant alone applies to its study's base (4.14)");
+    }
+
+    #[test]
+    fn bad_names_are_refused_with_the_known_ones() {
+        let e = Policy::named("linux-9.9").unwrap_err().to_string();
+        assert!(e.contains("linux-9.9") && e.contains("linux-6.18"), "{e}");
+        let e = Policy::named("pti-deferred+linux-4.13").unwrap_err().to_string();
+        assert!(e.contains("only variants"), "{e}");
+    }
+
+    #[test]
+    fn toml_rejects_unknown_switches_and_bad_types() {
+        let text = "name='x'\nbase='linux-6.18'\n[set]\nceiling=3\n";
+        let e = Policy::from_toml(text, "x.toml").unwrap_err().to_string();
+        assert!(e.contains("x.toml") && e.contains("ceiling"), "{e}");
+        let text = "name='x'\nbase='linux-6.18'\n[set]\npti='sometimes'\n";
+        let e = Policy::from_toml(text, "x.toml").unwrap_err().to_string();
+        assert!(e.contains("sometimes"), "{e}");
+        let text = "name='x'\nbase='linux-6.18'\nextra=1\n";
+        let e = Policy::from_toml(text, "x.toml").unwrap_err().to_string();
+        assert!(e.contains("extra"), "{e}");
+    }
+}

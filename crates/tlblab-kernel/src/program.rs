@@ -1,0 +1,138 @@
+//! What a task does: a [`Program`] yields [`Action`]s, one at a time, as the task runs.
+
+use crate::ids::TaskId;
+use crate::mm::VmaId;
+use rand_pcg::Pcg64Mcg;
+use tlblab_types::{AccessKind, CpuId, Cycles};
+
+/// An eventfd-like counter (by index): `read` blocks while it is 0, `write` adds and wakes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct EventFd(pub u32);
+
+/// References to consecutive pages of a region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Touch {
+    /// The region.
+    pub vma: VmaId,
+    /// First page, within the region.
+    pub first: u64,
+    /// Pages referenced, one after another.
+    pub pages: u64,
+    /// Loads, stores or instruction fetches.
+    pub kind: AccessKind,
+    /// Cycles of work per page besides translation (the instructions and cache misses of the
+    /// program between two page references).
+    pub cycles_per_page: u64,
+}
+
+/// A system call.
+pub enum Syscall {
+    /// A system call that does nothing (`getppid`).
+    Null,
+    /// `mmap` of anonymous private pages; the result is [`Outcome::Mapped`].
+    Mmap {
+        /// Size in pages.
+        pages: u64,
+    },
+    /// `munmap` of a whole region.
+    Munmap {
+        /// The region.
+        vma: VmaId,
+    },
+    /// `madvise(MADV_DONTNEED)` of pages of a region.
+    MadviseDontneed {
+        /// The region.
+        vma: VmaId,
+        /// First page within it.
+        first: u64,
+        /// Pages.
+        pages: u64,
+    },
+    /// `mprotect` to read-only and back of pages of a region (two PTE changes, one flush each).
+    Mprotect {
+        /// The region.
+        vma: VmaId,
+        /// First page within it.
+        first: u64,
+        /// Pages.
+        pages: u64,
+    },
+    /// `sched_setaffinity` to one CPU (the task migrates there if it is elsewhere).
+    SetAffinity {
+        /// The only CPU allowed.
+        cpu: CpuId,
+    },
+    /// Adds 1 to an eventfd, waking a reader.
+    EventfdWrite {
+        /// The eventfd.
+        fd: EventFd,
+    },
+    /// Takes the eventfd's count, blocking while it is 0.
+    EventfdRead {
+        /// The eventfd.
+        fd: EventFd,
+    },
+    /// A new thread in the caller's mm (`clone(CLONE_VM)`), placed on `cpu`; the result is
+    /// [`Outcome::Spawned`].
+    Clone {
+        /// What the thread runs.
+        program: Box<dyn Program>,
+        /// Its only allowed CPU.
+        cpu: CpuId,
+    },
+    /// Gives up the CPU to another runnable task (`sched_yield`).
+    Yield,
+    /// Runs with interrupts disabled for a while (a driver or a spinlock section).
+    IrqsOff {
+        /// How long.
+        cycles: u64,
+    },
+}
+
+/// One step of a program.
+pub enum Action {
+    /// Reference pages (page faults happen as needed).
+    Touch(Touch),
+    /// Compute in user mode without new page references.
+    Compute {
+        /// Cycles.
+        cycles: u64,
+    },
+    /// Enter the kernel.
+    Syscall(Syscall),
+    /// Mark the end of one unit of work (an iteration, an operation): counted, with its time.
+    Op,
+    /// The task exits.
+    Exit,
+}
+
+/// The result of the last action.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Nothing to report.
+    None,
+    /// `mmap` made this region.
+    Mapped(VmaId),
+    /// `clone` made this task.
+    Spawned(TaskId),
+}
+
+/// What a program sees when asked for its next action.
+pub struct Env<'a> {
+    /// Current time.
+    pub now: Cycles,
+    /// The CPU it runs on.
+    pub cpu: CpuId,
+    /// The task.
+    pub task: TaskId,
+    /// The task's own random stream (seeded from the run's seed and the task id).
+    pub rng: &'a mut Pcg64Mcg,
+    /// The result of the previous action.
+    pub last: Outcome,
+}
+
+/// A task's behaviour: a state machine asked for one action at a time.
+pub trait Program {
+    /// The next action.
+    fn next(&mut self, env: &mut Env<'_>) -> Action;
+}

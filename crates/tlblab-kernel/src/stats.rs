@@ -1,0 +1,112 @@
+//! What a run reports: per-task times and operations, kernel counters, flush sizes, hardware
+//! counters.
+
+use crate::kernel::Kernel;
+use crate::observer::{Observer, TlbFlushReason, Vmstat};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use tlblab_sim::stats::HwReport;
+use tlblab_types::Cycles;
+
+/// One user task's results.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TaskReport {
+    /// Cycles in user mode (work and translation).
+    pub user_cycles: u64,
+    /// Cycles in the kernel (system calls, faults, switches), not counting interrupts.
+    pub sys_cycles: u64,
+    /// Operations completed (`Action::Op`).
+    pub ops: u64,
+    /// Time of the first operation.
+    pub first_op: Cycles,
+    /// Time of the last operation.
+    pub last_op: Cycles,
+    /// Migrations by `sched_setaffinity`.
+    pub migrations: u64,
+    /// When it exited.
+    pub exited: Option<Cycles>,
+}
+
+/// Flushes by size, as `flush_tlb_func()` did them: entries flushed (-1 for full) → count and
+/// cycles (instructions and the function's own cost).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct FlushSizes {
+    /// `pages` → (flushes, cycles).
+    pub by_pages: BTreeMap<i64, (u64, u64)>,
+}
+
+impl FlushSizes {
+    /// Counts one flush.
+    pub fn record(&mut self, pages: i64, cycles: u64) {
+        let e = self.by_pages.entry(pages).or_default();
+        e.0 += 1;
+        e.1 += cycles;
+    }
+}
+
+/// Everything a run reports.
+#[derive(Clone, Debug, Serialize)]
+pub struct KernelReport {
+    /// The policy's name.
+    pub policy: String,
+    /// Simulated time at the end, in cycles.
+    pub elapsed_cycles: u64,
+    /// Core clock, MHz.
+    pub clock_mhz: u64,
+    /// User tasks.
+    pub tasks: Vec<TaskReport>,
+    /// `CONFIG_DEBUG_TLBFLUSH` counters.
+    pub vmstat: Vmstat,
+    /// `/proc/interrupts` `TLB` row, per CPU.
+    pub irq_tlb: Vec<u64>,
+    /// IPIs sent (flush IPIs), per CPU.
+    pub ipis_sent: Vec<u64>,
+    /// `tlb:tlb_flush` events by reason name.
+    pub tlb_flush: BTreeMap<&'static str, u64>,
+    /// Flushes done by `flush_tlb_func()`, by size.
+    pub flush_sizes: FlushSizes,
+    /// Durations (cycles) of preemption-disabled sections in `flush_tlb_mm_range()`.
+    pub preempt_off_cycles: Vec<u64>,
+    /// Idle cycles per CPU.
+    pub idle_cycles: Vec<u64>,
+    /// Interrupt-handler cycles per CPU.
+    pub irq_cycles: Vec<u64>,
+    /// Events the engine processed.
+    pub events: u64,
+    /// Hardware counters summed over CPUs.
+    pub hw: HwReport,
+}
+
+impl KernelReport {
+    pub(crate) fn new<O: Observer>(
+        k: &Kernel<O>,
+        hw: HwReport,
+        tasks: Vec<TaskReport>,
+    ) -> KernelReport {
+        let (counters, flush_sizes, cpus) = k.parts();
+        KernelReport {
+            policy: k.policy().name.clone(),
+            elapsed_cycles: k.now().0,
+            clock_mhz: k.clock_mhz(),
+            tasks,
+            vmstat: counters.vmstat,
+            irq_tlb: counters.irq_tlb.clone(),
+            ipis_sent: counters.ipis_sent.clone(),
+            tlb_flush: TlbFlushReason::ALL
+                .iter()
+                .map(|r| (r.name(), counters.tlb_flush[*r as usize]))
+                .collect(),
+            flush_sizes: flush_sizes.clone(),
+            preempt_off_cycles: counters.preempt_off.clone(),
+            idle_cycles: cpus.iter().map(|c| c.0).collect(),
+            irq_cycles: cpus.iter().map(|c| c.1).collect(),
+            events: k.events(),
+            hw,
+        }
+    }
+
+    /// Cycles to microseconds at the machine's clock.
+    pub fn micros(&self, cycles: f64) -> f64 {
+        cycles / self.clock_mhz as f64
+    }
+}
