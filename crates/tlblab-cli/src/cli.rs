@@ -43,6 +43,14 @@ pub enum SimCommand {
     Convert(ConvertArgs),
     /// List the built-in machine presets, or show one with every figure's source.
     Machines(MachinesArgs),
+    /// Run a scenario on N simulated CPUs under Linux flush policies and compare them.
+    ///
+    /// Each policy runs the scenario once per seed on the kernel model (tlblab-kernel); the
+    /// metric is reported as the mean ± stddev over seeds, with the ratio to the first policy
+    /// and its 95% confidence interval (paired by seed). Policies: linux-4.13,
+    /// linux-4.14-nopcid, linux-4.14, linux-6.18, variants such as pti-deferred, compositions
+    /// such as linux-6.18+pti-invpcid, or a .toml file.
+    Run(RunArgs),
 }
 
 /// Which machine to simulate, and run-time choices about it.
@@ -181,6 +189,63 @@ pub struct DemoArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `tlblab sim run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// A built-in preset name or a path to a preset .toml file (it needs a [kernel] section).
+    #[arg(long, short = 'm', default_value = "skylake", value_name = "NAME|PATH")]
+    pub machine: String,
+    /// Simulated CPUs.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=4096))]
+    pub cpus: u16,
+    /// The scenario: madv-migrate, pingpong, madvise-busy, munmap-threads, madvise-scale,
+    /// pthread-mmap.
+    #[arg(long, short = 's')]
+    pub scenario: String,
+    /// Comma-separated policies; the first is the baseline of the ratios.
+    #[arg(long, short = 'p', default_value = "linux-6.18", value_delimiter = ',')]
+    pub policies: Vec<String>,
+    /// Runs per policy, with seeds seed, seed+1, ….
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub seeds: u64,
+    /// First seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Iterations (or rounds) of the measured loop.
+    #[arg(long, default_value_t = 2000)]
+    pub iterations: u64,
+    /// pingpong: pages each side touches per round trip.
+    #[arg(long, default_value_t = 0)]
+    pub touch: u64,
+    /// madvise-busy: sibling threads spinning on other CPUs.
+    #[arg(long, default_value_t = 3)]
+    pub busy: usize,
+    /// munmap-threads, madvise-scale, pthread-mmap: tasks.
+    #[arg(long, default_value_t = 4)]
+    pub tasks: usize,
+    /// munmap-threads: threads of one process, or processes.
+    #[arg(long, value_enum, default_value = "threads")]
+    pub mode: ModeArg,
+    /// Pages each task works on (munmap-threads, pthread-mmap).
+    #[arg(long, default_value_t = 256)]
+    pub pages: u64,
+    /// Work per page referenced, in cycles, besides translation.
+    #[arg(long, default_value_t = 10)]
+    pub cycles_per_page: u64,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `--mode` of munmap-threads.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ModeArg {
+    /// Threads sharing one mm.
+    Threads,
+    /// Processes, one mm each.
+    Processes,
 }
 
 #[cfg(test)]

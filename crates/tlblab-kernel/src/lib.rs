@@ -47,6 +47,7 @@ pub mod policy;
 pub mod program;
 pub mod stats;
 pub mod tlb_state;
+pub mod workloads;
 
 pub use kernel::{
     FlushRequest, FlushTlbInfo, Kernel, KernelConfig, KernelError, FLUSH_ALL_END, PAGE_SHIFT,

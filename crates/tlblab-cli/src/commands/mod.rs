@@ -3,6 +3,7 @@
 mod convert;
 mod demo;
 mod machines;
+mod run;
 mod trace;
 
 use crate::cli::{Cli, Command, FormatArg, InputArgs, MachineArgs, ReplacementArg, SimCommand};
@@ -21,6 +22,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Sim(SimCommand::Trace(args)) => trace::run(&args),
         Command::Sim(SimCommand::Convert(args)) => convert::run(&args),
         Command::Sim(SimCommand::Machines(args)) => machines::run(&args),
+        Command::Sim(SimCommand::Run(args)) => run::run(&args),
     }
 }
 
@@ -31,6 +33,9 @@ pub fn exit_status(error: &anyhow::Error) -> u8 {
             || cause.is::<MachineError>()
             || cause.is::<SimError>()
             || cause.is::<BadInput>()
+            || cause.is::<tlblab_kernel::policy::PolicyError>()
+            || cause.is::<tlblab_kernel::workloads::ScenarioError>()
+            || cause.is::<tlblab_kernel::KernelError>()
     });
     if bad_input {
         2

@@ -13,4 +13,5 @@ mod errors;
 mod golden;
 mod help;
 mod machines;
+mod sim_run;
 mod warmup;

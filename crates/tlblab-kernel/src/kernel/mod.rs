@@ -25,7 +25,7 @@ use crate::policy::{La57, Policy};
 use crate::program::{EventFd, Outcome, Program, Syscall, Touch};
 use crate::stats::{FlushSizes, KernelReport, TaskReport};
 use crate::tlb_state::{LoadedMm, TlbState};
-use rand::SeedableRng;
+use rand::{RngExt, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use std::collections::VecDeque;
 use thiserror::Error;
@@ -344,6 +344,7 @@ impl<O: Observer> Kernel<O> {
         let mut init = Mm::new(1, n, 0, k.policy.hz);
         init.users = 1;
         k.mms.push(init);
+        let mut phase = Pcg64Mcg::seed_from_u64(k.config.seed);
         for c in 0..n {
             let cpu = CpuId(c as u16);
             let idle = k.new_task(None, None, cpu, false);
@@ -376,7 +377,9 @@ impl<O: Observer> Kernel<O> {
                 idle_since: Some(Cycles(0)),
             });
             k.cr3_boot(cpu);
-            let first_tick = k.tick_cycles * (c as u64 + 1) / n as u64;
+            // Each CPU's tick phase is drawn from the seed: the one source of variation between
+            // seeds besides the programs' own random choices.
+            let first_tick = phase.random_range(1..=k.tick_cycles);
             k.queue.push(
                 Cycles(first_tick),
                 Event::Tick { cpu }.class(),
@@ -602,3 +605,13 @@ impl<O: Observer> Kernel<O> {
         self.queue.popped()
     }
 }
+
+impl<O: Observer> Kernel<O> {
+    /// CPUs of the run.
+    pub fn nr_cpus(&self) -> usize {
+        self.cpus.len()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -20,11 +20,17 @@ impl<O: Observer> Kernel<O> {
     /// Runs until every essential task has exited or the time limit; returns whether all
     /// essential tasks finished.
     pub fn run(&mut self) -> bool {
+        self.run_until(self.config.time_limit)
+    }
+
+    /// Runs the events up to `limit` (or until every essential task has exited); returns
+    /// whether all essential tasks finished.
+    pub fn run_until(&mut self, limit: Cycles) -> bool {
         while self.essential_left > 0 {
-            let Some((key, event)) = self.queue.pop() else { break };
-            if key.time > self.config.time_limit {
+            if self.queue.peek().is_none_or(|k| k.time > limit) {
                 break;
             }
+            let Some((_, event)) = self.queue.pop() else { break };
             match event {
                 Event::Resume { cpu, gen } => {
                     let c = usize::from(cpu.0);
@@ -40,8 +46,9 @@ impl<O: Observer> Kernel<O> {
         }
         let now = self.queue.now();
         for c in &mut self.cpus {
-            if let Some(since) = c.idle_since.take() {
+            if let Some(since) = c.idle_since {
                 c.idle_cycles += now.0.saturating_sub(since.0);
+                c.idle_since = Some(now);
             }
         }
         self.essential_left == 0
@@ -812,7 +819,7 @@ impl<O: Observer> Kernel<O> {
         self.counters.preempt_off.push(d);
     }
 
-    fn new_call(&mut self, info: FlushTlbInfo, waiter: TaskId) -> CallId {
+    pub(super) fn new_call(&mut self, info: FlushTlbInfo, waiter: TaskId) -> CallId {
         let call = Call { info, pending: 0, waiter };
         if let Some(id) = self.free_calls.pop() {
             self.calls[id.0 as usize] = call;

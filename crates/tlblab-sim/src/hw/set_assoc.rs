@@ -58,7 +58,7 @@ pub(crate) struct SetAssoc {
 impl SetAssoc {
     /// `entries` entries in `ways`-way sets (`ways` at most 128).
     pub(crate) fn new(entries: usize, ways: usize, replacement: Replacement) -> SetAssoc {
-        debug_assert!(ways > 0 && ways <= 128 && entries % ways == 0 && entries > 0);
+        debug_assert!(ways > 0 && ways <= 128 && entries.is_multiple_of(ways) && entries > 0);
         let sets = entries / ways;
         let words = ways.div_ceil(LANES);
         let repl = match replacement {

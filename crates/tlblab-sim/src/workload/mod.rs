@@ -139,7 +139,7 @@ impl Generator {
                 }
                 let process = (self.position / SWITCH_EVERY) % 2;
                 let pcid = if pcid_on { 1 + process as u16 } else { 0 };
-                if self.position % SWITCH_EVERY == 0 && self.position != self.switched_at {
+                if self.position.is_multiple_of(SWITCH_EVERY) && self.position != self.switched_at {
                     self.switched_at = self.position;
                     let pcid = Pcid::new(pcid).expect("PCID < 4096");
                     return Some(op(TlbOp::MovCr3 { pcid, noflush: pcid_on }));

@@ -1,0 +1,327 @@
+//! The worked examples of the kernel's comments, as tests of the model, and hand-derived
+//! tracepoint sequences.
+
+use super::*;
+use crate::mm::VmaId;
+use crate::observer::TLB_FLUSH_ALL;
+use crate::program::{Action, Env};
+use crate::TraceLog;
+use tlblab_types::AccessKind;
+
+/// A program that plays a fixed list of actions; `Mmap` results are remembered in order and
+/// referred to by index with [`Step`].
+struct Script {
+    steps: VecDeque<Step>,
+    vmas: Vec<VmaId>,
+}
+
+enum Step {
+    Mmap(u64),
+    Store(usize, u64, u64),
+    Load(usize, u64, u64),
+    Madvise(usize, u64, u64),
+    Munmap(usize),
+    Write(EventFd),
+    Read(EventFd),
+    Compute(u64),
+}
+
+impl Program for Script {
+    fn next(&mut self, env: &mut Env<'_>) -> Action {
+        if let Outcome::Mapped(v) = env.last {
+            self.vmas.push(v);
+        }
+        let touch = |vma, first, pages, kind| {
+            Action::Touch(Touch { vma, first, pages, kind, cycles_per_page: 1 })
+        };
+        match self.steps.pop_front() {
+            None => Action::Exit,
+            Some(Step::Mmap(pages)) => Action::Syscall(Syscall::Mmap { pages }),
+            Some(Step::Store(v, f, n)) => touch(self.vmas[v], f, n, AccessKind::Store),
+            Some(Step::Load(v, f, n)) => touch(self.vmas[v], f, n, AccessKind::Load),
+            Some(Step::Madvise(v, first, pages)) => {
+                Action::Syscall(Syscall::MadviseDontneed { vma: self.vmas[v], first, pages })
+            }
+            Some(Step::Munmap(v)) => Action::Syscall(Syscall::Munmap { vma: self.vmas[v] }),
+            Some(Step::Write(fd)) => Action::Syscall(Syscall::EventfdWrite { fd }),
+            Some(Step::Read(fd)) => Action::Syscall(Syscall::EventfdRead { fd }),
+            Some(Step::Compute(cycles)) => Action::Compute { cycles },
+        }
+    }
+}
+
+fn script(steps: Vec<Step>) -> Box<dyn Program> {
+    Box::new(Script { steps: steps.into(), vmas: Vec::new() })
+}
+
+fn kernel(policy: &str, cpus: usize) -> Kernel<TraceLog> {
+    let spec = tlblab_sim::machine::builtin("skylake").unwrap();
+    let config = KernelConfig { nr_cpus: cpus, seed: 7, time_limit: Cycles(u64::MAX) };
+    Kernel::new(&spec, &Policy::named(policy).unwrap(), config, TraceLog::default()).unwrap()
+}
+
+const C0: CpuId = CpuId(0);
+const C1: CpuId = CpuId(1);
+
+/// Events of `reason` on `cpu`, as `pages` values.
+fn traced(k: &Kernel<TraceLog>, cpu: CpuId, reason: TlbFlushReason) -> Vec<i64> {
+    k.observer()
+        .events
+        .iter()
+        .filter(|e| e.cpu == cpu && e.reason == reason)
+        .map(|e| e.pages)
+        .collect()
+}
+
+fn loaded(k: &Kernel<TraceLog>, cpu: CpuId) -> LoadedMm {
+    k.tlb_state(cpu).loaded_mm
+}
+
+fn slot_gen(k: &Kernel<TraceLog>, cpu: CpuId) -> u64 {
+    let st = k.tlb_state(cpu);
+    st.ctxs[usize::from(st.loaded_mm_asid.0)].tlb_gen
+}
+
+/// A process on CPU 1 that maps and writes 4 pages, then computes for a long time.
+fn running_on_cpu1(k: &mut Kernel<TraceLog>) -> MmId {
+    let t = k.spawn_process(
+        script(vec![Step::Mmap(4), Step::Store(0, 0, 4), Step::Compute(1 << 40)]),
+        C1,
+        true,
+    );
+    k.run_until(Cycles(1_000_000));
+    let mm = k.task_mm(t).unwrap();
+    assert_eq!(loaded(k, C1), LoadedMm::Mm(mm));
+    mm
+}
+
+/// tlb.c, flush_tlb_func(): two concurrent flushes, a full one (gen 1) and a ranged one
+/// (gen 2), reach a CPU in the reverse order. The ranged one may not advance the CPU by two
+/// generations, or the full flush would be lost: it must flush everything.
+#[test]
+fn two_concurrent_flushes_processed_in_reverse_order() {
+    let mut k = kernel("linux-6.18", 2);
+    let mm = running_on_cpu1(&mut k);
+    assert_eq!(slot_gen(&k, C1), 0);
+    let vpn = k.mm(mm).vma(VmaId(0)).unwrap().start.0;
+    let full_gen = k.mms[mm.0 as usize].inc_tlb_gen();
+    let ranged_gen = k.mms[mm.0 as usize].inc_tlb_gen();
+    let info = |start, end, new_tlb_gen| FlushTlbInfo {
+        mm: Some(mm),
+        start,
+        end,
+        stride_shift: PAGE_SHIFT,
+        freed_tables: false,
+        new_tlb_gen,
+        initiating_cpu: C0,
+        trim_cpumask: false,
+    };
+    let full = k.new_call(info(0, FLUSH_ALL_END, full_gen), TaskId(0));
+    let ranged = k.new_call(info(vpn, vpn + 1, ranged_gen), TaskId(0));
+    // The ranged flush arrives first: gen 2 is not local gen (0) + 1, so it is a full flush.
+    k.flush_tlb_func(C1, ranged);
+    assert_eq!(traced(&k, C1, TlbFlushReason::RemoteShootdown), [TLB_FLUSH_ALL]);
+    assert_eq!(slot_gen(&k, C1), 2);
+    // The full flush then finds the CPU past its generation: nothing to do, nothing traced.
+    k.flush_tlb_func(C1, full);
+    assert_eq!(traced(&k, C1, TlbFlushReason::RemoteShootdown), [TLB_FLUSH_ALL]);
+    // A single pending ranged flush (gen 3 = 2 + 1 = the mm's gen) is done as a range.
+    let next = k.mms[mm.0 as usize].inc_tlb_gen();
+    let one = k.new_call(info(vpn, vpn + 1, next), TaskId(0));
+    k.flush_tlb_func(C1, one);
+    assert_eq!(traced(&k, C1, TlbFlushReason::RemoteShootdown), [TLB_FLUSH_ALL, 1]);
+    assert_eq!(k.counters.irq_tlb[1], 3);
+}
+
+/// Two threads of one mm; the one on CPU 1 blocks, so CPU 1 idles lazily on the mm. A flush
+/// from CPU 0 skips it (`should_flush_tlb()`: lazy); when the thread wakes, `switch_mm_irqs_off()`
+/// finds the slot behind the mm's `tlb_gen` and flushes it then.
+#[test]
+fn a_lazy_cpu_is_skipped_by_the_ipi_and_catches_up_at_its_next_switch() {
+    let mut k = kernel("linux-6.18", 2);
+    let fd = k.eventfd();
+    let main = k.spawn_process(
+        script(vec![
+            Step::Mmap(8),
+            Step::Store(0, 0, 8),
+            Step::Compute(2_000_000),
+            Step::Madvise(0, 0, 1),
+            Step::Compute(100_000),
+            Step::Write(fd),
+            Step::Compute(2_000_000),
+        ]),
+        C0,
+        true,
+    );
+    k.run_until(Cycles(1_000_000));
+    k.spawn_thread(main, script(vec![Step::Read(fd), Step::Compute(10_000)]), C1, true);
+    k.run_until(Cycles(2_000_000));
+    let mm = k.task_mm(main).unwrap();
+    assert!(k.tlb_state(C1).is_lazy, "CPU 1 idles lazily on the mm");
+    assert_eq!(loaded(&k, C1), LoadedMm::Mm(mm));
+    let before = k.tlb_state(C1).clone();
+    // The madvise is at about 2.04 M cycles, the wake-up 100 k cycles later.
+    k.run_until(Cycles(2_100_000));
+    // The madvise was traced as an IPI send, but CPU 1 got no interrupt.
+    assert_eq!(traced(&k, C0, TlbFlushReason::RemoteSendIpi), [1]);
+    assert_eq!(k.counters.irq_tlb[1], 0);
+    assert!(slot_gen(&k, C1) < k.mm(mm).tlb_gen, "CPU 1 is behind, lazily");
+    assert_eq!(k.tlb_state(C1).ctxs, before.ctxs);
+    k.run();
+    // CPU 1's task switches: the thread's first switch-in (new ASID: flushed); its wake-up
+    // (same mm, was lazy, behind: a flushing reload of the same ASID); and, when the process
+    // exits and frees its page tables, the IPI that sends the lazy CPU to init_mm, whose ASID
+    // 0 slot is up to date (NOFLUSH, pages 0).
+    assert_eq!(
+        traced(&k, C1, TlbFlushReason::FlushOnTaskSwitch),
+        [TLB_FLUSH_ALL, TLB_FLUSH_ALL, 0]
+    );
+    assert_eq!(loaded(&k, C1), LoadedMm::Mm(MmId::INIT_MM));
+}
+
+/// Freeing page tables must reach lazy CPUs too (they could walk freed tables speculatively):
+/// the IPI makes the lazy CPU switch to `init_mm` instead of flushing.
+#[test]
+fn freed_tables_reach_lazy_cpus() {
+    let mut k = kernel("linux-6.18", 2);
+    let fd = k.eventfd();
+    let main = k.spawn_process(
+        script(vec![
+            Step::Mmap(1024),
+            Step::Store(0, 0, 1024),
+            Step::Compute(3_000_000),
+            Step::Munmap(0),
+            Step::Write(fd),
+        ]),
+        C0,
+        true,
+    );
+    k.run_until(Cycles(1_000_000));
+    k.spawn_thread(main, script(vec![Step::Read(fd)]), C1, true);
+    k.run_until(Cycles(2_000_000));
+    assert!(k.tlb_state(C1).is_lazy);
+    k.run();
+    assert_eq!(k.counters.irq_tlb[1], 1, "the lazy CPU was interrupted");
+    // It left the mm (a task switch to init_mm, traced as a full flush) rather than flushing.
+    assert!(traced(&k, C1, TlbFlushReason::RemoteShootdown).is_empty());
+    assert!(traced(&k, C1, TlbFlushReason::FlushOnTaskSwitch).contains(&TLB_FLUSH_ALL));
+}
+
+/// PTI with the deferred user flush: a single-page flush marks the user PCID, and the whole
+/// user PCID is flushed by the CR3 write of the return to user — exactly there. With INVPCID
+/// the other pages' user translations survive.
+#[test]
+fn pti_deferred_user_flush_is_applied_at_return_to_user() {
+    let run = |policy: &str| {
+        let mut k = kernel(policy, 1);
+        k.spawn_process(
+            script(vec![
+                Step::Mmap(3),
+                Step::Store(0, 0, 3),
+                Step::Madvise(0, 0, 1),
+                Step::Load(0, 1, 2),
+            ]),
+            C0,
+            true,
+        );
+        k.run();
+        let hw = k.report().hw;
+        let count =
+            |name: &str| hw.invalidations.iter().find(|(n, _)| n.as_str() == name).unwrap().1.count;
+        (hw.page_walks.walks, count("invpcid_indiv_addr"), count("mov_cr3"))
+    };
+    let (deferred_walks, deferred_invpcid, deferred_cr3) = run("linux-6.18+pti-deferred");
+    let (invpcid_walks, invpcid_count, invpcid_cr3) = run("linux-6.18+pti-invpcid");
+    // Deferred: no INVPCID, one more flushing CR3 write (the return to user after madvise).
+    assert_eq!((deferred_invpcid, invpcid_count), (0, 1));
+    assert_eq!(deferred_cr3, invpcid_cr3 + 1);
+    // ... and pages 1 and 2 lost their user translations with it: two more walks.
+    assert_eq!(deferred_walks, invpcid_walks + 2);
+}
+
+/// CVE-2025-37964 (fea4e317f9e7): CPU 1 is switching to the mm — it has stored
+/// `LOADED_MM_SWITCHING` and read the mm's old `tlb_gen`, but not yet stored the new
+/// `loaded_mm` — when CPU 0 flushes the mm. Since 6.15 `should_flush_tlb()` sends CPU 1 the
+/// IPI; before, CPU 1 was skipped and ran the mm with a stale TLB.
+#[test]
+fn loaded_mm_switching_window() {
+    let outcome = |policy: Policy| {
+        let spec = tlblab_sim::machine::builtin("skylake").unwrap();
+        let config = KernelConfig { nr_cpus: 2, seed: 7, time_limit: Cycles(u64::MAX) };
+        let mut k = Kernel::new(&spec, &policy, config, TraceLog::default()).unwrap();
+        let t = k.spawn_process(
+            script(vec![Step::Mmap(1), Step::Store(0, 0, 1), Step::Compute(1 << 40)]),
+            C0,
+            true,
+        );
+        k.run_until(Cycles(1_000_000));
+        let mm = k.task_mm(t).unwrap();
+        assert_eq!(k.switch_mm_begin(C1, mm), switch::SwitchBegin::Switching);
+        let (asid, _) = k.switch_mm_load(C1, mm, None);
+        // CPU 0 flushes now, inside CPU 1's window.
+        let gen = k.mms[mm.0 as usize].inc_tlb_gen();
+        let vpn = k.mm(mm).vma(VmaId(0)).unwrap().start.0;
+        let req = FlushRequest {
+            mm,
+            start: vpn,
+            end: vpn + 1,
+            stride_shift: PAGE_SHIFT,
+            freed_tables: false,
+        };
+        let info = k.flush_tlb_info(&req, gen, C0);
+        let call = k.new_call(info, t);
+        k.native_flush_tlb_multi(C0, call);
+        let ipis = k.calls[call.0 as usize].pending;
+        k.switch_mm_end(C1, mm, asid);
+        k.run_until(Cycles(2_000_000));
+        (ipis, slot_gen(&k, C1), k.mm(mm).tlb_gen)
+    };
+    let fixed = Policy::named("linux-6.18").unwrap();
+    let mut before = fixed.clone();
+    before.loaded_mm_switching_check = false;
+    assert_eq!(outcome(fixed), (1, 1, 1), "the IPI reaches CPU 1, which catches up");
+    assert_eq!(outcome(before), (0, 0, 1), "skipped: CPU 1 runs the mm one generation behind");
+}
+
+/// The tracepoint sequence of a tiny program, derived by hand from tlb.c: map and write a page,
+/// `madvise(MADV_DONTNEED)` it, exit.
+#[test]
+fn tracepoints_of_a_tiny_program_match_the_hand_derived_list() {
+    let mut k = kernel("linux-6.18", 2);
+    k.spawn_process(
+        script(vec![Step::Mmap(1), Step::Store(0, 0, 1), Step::Madvise(0, 0, 1)]),
+        C0,
+        true,
+    );
+    assert!(k.run());
+    let got: Vec<(u16, TlbFlushReason, i64)> =
+        k.observer().events.iter().map(|e| (e.cpu.0, e.reason, e.pages)).collect();
+    use TlbFlushReason::*;
+    assert_eq!(
+        got,
+        [
+            // Switch to the new mm: ASID 1 is new on this CPU, so CR3 is written with a flush.
+            (0, FlushOnTaskSwitch, TLB_FLUSH_ALL),
+            // madvise: no other CPU in mm_cpumask, the mm is loaded: a local one-page flush.
+            (0, LocalMmShootdown, 1),
+            // exit: lazy on the dying mm; exit_mmap's full flush finds the CPU lazy and
+            // switches it to init_mm, whose ASID 0 is up to date: NOFLUSH.
+            (0, FlushOnTaskSwitch, 0),
+        ]
+    );
+    assert_eq!(k.counters.vmstat, Vmstat { nr_tlb_local_flush_one: 1, ..Vmstat::default() });
+}
+
+/// Same inputs and seed, same report, byte for byte.
+#[test]
+fn runs_are_deterministic() {
+    let run = || {
+        let mut k = kernel("linux-6.18", 4);
+        let s = crate::workloads::scenario("munmap-threads").unwrap();
+        let p = crate::workloads::Params { iterations: 50, pages: 40, ..Default::default() };
+        s.install(&mut k, &p).unwrap();
+        k.run();
+        serde_json::to_string(&k.report()).unwrap()
+    };
+    assert_eq!(run(), run());
+}

@@ -1,0 +1,496 @@
+//! The scenarios of studies.md as programs of the model, with the same names and parameters as
+//! the live benchmarks (`tlblab bench`).
+//!
+//! Each scenario installs its tasks into a [`Kernel`] and defines one metric, computed from the
+//! run's report. Memory references are at page granularity; `cycles_per_page` is the work a
+//! program does per page besides translation.
+
+use crate::kernel::Kernel;
+use crate::mm::VmaId;
+use crate::observer::Observer;
+use crate::program::{Action, Env, EventFd, Outcome, Program, Syscall, Touch};
+use crate::stats::KernelReport;
+use serde::Serialize;
+use thiserror::Error;
+use tlblab_types::{AccessKind, CpuId};
+
+/// A scenario that cannot run as asked.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum ScenarioError {
+    /// No scenario has this name.
+    #[error("unknown scenario {0:?} (known: {known})", known = SCENARIOS.iter().map(|s| s.name).collect::<Vec<_>>().join(", "))]
+    Unknown(String),
+    /// The machine has too few CPUs.
+    #[error("scenario {scenario} needs at least {needed} CPUs, the run has {got}")]
+    TooFewCpus {
+        /// The scenario.
+        scenario: &'static str,
+        /// CPUs it needs.
+        needed: usize,
+        /// CPUs the run has.
+        got: usize,
+    },
+    /// A parameter is out of range.
+    #[error("scenario {scenario}: {message}")]
+    BadParameter {
+        /// The scenario.
+        scenario: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// Parameters shared by the scenarios (each uses the ones it names).
+#[derive(Clone, Debug, Serialize)]
+pub struct Params {
+    /// Iterations (or rounds) of the measured loop.
+    pub iterations: u64,
+    /// `pingpong --touch N`: pages each side touches per round trip.
+    pub touch: u64,
+    /// `madvise-busy --busy N`: sibling threads spinning on other CPUs.
+    pub busy: usize,
+    /// `munmap-threads --tasks N` / `madvise-scale` workers / `pthread-mmap` threads.
+    pub tasks: usize,
+    /// `munmap-threads --mode`: `true` for threads (one mm), `false` for processes.
+    pub threads: bool,
+    /// Pages of the region each task works on.
+    pub pages: u64,
+    /// Work per page referenced, in cycles.
+    pub cycles_per_page: u64,
+}
+
+impl Default for Params {
+    fn default() -> Params {
+        Params {
+            iterations: 2000,
+            touch: 0,
+            busy: 3,
+            tasks: 4,
+            threads: true,
+            pages: 256,
+            cycles_per_page: 10,
+        }
+    }
+}
+
+/// What a scenario measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// Microseconds per iteration of the first task (lower is better).
+    MicrosPerOp,
+    /// Operations per second over all tasks (higher is better).
+    OpsPerSecond,
+    /// Seconds until every task finished (lower is better).
+    Seconds,
+}
+
+impl Metric {
+    /// The unit as printed.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Metric::MicrosPerOp => "µs/op",
+            Metric::OpsPerSecond => "ops/s",
+            Metric::Seconds => "s",
+        }
+    }
+
+    /// Whether a smaller value is better.
+    pub fn lower_is_better(self) -> bool {
+        !matches!(self, Metric::OpsPerSecond)
+    }
+
+    /// The metric's value for a run.
+    pub fn value(self, r: &KernelReport) -> f64 {
+        match self {
+            Metric::MicrosPerOp => {
+                let t = &r.tasks[0];
+                if t.ops < 2 {
+                    return f64::NAN;
+                }
+                r.micros((t.last_op.0 - t.first_op.0) as f64) / (t.ops - 1) as f64
+            }
+            Metric::OpsPerSecond => {
+                let ops: u64 = r.tasks.iter().map(|t| t.ops).sum();
+                ops as f64 / (r.micros(r.elapsed_cycles as f64) / 1e6)
+            }
+            Metric::Seconds => r.micros(r.elapsed_cycles as f64) / 1e6,
+        }
+    }
+}
+
+/// A built-in scenario.
+pub struct ScenarioInfo {
+    /// Its name (as in `tlblab bench`).
+    pub name: &'static str,
+    /// What it does.
+    pub description: &'static str,
+    /// What it reports.
+    pub metric: Metric,
+    /// Fewest CPUs it runs on.
+    min_cpus: fn(&Params) -> usize,
+    install: fn(&mut dyn Installer, &Params),
+}
+
+/// Every built-in scenario.
+pub const SCENARIOS: &[ScenarioInfo] = &[
+    ScenarioInfo {
+        name: "madv-migrate",
+        description: "loop { write a page; madvise(MADV_DONTNEED) it; sched_setaffinity to the other CPU } (S2)",
+        metric: Metric::MicrosPerOp,
+        min_cpus: |_| 2,
+        install: |k, p| {
+            k.process(Box::new(MadvMigrate { p: p.clone(), i: 0, step: 0, vma: None }), CpuId(0), true);
+        },
+    },
+    ScenarioInfo {
+        name: "pingpong",
+        description: "two processes on one CPU pass a token through eventfds; each touches --touch pages of zero-page memory per round (S2)",
+        metric: Metric::MicrosPerOp,
+        min_cpus: |_| 1,
+        install: |k, p| {
+            let (a, b) = (k.eventfd(), k.eventfd());
+            k.process(Box::new(PingPong::new(p, b, a, true)), CpuId(0), true);
+            k.process(Box::new(PingPong::new(p, a, b, false)), CpuId(0), false);
+        },
+    },
+    ScenarioInfo {
+        name: "madvise-busy",
+        description: "one thread loops { write a page; madvise(MADV_DONTNEED) it } while --busy sibling threads spin on other CPUs (S4)",
+        metric: Metric::MicrosPerOp,
+        min_cpus: |p| p.busy + 1,
+        install: |k, p| {
+            let main = k.process(Box::new(MadviseLoop { p: p.clone(), i: 0, step: 0, vma: None, pages: 1 }), CpuId(0), true);
+            for i in 0..p.busy {
+                k.thread(main, Box::new(Spin), CpuId(i as u16 + 1));
+            }
+        },
+    },
+    ScenarioInfo {
+        name: "munmap-threads",
+        description: "will-it-scale tlb_flush2: --tasks tasks loop { write --pages pages; madvise(MADV_DONTNEED) them all }, as threads of one process or as processes (--mode)",
+        metric: Metric::OpsPerSecond,
+        min_cpus: |p| p.tasks,
+        install: |k, p| {
+            let program = || Box::new(MadviseLoop { p: p.clone(), i: 0, step: 0, vma: None, pages: p.pages });
+            let first = k.process(program(), CpuId(0), true);
+            for i in 1..p.tasks {
+                let cpu = CpuId(i as u16);
+                if p.threads {
+                    k.essential_thread(first, program(), cpu);
+                } else {
+                    k.process(program(), cpu, true);
+                }
+            }
+        },
+    },
+    ScenarioInfo {
+        name: "madvise-scale",
+        description: "stress-ng madvise-like: --tasks worker processes spread over the CPUs loop { write a page; madvise(MADV_DONTNEED) it } (S4)",
+        metric: Metric::OpsPerSecond,
+        min_cpus: |_| 1,
+        install: |k, p| {
+            let n = k.nr_cpus();
+            for i in 0..p.tasks {
+                let program = Box::new(MadviseLoop { p: p.clone(), i: 0, step: 0, vma: None, pages: 1 });
+                k.process(program, CpuId((i % n) as u16), true);
+            }
+        },
+    },
+    ScenarioInfo {
+        name: "pthread-mmap",
+        description: "--tasks threads share the CPUs; --iterations rounds of { mmap --pages pages; write them; munmap } each (S2)",
+        metric: Metric::Seconds,
+        min_cpus: |_| 1,
+        install: |k, p| {
+            let n = k.nr_cpus();
+            let program = || Box::new(MmapRounds { p: p.clone(), i: 0, step: 0, vma: None });
+            let first = k.process(program(), CpuId(0), true);
+            for i in 1..p.tasks {
+                k.essential_thread(first, program(), CpuId((i % n) as u16));
+            }
+        },
+    },
+];
+
+/// Looks up a scenario.
+pub fn scenario(name: &str) -> Result<&'static ScenarioInfo, ScenarioError> {
+    SCENARIOS
+        .iter()
+        .find(|s| s.name == name)
+        .ok_or_else(|| ScenarioError::Unknown(name.to_string()))
+}
+
+impl ScenarioInfo {
+    /// Installs the scenario's tasks.
+    pub fn install<O: Observer>(
+        &self,
+        kernel: &mut Kernel<O>,
+        params: &Params,
+    ) -> Result<(), ScenarioError> {
+        let needed = (self.min_cpus)(params);
+        if kernel.nr_cpus() < needed {
+            return Err(ScenarioError::TooFewCpus {
+                scenario: self.name,
+                needed,
+                got: kernel.nr_cpus(),
+            });
+        }
+        if params.iterations < 2 {
+            return Err(ScenarioError::BadParameter {
+                scenario: self.name,
+                message: "--iterations must be at least 2".into(),
+            });
+        }
+        if params.tasks == 0 || params.pages == 0 {
+            return Err(ScenarioError::BadParameter {
+                scenario: self.name,
+                message: "--tasks and --pages must be at least 1".into(),
+            });
+        }
+        (self.install)(kernel, params);
+        Ok(())
+    }
+}
+
+/// What a scenario needs of the kernel to install itself (object-safe, so that scenarios are
+/// plain function pointers).
+pub trait Installer {
+    /// A new process on `cpu`.
+    fn process(
+        &mut self,
+        program: Box<dyn Program>,
+        cpu: CpuId,
+        essential: bool,
+    ) -> crate::ids::TaskId;
+    /// A thread of `task` that the run does not wait for.
+    fn thread(&mut self, task: crate::ids::TaskId, program: Box<dyn Program>, cpu: CpuId);
+    /// A thread of `task` that the run waits for.
+    fn essential_thread(&mut self, task: crate::ids::TaskId, program: Box<dyn Program>, cpu: CpuId);
+    /// A new eventfd.
+    fn eventfd(&mut self) -> EventFd;
+    /// CPUs of the run.
+    fn nr_cpus(&self) -> usize;
+}
+
+impl<O: Observer> Installer for Kernel<O> {
+    fn process(
+        &mut self,
+        program: Box<dyn Program>,
+        cpu: CpuId,
+        essential: bool,
+    ) -> crate::ids::TaskId {
+        self.spawn_process(program, cpu, essential)
+    }
+    fn thread(&mut self, task: crate::ids::TaskId, program: Box<dyn Program>, cpu: CpuId) {
+        self.spawn_thread(task, program, cpu, false);
+    }
+    fn essential_thread(
+        &mut self,
+        task: crate::ids::TaskId,
+        program: Box<dyn Program>,
+        cpu: CpuId,
+    ) {
+        self.spawn_thread(task, program, cpu, true);
+    }
+    fn eventfd(&mut self) -> EventFd {
+        Kernel::eventfd(self)
+    }
+    fn nr_cpus(&self) -> usize {
+        Kernel::nr_cpus(self)
+    }
+}
+
+fn store(vma: VmaId, first: u64, pages: u64, p: &Params) -> Action {
+    Action::Touch(Touch {
+        vma,
+        first,
+        pages,
+        kind: AccessKind::Store,
+        cycles_per_page: p.cycles_per_page,
+    })
+}
+
+fn mapped(env: &Env<'_>) -> VmaId {
+    match env.last {
+        Outcome::Mapped(vma) => vma,
+        other => panic!("expected the result of mmap, got {other:?}"),
+    }
+}
+
+/// madv-migrate.
+struct MadvMigrate {
+    p: Params,
+    i: u64,
+    step: u8,
+    vma: Option<VmaId>,
+}
+
+impl Program for MadvMigrate {
+    fn next(&mut self, env: &mut Env<'_>) -> Action {
+        let Some(vma) = self.vma else {
+            if self.step == 0 {
+                self.step = 1;
+                return Action::Syscall(Syscall::Mmap { pages: 1 });
+            }
+            self.vma = Some(mapped(env));
+            self.step = 0;
+            return self.next(env);
+        };
+        if self.i == self.p.iterations {
+            return Action::Exit;
+        }
+        self.step = (self.step + 1) % 4;
+        match self.step {
+            1 => store(vma, 0, 1, &self.p),
+            2 => Action::Syscall(Syscall::MadviseDontneed { vma, first: 0, pages: 1 }),
+            3 => Action::Syscall(Syscall::SetAffinity {
+                cpu: CpuId(if env.cpu.0 == 0 { 1 } else { 0 }),
+            }),
+            _ => {
+                self.i += 1;
+                Action::Op
+            }
+        }
+    }
+}
+
+/// One side of pingpong.
+struct PingPong {
+    p: Params,
+    send: EventFd,
+    recv: EventFd,
+    initiator: bool,
+    i: u64,
+    step: u8,
+    vma: Option<VmaId>,
+}
+
+impl PingPong {
+    fn new(p: &Params, send: EventFd, recv: EventFd, initiator: bool) -> PingPong {
+        PingPong { p: p.clone(), send, recv, initiator, i: 0, step: 0, vma: None }
+    }
+}
+
+impl Program for PingPong {
+    fn next(&mut self, env: &mut Env<'_>) -> Action {
+        if self.p.touch > 0 && self.vma.is_none() {
+            if self.step == 0 {
+                self.step = 1;
+                return Action::Syscall(Syscall::Mmap { pages: self.p.touch });
+            }
+            self.vma = Some(mapped(env));
+            self.step = 0;
+        }
+        if self.initiator && self.i == self.p.iterations {
+            return Action::Exit;
+        }
+        self.step = (self.step + 1) % 4;
+        let touch = || match self.vma {
+            // Loads of never-written anonymous memory: the zero page (few cache misses).
+            Some(vma) => Action::Touch(Touch {
+                vma,
+                first: 0,
+                pages: self.p.touch,
+                kind: AccessKind::Load,
+                cycles_per_page: self.p.cycles_per_page,
+            }),
+            None => Action::Compute { cycles: 0 },
+        };
+        let (send, recv) =
+            (Syscall::EventfdWrite { fd: self.send }, Syscall::EventfdRead { fd: self.recv });
+        match (self.initiator, self.step) {
+            // The initiator: touch, send, receive, count a round trip.
+            (true, 1) => touch(),
+            (true, 2) => Action::Syscall(send),
+            (true, 3) => Action::Syscall(recv),
+            (true, _) => {
+                self.i += 1;
+                Action::Op
+            }
+            // The other side: receive, touch, send.
+            (false, 1) => Action::Syscall(recv),
+            (false, 2) => touch(),
+            (false, 3) => Action::Syscall(send),
+            (false, _) => Action::Compute { cycles: 0 },
+        }
+    }
+}
+
+/// loop { write `pages` pages; madvise(MADV_DONTNEED) them }.
+struct MadviseLoop {
+    p: Params,
+    i: u64,
+    step: u8,
+    vma: Option<VmaId>,
+    pages: u64,
+}
+
+impl Program for MadviseLoop {
+    fn next(&mut self, env: &mut Env<'_>) -> Action {
+        let Some(vma) = self.vma else {
+            if self.step == 0 {
+                self.step = 1;
+                // One more page than used stays mapped, so that the DONTNEED never empties a
+                // page table (as the live benchmark does).
+                return Action::Syscall(Syscall::Mmap { pages: self.pages + 1 });
+            }
+            let vma = mapped(env);
+            self.vma = Some(vma);
+            self.step = 0;
+            return store(vma, self.pages, 1, &self.p);
+        };
+        if self.i == self.p.iterations {
+            return Action::Exit;
+        }
+        self.step = (self.step + 1) % 3;
+        match self.step {
+            1 => store(vma, 0, self.pages, &self.p),
+            2 => Action::Syscall(Syscall::MadviseDontneed { vma, first: 0, pages: self.pages }),
+            _ => {
+                self.i += 1;
+                Action::Op
+            }
+        }
+    }
+}
+
+/// pthread-mmap: rounds of mmap, write, munmap.
+struct MmapRounds {
+    p: Params,
+    i: u64,
+    step: u8,
+    vma: Option<VmaId>,
+}
+
+impl Program for MmapRounds {
+    fn next(&mut self, env: &mut Env<'_>) -> Action {
+        if self.i == self.p.iterations {
+            return Action::Exit;
+        }
+        self.step = (self.step + 1) % 4;
+        match self.step {
+            1 => Action::Syscall(Syscall::Mmap { pages: self.p.pages }),
+            2 => {
+                let vma = mapped(env);
+                self.vma = Some(vma);
+                store(vma, 0, self.p.pages, &self.p)
+            }
+            3 => Action::Syscall(Syscall::Munmap { vma: self.vma.expect("mapped in step 1") }),
+            _ => {
+                self.i += 1;
+                Action::Op
+            }
+        }
+    }
+}
+
+/// A thread that spins in user space forever.
+struct Spin;
+
+impl Program for Spin {
+    fn next(&mut self, _env: &mut Env<'_>) -> Action {
+        Action::Compute { cycles: 100_000 }
+    }
+}
