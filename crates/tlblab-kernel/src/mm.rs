@@ -30,6 +30,8 @@ pub struct Vma {
     pub start: Vpn,
     /// PTE of each page.
     pub ptes: Vec<Pte>,
+    /// A page was ever mapped, so page tables were allocated for the region.
+    pub touched: bool,
 }
 
 impl Vma {
@@ -103,8 +105,11 @@ impl Mm {
     /// Maps `pages` new pages, not present; returns the region.
     pub fn mmap(&mut self, pages: u64) -> VmaId {
         self.mmap_next -= pages + GUARD_PAGES;
-        self.vmas
-            .push(Some(Vma { start: Vpn(self.mmap_next), ptes: vec![Pte::None; pages as usize] }));
+        self.vmas.push(Some(Vma {
+            start: Vpn(self.mmap_next),
+            ptes: vec![Pte::None; pages as usize],
+            touched: false,
+        }));
         VmaId(self.vmas.len() as u32 - 1)
     }
 

@@ -48,7 +48,8 @@ pub enum Syscall {
         /// Pages.
         pages: u64,
     },
-    /// `mprotect` to read-only and back of pages of a region (two PTE changes, one flush each).
+    /// `mprotect(PROT_READ)` of pages of a region: one flush of the present pages (making them
+    /// writable again needs no flush on x86, so it is not modelled).
     Mprotect {
         /// The region.
         vma: VmaId,

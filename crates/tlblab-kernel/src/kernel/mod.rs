@@ -184,6 +184,10 @@ struct Task {
     essential: bool,
     /// When it last started running (for the scheduler's slice).
     slice_start: Cycles,
+    /// `sched_setaffinity` asked it to move here (set in the system call).
+    migrate_to: Option<CpuId>,
+    /// It is leaving its CPU for this one (queued there once switched out).
+    moving_to: Option<CpuId>,
     report: TaskReport,
 }
 
@@ -415,6 +419,8 @@ impl<O: Observer> Kernel<O> {
             last: Outcome::None,
             essential,
             slice_start: Cycles(0),
+            migrate_to: None,
+            moving_to: None,
             report: TaskReport::default(),
         });
         if essential {

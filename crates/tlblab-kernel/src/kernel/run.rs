@@ -192,6 +192,10 @@ impl<O: Observer> Kernel<O> {
             }
         }
         self.cpus[c].curr = next;
+        if let Some(target) = self.tasks[prev.0 as usize].moving_to.take() {
+            self.tasks[prev.0 as usize].cpu = target;
+            self.enqueue(prev);
+        }
         let t = &mut self.tasks[next.0 as usize];
         t.state = TaskState::Running;
         t.slice_start = now;
@@ -204,7 +208,9 @@ impl<O: Observer> Kernel<O> {
             self.cpus[c].xpfo_pending = false;
             cycles += self.flush_tlb_all_local(cpu);
         }
-        if next != self.cpus[c].idle && self.tasks[next.0 as usize].frames.is_empty() {
+        let user_mode =
+            matches!(self.tasks[next.0 as usize].frames.last(), None | Some(Frame::Touch { .. }));
+        if next != self.cpus[c].idle && user_mode {
             // A task that was in user mode (new, or preempted there) returns to it.
             cycles += self.return_to_user(cpu);
         }
@@ -258,6 +264,19 @@ impl<O: Observer> Kernel<O> {
                 self.push(at, Event::Ack { call });
             }
             Ipi::Reschedule => {}
+        }
+        if !idle && self.policy.pti != Pti::Off && self.cpus[c].switch.is_none() {
+            let t = self.cpus[c].curr;
+            let user_mode = self.cpus[c].resume.is_some()
+                && matches!(
+                    self.tasks[t.0 as usize].frames.last(),
+                    None | Some(Frame::Touch { .. })
+                );
+            if user_mode {
+                // The handler entered from user space: SWITCH_TO_KERNEL_CR3 on entry, and
+                // SWITCH_TO_USER_CR3 (with any pending user-PCID flush) on the way back.
+                cycles += self.kernel_entry(cpu) + self.return_to_user(cpu);
+            }
         }
         self.cpus[c].irq_cycles += cycles;
         let end = Cycles(now.0 + cycles);
@@ -508,6 +527,7 @@ impl<O: Observer> Kernel<O> {
                     (Pte::Present, _) => (Pte::Present, 0, false),
                 };
                 vma.ptes[page as usize] = new;
+                vma.touched = true;
                 if flush {
                     self.push_flush(
                         t,
@@ -569,6 +589,19 @@ impl<O: Observer> Kernel<O> {
                 self.syscall_body(cpu, t, call)
             }
             Phase::Exit => {
+                let c = usize::from(cpu.0);
+                if self.cpus[c].irqs_off {
+                    // A system call never returns to user space with interrupts disabled.
+                    self.irqs_on(cpu);
+                }
+                if let Some(target) = self.tasks[t.0 as usize].migrate_to {
+                    // sched_setaffinity: the task leaves this CPU now and returns to user space
+                    // on the target (finish_switch queues it there once it is off this CPU).
+                    self.push_frame(t, Frame::Syscall { call: None, phase: Phase::Exit });
+                    self.tasks[t.0 as usize].migrate_to = None;
+                    self.tasks[t.0 as usize].moving_to = Some(target);
+                    return self.schedule(cpu);
+                }
                 let cycles = half + self.return_to_user(cpu);
                 Step::Spend(cycles, Mode::Sys)
             }
@@ -602,7 +635,8 @@ impl<O: Observer> Kernel<O> {
                 };
                 let pages = v.pages();
                 let start = v.start.0;
-                let freed = self.mms[mm.0 as usize].frees_page_tables(vma, 0, pages);
+                // Page tables exist only where a page was ever touched.
+                let freed = v.touched && self.mms[mm.0 as usize].frees_page_tables(vma, 0, pages);
                 let zapped = self.zap(mm, vma, 0, pages);
                 self.mms[mm.0 as usize].vmas[vma.0 as usize] = None;
                 let cycles = self.costs.munmap.cycles + zapped.0 * self.costs.zap_pte.cycles;
@@ -669,12 +703,10 @@ impl<O: Observer> Kernel<O> {
                 if target == cpu || usize::from(target.0) >= self.cpus.len() {
                     return Step::Spend(cycles, Mode::Sys);
                 }
-                // The task leaves this CPU (the stopper pushes it) and is queued on the target.
+                // The task moves once it is off this CPU (the stopper pushes it).
                 self.tasks[t.0 as usize].report.migrations += 1;
-                self.tasks[t.0 as usize].cpu = target;
-                self.tasks[t.0 as usize].report.sys_cycles += cycles;
-                self.enqueue(t);
-                self.schedule(cpu)
+                self.tasks[t.0 as usize].migrate_to = Some(target);
+                Step::Spend(cycles, Mode::Sys)
             }
             Syscall::EventfdWrite { fd } => {
                 self.push_frame(t, exit);

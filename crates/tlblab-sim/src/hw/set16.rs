@@ -93,7 +93,9 @@ impl Set16Assoc {
 
     /// `entries` entries in `ways`-way sets.
     pub(crate) fn new(entries: usize, ways: usize, replacement: Replacement) -> Set16Assoc {
-        debug_assert!(ways > 0 && ways <= Self::MAX_WAYS && entries.is_multiple_of(ways) && entries > 0);
+        debug_assert!(
+            ways > 0 && ways <= Self::MAX_WAYS && entries.is_multiple_of(ways) && entries > 0
+        );
         let lru = replacement == Replacement::Lru;
         let beyond = !low_nibbles(ways);
         // Empty fingerprints everywhere; LRU order: ways 0, 1, … then 0xF.

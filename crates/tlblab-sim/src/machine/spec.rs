@@ -286,7 +286,8 @@ fn check(raw: &RawMachine) -> Result<Vec<StructureSpec>, String> {
 }
 
 fn check_geometry(what: &str, entries: u32, ways: u32) -> Result<(), String> {
-    if entries == 0 || ways == 0 || ways > 128 || !entries.is_multiple_of(ways) || entries > 1 << 20 {
+    if entries == 0 || ways == 0 || ways > 128 || !entries.is_multiple_of(ways) || entries > 1 << 20
+    {
         return Err(format!(
             "{what}: {entries} entries in {ways}-way sets is not a geometry the model takes \
              (needs 1 ≤ ways ≤ 128, entries a multiple of ways, at most 2^20 entries)"
