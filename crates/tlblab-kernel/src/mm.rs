@@ -75,8 +75,6 @@ pub struct Mm {
     pub vmas: Vec<Option<Vma>>,
     /// Where the next `mmap` ends (top-down placement).
     pub mmap_next: u64,
-    /// The mm was torn down.
-    pub dead: bool,
 }
 
 impl Mm {
@@ -92,7 +90,6 @@ impl Mm {
             users: 0,
             vmas: Vec::new(),
             mmap_next: MMAP_BASE,
-            dead: false,
         }
     }
 

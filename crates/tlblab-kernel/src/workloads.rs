@@ -120,6 +120,17 @@ impl Metric {
     }
 }
 
+/// Which program a scenario installs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    MadvMigrate,
+    PingPong,
+    MadviseBusy,
+    MunmapThreads,
+    MadviseScale,
+    PthreadMmap,
+}
+
 /// A built-in scenario.
 pub struct ScenarioInfo {
     /// Its name (as in `tlblab bench`).
@@ -130,7 +141,7 @@ pub struct ScenarioInfo {
     pub metric: Metric,
     /// Fewest CPUs it runs on.
     min_cpus: fn(&Params) -> usize,
-    install: fn(&mut dyn Installer, &Params),
+    kind: Kind,
 }
 
 /// Every built-in scenario.
@@ -140,77 +151,42 @@ pub const SCENARIOS: &[ScenarioInfo] = &[
         description: "loop { write a page; madvise(MADV_DONTNEED) it; sched_setaffinity to the other CPU } (S2)",
         metric: Metric::MicrosPerOp,
         min_cpus: |_| 2,
-        install: |k, p| {
-            k.process(Box::new(MadvMigrate { p: p.clone(), i: 0, step: 0, vma: None }), CpuId(0), true);
-        },
+        kind: Kind::MadvMigrate,
     },
     ScenarioInfo {
         name: "pingpong",
         description: "two processes on one CPU pass a token through eventfds; each touches --touch pages of zero-page memory per round (S2)",
         metric: Metric::MicrosPerOp,
         min_cpus: |_| 1,
-        install: |k, p| {
-            let (a, b) = (k.eventfd(), k.eventfd());
-            k.process(Box::new(PingPong::new(p, b, a, true)), CpuId(0), true);
-            k.process(Box::new(PingPong::new(p, a, b, false)), CpuId(0), false);
-        },
+        kind: Kind::PingPong,
     },
     ScenarioInfo {
         name: "madvise-busy",
         description: "one thread loops { write a page; madvise(MADV_DONTNEED) it } while --busy sibling threads spin on other CPUs (S4)",
         metric: Metric::MicrosPerOp,
         min_cpus: |p| p.busy + 1,
-        install: |k, p| {
-            let main = k.process(Box::new(MadviseLoop { p: p.clone(), i: 0, step: 0, vma: None, pages: 1 }), CpuId(0), true);
-            for i in 0..p.busy {
-                k.thread(main, Box::new(Spin), CpuId(i as u16 + 1));
-            }
-        },
+        kind: Kind::MadviseBusy,
     },
     ScenarioInfo {
         name: "munmap-threads",
         description: "will-it-scale tlb_flush2: --tasks tasks loop { write --pages pages; madvise(MADV_DONTNEED) them all }, as threads of one process or as processes (--mode)",
         metric: Metric::OpsPerSecond,
         min_cpus: |p| p.tasks,
-        install: |k, p| {
-            let program = || Box::new(MadviseLoop { p: p.clone(), i: 0, step: 0, vma: None, pages: p.pages });
-            let first = k.process(program(), CpuId(0), true);
-            for i in 1..p.tasks {
-                let cpu = CpuId(i as u16);
-                if p.threads {
-                    k.essential_thread(first, program(), cpu);
-                } else {
-                    k.process(program(), cpu, true);
-                }
-            }
-        },
+        kind: Kind::MunmapThreads,
     },
     ScenarioInfo {
         name: "madvise-scale",
         description: "stress-ng madvise-like: --tasks worker processes spread over the CPUs loop { write a page; madvise(MADV_DONTNEED) it } (S4)",
         metric: Metric::OpsPerSecond,
         min_cpus: |_| 1,
-        install: |k, p| {
-            let n = k.nr_cpus();
-            for i in 0..p.tasks {
-                let program = Box::new(MadviseLoop { p: p.clone(), i: 0, step: 0, vma: None, pages: 1 });
-                k.process(program, CpuId((i % n) as u16), true);
-            }
-        },
+        kind: Kind::MadviseScale,
     },
     ScenarioInfo {
         name: "pthread-mmap",
         description: "--tasks threads share the CPUs; --iterations rounds of { mmap --pages pages; write them; munmap } each (S2)",
         metric: Metric::Seconds,
         min_cpus: |_| 1,
-        install: |k, p| {
-            let n = k.nr_cpus();
-            let program = || Box::new(MmapRounds { p: p.clone(), i: 0, step: 0, vma: None });
-            let first = k.process(program(), CpuId(0), true);
-            for i in 1..p.tasks {
-                k.essential_thread(first, program(), CpuId((i % n) as u16));
-            }
-        },
+        kind: Kind::PthreadMmap,
     },
 ];
 
@@ -224,81 +200,91 @@ pub fn scenario(name: &str) -> Result<&'static ScenarioInfo, ScenarioError> {
 
 impl ScenarioInfo {
     /// Installs the scenario's tasks.
-    pub fn install<O: Observer>(
-        &self,
-        kernel: &mut Kernel<O>,
-        params: &Params,
-    ) -> Result<(), ScenarioError> {
-        let needed = (self.min_cpus)(params);
-        if kernel.nr_cpus() < needed {
+    pub fn install<O: Observer>(&self, k: &mut Kernel<O>, p: &Params) -> Result<(), ScenarioError> {
+        let needed = (self.min_cpus)(p);
+        if k.nr_cpus() < needed {
             return Err(ScenarioError::TooFewCpus {
                 scenario: self.name,
                 needed,
-                got: kernel.nr_cpus(),
+                got: k.nr_cpus(),
             });
         }
-        if params.iterations < 2 {
+        if p.iterations < 2 {
             return Err(ScenarioError::BadParameter {
                 scenario: self.name,
                 message: "--iterations must be at least 2".into(),
             });
         }
-        if params.tasks == 0 || params.pages == 0 {
+        if p.tasks == 0 || p.pages == 0 {
             return Err(ScenarioError::BadParameter {
                 scenario: self.name,
                 message: "--tasks and --pages must be at least 1".into(),
             });
         }
-        (self.install)(kernel, params);
+        let madvise = |pages| Box::new(MadviseLoop::new(p, pages)) as Box<dyn Program>;
+        match self.kind {
+            Kind::MadvMigrate => {
+                k.spawn_process(Box::new(MadvMigrate::new(p)), CpuId(0), true);
+            }
+            Kind::PingPong => {
+                let (a, b) = (k.eventfd(), k.eventfd());
+                k.spawn_process(Box::new(PingPong::new(p, b, a, true)), CpuId(0), true);
+                k.spawn_process(Box::new(PingPong::new(p, a, b, false)), CpuId(0), false);
+            }
+            Kind::MadviseBusy => {
+                let main = k.spawn_process(madvise(1), CpuId(0), true);
+                for i in 0..p.busy {
+                    k.spawn_thread(main, Box::new(Spin), CpuId(i as u16 + 1), false);
+                }
+            }
+            Kind::MunmapThreads => spread(k, p.tasks, p.threads, || madvise(p.pages)),
+            Kind::MadviseScale => spread(k, p.tasks, false, || madvise(1)),
+            Kind::PthreadMmap => spread(k, p.tasks, true, || Box::new(MmapRounds::new(p))),
+        }
         Ok(())
     }
 }
 
-/// What a scenario needs of the kernel to install itself (object-safe, so that scenarios are
-/// plain function pointers).
-pub trait Installer {
-    /// A new process on `cpu`.
-    fn process(
-        &mut self,
-        program: Box<dyn Program>,
-        cpu: CpuId,
-        essential: bool,
-    ) -> crate::ids::TaskId;
-    /// A thread of `task` that the run does not wait for.
-    fn thread(&mut self, task: crate::ids::TaskId, program: Box<dyn Program>, cpu: CpuId);
-    /// A thread of `task` that the run waits for.
-    fn essential_thread(&mut self, task: crate::ids::TaskId, program: Box<dyn Program>, cpu: CpuId);
-    /// A new eventfd.
-    fn eventfd(&mut self) -> EventFd;
-    /// CPUs of the run.
-    fn nr_cpus(&self) -> usize;
+/// Starts `tasks` copies of a program, task `i` on CPU `i mod N`: threads of the first one's
+/// process, or processes of their own. The run waits for all of them.
+fn spread<O: Observer>(
+    k: &mut Kernel<O>,
+    tasks: usize,
+    threads: bool,
+    program: impl Fn() -> Box<dyn Program>,
+) {
+    let n = k.nr_cpus();
+    let first = k.spawn_process(program(), CpuId(0), true);
+    for i in 1..tasks {
+        let cpu = CpuId((i % n) as u16);
+        if threads {
+            k.spawn_thread(first, program(), cpu, true);
+        } else {
+            k.spawn_process(program(), cpu, true);
+        }
+    }
 }
 
-impl<O: Observer> Installer for Kernel<O> {
-    fn process(
-        &mut self,
-        program: Box<dyn Program>,
-        cpu: CpuId,
-        essential: bool,
-    ) -> crate::ids::TaskId {
-        self.spawn_process(program, cpu, essential)
-    }
-    fn thread(&mut self, task: crate::ids::TaskId, program: Box<dyn Program>, cpu: CpuId) {
-        self.spawn_thread(task, program, cpu, false);
-    }
-    fn essential_thread(
-        &mut self,
-        task: crate::ids::TaskId,
-        program: Box<dyn Program>,
-        cpu: CpuId,
-    ) {
-        self.spawn_thread(task, program, cpu, true);
-    }
-    fn eventfd(&mut self) -> EventFd {
-        Kernel::eventfd(self)
-    }
-    fn nr_cpus(&self) -> usize {
-        Kernel::nr_cpus(self)
+/// The region a program maps before its loop: the first ask returns the `mmap`, the next one
+/// collects its result.
+#[derive(Default)]
+struct Region {
+    vma: Option<VmaId>,
+    asked: bool,
+}
+
+impl Region {
+    fn get(&mut self, pages: u64, env: &Env<'_>) -> Result<VmaId, Action> {
+        if let Some(vma) = self.vma {
+            return Ok(vma);
+        }
+        if !self.asked {
+            self.asked = true;
+            return Err(Action::Syscall(Syscall::Mmap { pages }));
+        }
+        let vma = mapped(env);
+        self.vma = Some(vma);
+        Ok(vma)
     }
 }
 
@@ -324,19 +310,20 @@ struct MadvMigrate {
     p: Params,
     i: u64,
     step: u8,
-    vma: Option<VmaId>,
+    region: Region,
+}
+
+impl MadvMigrate {
+    fn new(p: &Params) -> MadvMigrate {
+        MadvMigrate { p: p.clone(), i: 0, step: 0, region: Region::default() }
+    }
 }
 
 impl Program for MadvMigrate {
     fn next(&mut self, env: &mut Env<'_>) -> Action {
-        let Some(vma) = self.vma else {
-            if self.step == 0 {
-                self.step = 1;
-                return Action::Syscall(Syscall::Mmap { pages: 1 });
-            }
-            self.vma = Some(mapped(env));
-            self.step = 0;
-            return self.next(env);
+        let vma = match self.region.get(1, env) {
+            Ok(vma) => vma,
+            Err(mmap) => return mmap,
         };
         if self.i == self.p.iterations {
             return Action::Exit;
@@ -364,30 +351,30 @@ struct PingPong {
     initiator: bool,
     i: u64,
     step: u8,
-    vma: Option<VmaId>,
+    region: Region,
 }
 
 impl PingPong {
     fn new(p: &Params, send: EventFd, recv: EventFd, initiator: bool) -> PingPong {
-        PingPong { p: p.clone(), send, recv, initiator, i: 0, step: 0, vma: None }
+        PingPong { p: p.clone(), send, recv, initiator, i: 0, step: 0, region: Region::default() }
     }
 }
 
 impl Program for PingPong {
     fn next(&mut self, env: &mut Env<'_>) -> Action {
-        if self.p.touch > 0 && self.vma.is_none() {
-            if self.step == 0 {
-                self.step = 1;
-                return Action::Syscall(Syscall::Mmap { pages: self.p.touch });
+        let vma = if self.p.touch > 0 {
+            match self.region.get(self.p.touch, env) {
+                Ok(vma) => Some(vma),
+                Err(mmap) => return mmap,
             }
-            self.vma = Some(mapped(env));
-            self.step = 0;
-        }
+        } else {
+            None
+        };
         if self.initiator && self.i == self.p.iterations {
             return Action::Exit;
         }
         self.step = (self.step + 1) % 4;
-        let touch = || match self.vma {
+        let touch = || match vma {
             // Loads of never-written anonymous memory: the zero page (few cache misses).
             Some(vma) => Action::Touch(Touch {
                 vma,
@@ -423,24 +410,28 @@ struct MadviseLoop {
     p: Params,
     i: u64,
     step: u8,
-    vma: Option<VmaId>,
+    region: Region,
     pages: u64,
+}
+
+impl MadviseLoop {
+    fn new(p: &Params, pages: u64) -> MadviseLoop {
+        MadviseLoop { p: p.clone(), i: 0, step: 0, region: Region::default(), pages }
+    }
 }
 
 impl Program for MadviseLoop {
     fn next(&mut self, env: &mut Env<'_>) -> Action {
-        let Some(vma) = self.vma else {
-            if self.step == 0 {
-                self.step = 1;
-                // One more page than used stays mapped, so that the DONTNEED never empties a
-                // page table (as the live benchmark does).
-                return Action::Syscall(Syscall::Mmap { pages: self.pages + 1 });
-            }
-            let vma = mapped(env);
-            self.vma = Some(vma);
-            self.step = 0;
-            return store(vma, self.pages, 1, &self.p);
+        let fresh = self.region.vma.is_none();
+        // One more page than used stays mapped (written once, first), so that the DONTNEED
+        // never empties a page table (as the live benchmark does).
+        let vma = match self.region.get(self.pages + 1, env) {
+            Ok(vma) => vma,
+            Err(mmap) => return mmap,
         };
+        if fresh {
+            return store(vma, self.pages, 1, &self.p);
+        }
         if self.i == self.p.iterations {
             return Action::Exit;
         }
@@ -462,6 +453,12 @@ struct MmapRounds {
     i: u64,
     step: u8,
     vma: Option<VmaId>,
+}
+
+impl MmapRounds {
+    fn new(p: &Params) -> MmapRounds {
+        MmapRounds { p: p.clone(), i: 0, step: 0, vma: None }
+    }
 }
 
 impl Program for MmapRounds {

@@ -70,9 +70,9 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         })
         .collect::<Result<_>>()?;
     let mut results = Vec::new();
-    let k = args.seeds as usize;
-    for (p, policy) in policies.iter().enumerate() {
-        let runs = reports[p * k..(p + 1) * k].to_vec();
+    let mut reports = reports.into_iter();
+    for policy in &policies {
+        let runs: Vec<KernelReport> = reports.by_ref().take(args.seeds as usize).collect();
         let values: Vec<f64> = runs.iter().map(|r| info.metric.value(r)).collect();
         let ms = tlblab_stats::mean_std(&values).context("metric")?;
         results.push(PolicyResult {
@@ -84,7 +84,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             runs,
         });
     }
-    if k >= 2 {
+    if args.seeds >= 2 {
         let base = results[0].values.clone();
         for r in results.iter_mut().skip(1) {
             r.ratio = tlblab_stats::ratio_to_baseline(&r.values, &base, 0.95).ok();
@@ -129,7 +129,7 @@ fn text(r: &RunReport, description: &str) -> String {
     for p in &r.policies {
         let run = &p.runs[0];
         let ops: u64 = run.tasks.iter().map(|t| t.ops).sum::<u64>().max(1);
-        let per_op = |n: u64| format!("{:.2}", n as f64 / ops as f64);
+        let per_op = |n: u64| render::ratio(n, ops, 2);
         let full = run.flush_sizes.by_pages.get(&-1).map_or(0, |e| e.0);
         let (ratio, significant) = match &p.ratio {
             Some(q) => (

@@ -67,6 +67,13 @@ pub struct FlushRequest {
     pub freed_tables: bool,
 }
 
+impl FlushRequest {
+    /// A flush of 4 KiB pages `[start, end)` (`end` may be [`FLUSH_ALL_END`]).
+    pub fn pages(mm: MmId, start: u64, end: u64, freed_tables: bool) -> FlushRequest {
+        FlushRequest { mm, start, end, stride_shift: PAGE_SHIFT, freed_tables }
+    }
+}
+
 impl<O: Observer> Kernel<O> {
     /// `get_flush_tlb_info()` / `init_flush_tlb_info()`: a flush of more entries than
     /// `tlb_single_page_flush_ceiling` becomes a full flush.
@@ -139,7 +146,7 @@ impl<O: Observer> Kernel<O> {
         let info = self.calls[call.0 as usize].info;
         let c = usize::from(cpu.0);
         let local = cpu == info.initiating_cpu;
-        let mut cycles = self.costs.flush_tlb_func.cycles;
+        let cycles = self.costs.flush_tlb_func.cycles;
         if !local {
             self.counters.irq_tlb[c] += 1;
             self.counters.vmstat.nr_tlb_remote_flush_received += 1;
@@ -158,14 +165,9 @@ impl<O: Observer> Kernel<O> {
         }
         let loaded = loaded.mm().expect("IRQs are off while switching");
         if self.cpus[c].tlb.is_lazy {
-            // Lazy: rather than flush, stop using the mm (this traces a task switch). In 4.13
-            // this is leave_mm(); in 4.14+ switch_mm_irqs_off(NULL, &init_mm, NULL).
-            return cycles
-                + if self.policy.lazy == LazyMode::LeaveOnIpi {
-                    self.leave_mm(cpu)
-                } else {
-                    self.switch_mm_irqs_off(cpu, MmId::INIT_MM)
-                };
+            // Lazy: rather than flush, stop using the mm (this traces a task switch). 4.13 calls
+            // it leave_mm(), 4.14+ switch_mm_irqs_off(NULL, &init_mm, NULL): the same switch.
+            return cycles + self.switch_mm_irqs_off(cpu, MmId::INIT_MM);
         }
         let reason = if !local {
             TlbFlushReason::RemoteShootdown
@@ -177,20 +179,8 @@ impl<O: Observer> Kernel<O> {
         let asid = self.cpus[c].tlb.loaded_mm_asid;
         if !self.policy.tlb_gen {
             // 4.13: flush what was asked, no generations.
-            let nr = match info.entries() {
-                Some(n) => {
-                    cycles += self.flush_range(cpu, asid, &info);
-                    n as i64
-                }
-                None => {
-                    cycles += self.flush_tlb_local(cpu);
-                    TLB_FLUSH_ALL
-                }
-            };
-            self.count_local(local, nr);
-            self.trace(cpu, reason, nr);
-            self.flush_sizes.record(nr, cycles);
-            return cycles;
+            let partial = info.end != FLUSH_ALL_END;
+            return self.flush_and_trace(cpu, asid, &info, partial, reason, cycles);
         }
         let slot = usize::from(asid.0);
         let local_tlb_gen = self.cpus[c].tlb.ctxs[slot].tlb_gen;
@@ -214,29 +204,41 @@ impl<O: Observer> Kernel<O> {
         let partial = info.end != FLUSH_ALL_END
             && info.new_tlb_gen == local_tlb_gen + 1
             && info.new_tlb_gen == mm_tlb_gen;
+        self.cpus[c].tlb.ctxs[slot].tlb_gen = mm_tlb_gen;
+        let cycles = self.flush_and_trace(cpu, asid, &info, partial, reason, cycles);
+        self.debug_assert_invariants(cpu);
+        cycles
+    }
+
+    /// The flush itself (the range, or everything) and what the kernel records of it: the
+    /// vmstat counters of a local flush, the tracepoint, and the flush-size statistics.
+    /// Returns `cycles` plus the flush's own.
+    fn flush_and_trace(
+        &mut self,
+        cpu: CpuId,
+        asid: Asid,
+        info: &FlushTlbInfo,
+        partial: bool,
+        reason: TlbFlushReason,
+        mut cycles: u64,
+    ) -> u64 {
         let nr = if partial {
-            cycles += self.flush_range(cpu, asid, &info);
+            cycles += self.flush_range(cpu, asid, info);
             info.entries().expect("partial flushes have a range") as i64
         } else {
             cycles += self.flush_tlb_local(cpu);
             TLB_FLUSH_ALL
         };
-        self.count_local(local, nr);
-        self.cpus[c].tlb.ctxs[slot].tlb_gen = mm_tlb_gen;
-        self.trace(cpu, reason, nr);
-        self.flush_sizes.record(nr, cycles);
-        self.debug_assert_invariants(cpu);
-        cycles
-    }
-
-    fn count_local(&mut self, local: bool, nr: i64) {
-        if local {
+        if cpu == info.initiating_cpu {
             if nr == TLB_FLUSH_ALL {
                 self.counters.vmstat.nr_tlb_local_flush_all += 1;
             } else {
                 self.counters.vmstat.nr_tlb_local_flush_one += nr as u64;
             }
         }
+        self.trace(cpu, reason, nr);
+        self.flush_sizes.record(nr, cycles);
+        cycles
     }
 
     /// The partial flush loop: `flush_tlb_one_user()` per stride.
@@ -294,7 +296,7 @@ impl<O: Observer> Kernel<O> {
         let mm = info.mm.expect("mm flushes only");
         self.counters.vmstat.nr_tlb_remote_flush += 1;
         self.trace(cpu, TlbFlushReason::RemoteSendIpi, info.send_ipi_pages());
-        let mask = self.mms[mm.0 as usize].cpumask.clone();
+        let mask = &self.mms[mm.0 as usize].cpumask;
         let targets: Vec<CpuId> =
             mask.iter().filter(|&c| c != cpu && self.ipi_wanted(c, &info)).collect();
         let local = mask.test(cpu) && self.ipi_wanted(cpu, &info);

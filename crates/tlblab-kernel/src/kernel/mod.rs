@@ -17,7 +17,6 @@ mod switch;
 
 pub use flush::{FlushRequest, FlushTlbInfo, FLUSH_ALL_END, PAGE_SHIFT};
 
-use crate::cpumask::CpuMask;
 use crate::ids::{Asid, MmId, TaskId};
 use crate::mm::Mm;
 use crate::observer::{Observer, TlbFlushEvent, TlbFlushReason, Vmstat};
@@ -354,10 +353,10 @@ impl<O: Observer> Kernel<O> {
             let idle = k.new_task(None, None, cpu, false);
             k.tasks[idle.0 as usize].state = TaskState::Running;
             let mut hw = HwCpu::new(&k.spec);
-            let mut stats = new_stats(&k.spec);
             if !pcid {
-                // Linux leaves CR4.PCIDE clear without PCID (or with `nopcid`).
-                hw.execute(&TlbOp::MovCr4 { pge: true, pcide: false }, &mut stats)
+                // Linux leaves CR4.PCIDE clear without PCID (or with `nopcid`). A boot-time
+                // write: its counts are thrown away with this scratch copy.
+                hw.execute(&TlbOp::MovCr4 { pge: true, pcide: false }, &mut new_stats(&k.spec))
                     .expect("clearing PCIDE never faults");
             }
             k.hw.push(hw);
@@ -373,14 +372,14 @@ impl<O: Observer> Kernel<O> {
                 irqs_off: false,
                 pending_ipis: VecDeque::new(),
                 irq_free_at: Cycles(0),
-                cr3: Pcid::new(0).expect("0 is a PCID"),
+                // CR3 at boot: init_mm in ASID 0 (`initialize_tlbstate_and_flush()`).
+                cr3: k.kern_pcid(Asid(0)),
                 need_resched: false,
                 xpfo_pending: false,
                 idle_cycles: 0,
                 irq_cycles: 0,
                 idle_since: Some(Cycles(0)),
             });
-            k.cr3_boot(cpu);
             // Each CPU's tick phase is drawn from the seed: the one source of variation between
             // seeds besides the programs' own random choices.
             let first_tick = phase.random_range(1..=k.tick_cycles);
@@ -392,12 +391,6 @@ impl<O: Observer> Kernel<O> {
             );
         }
         Ok(k)
-    }
-
-    /// CR3 at boot: `init_mm` in ASID 0 (`initialize_tlbstate_and_flush()`).
-    fn cr3_boot(&mut self, cpu: CpuId) {
-        let pcid = self.kern_pcid(Asid(0));
-        self.cpus[usize::from(cpu.0)].cr3 = pcid;
     }
 
     fn new_task(
@@ -585,13 +578,6 @@ impl<O: Observer> Kernel<O> {
         }
     }
 
-    /// Every CPU's mask of mms (for tests): the CPUs in `mm_cpumask(mm)`.
-    pub fn cpumask(&self, mm: MmId) -> &CpuMask {
-        &self.mms[mm.0 as usize].cpumask
-    }
-}
-
-impl<O: Observer> Kernel<O> {
     /// Counters, flush sizes and per-CPU (idle, irq) cycles, for the report.
     pub(crate) fn parts(&self) -> (&Counters, &FlushSizes, Vec<(u64, u64)>) {
         (
@@ -610,9 +596,6 @@ impl<O: Observer> Kernel<O> {
     pub fn events(&self) -> u64 {
         self.queue.popped()
     }
-}
-
-impl<O: Observer> Kernel<O> {
     /// CPUs of the run.
     pub fn nr_cpus(&self) -> usize {
         self.cpus.len()

@@ -111,8 +111,6 @@ impl<O: Observer> Kernel<O> {
             // The CPU is halted: the wake-up reaches it as a reschedule IPI.
             let at = Cycles(self.queue.now().0 + self.costs.ipi_latency.cycles);
             self.push(at, Event::Ipi { cpu, ipi: Ipi::Reschedule });
-        } else if self.cpus[c].rq.len() == 1 && self.cpus[c].curr != self.cpus[c].idle {
-            // Another task waits: the current one's slice now matters.
         }
     }
 
@@ -208,9 +206,7 @@ impl<O: Observer> Kernel<O> {
             self.cpus[c].xpfo_pending = false;
             cycles += self.flush_tlb_all_local(cpu);
         }
-        let user_mode =
-            matches!(self.tasks[next.0 as usize].frames.last(), None | Some(Frame::Touch { .. }));
-        if next != self.cpus[c].idle && user_mode {
+        if next != self.cpus[c].idle && self.in_user_mode(next) {
             // A task that was in user mode (new, or preempted there) returns to it.
             cycles += self.return_to_user(cpu);
         }
@@ -265,31 +261,22 @@ impl<O: Observer> Kernel<O> {
             }
             Ipi::Reschedule => {}
         }
-        if !idle && self.policy.pti != Pti::Off && self.cpus[c].switch.is_none() {
-            let t = self.cpus[c].curr;
-            let user_mode = self.cpus[c].resume.is_some()
-                && matches!(
-                    self.tasks[t.0 as usize].frames.last(),
-                    None | Some(Frame::Touch { .. })
-                );
-            if user_mode {
-                // The handler entered from user space: SWITCH_TO_KERNEL_CR3 on entry, and
-                // SWITCH_TO_USER_CR3 (with any pending user-PCID flush) on the way back.
-                cycles += self.kernel_entry(cpu) + self.return_to_user(cpu);
-            }
+        let from_user = !idle
+            && self.cpus[c].switch.is_none()
+            && self.cpus[c].resume.is_some()
+            && self.in_user_mode(self.cpus[c].curr);
+        if from_user && self.policy.pti != Pti::Off {
+            // The handler entered from user space: SWITCH_TO_KERNEL_CR3 on entry, and
+            // SWITCH_TO_USER_CR3 (with any pending user-PCID flush) on the way back.
+            cycles += self.kernel_entry(cpu) + self.return_to_user(cpu);
         }
         self.cpus[c].irq_cycles += cycles;
         let end = Cycles(now.0 + cycles);
         self.cpus[c].irq_free_at = end;
-        if let Some(at) = self.cpus[c].resume {
-            // The interrupted step finishes later by the handler's time.
-            self.resume_at(cpu, Cycles(at.0 + cycles));
-        } else if idle && !self.cpus[c].rq.is_empty() {
+        if !self.delay_step(cpu, cycles) && idle && !self.cpus[c].rq.is_empty() {
             // Woken from idle: schedule at the end of the handler.
-            self.cpus[c].switch = None;
-            if let Step::Next = self.schedule(cpu) {
-                self.resume_at(cpu, end);
-            }
+            self.schedule(cpu);
+            self.resume_at(cpu, end);
         }
     }
 
@@ -300,14 +287,9 @@ impl<O: Observer> Kernel<O> {
             return;
         }
         let waiter = k.waiter;
-        let task = &self.tasks[waiter.0 as usize];
-        let cpu = task.cpu;
+        let cpu = self.tasks[waiter.0 as usize].cpu;
         let c = usize::from(cpu.0);
-        let waiting = self.cpus[c].curr == waiter
-            && self.cpus[c].switch.is_none()
-            && self.cpus[c].resume.is_none()
-            && matches!(task.frames.last(), Some(Frame::Flush { phase: FlushPhase::Wait, .. }));
-        if waiting {
+        if self.cpus[c].curr == waiter && self.waiting_for_acks(cpu) {
             let at = self.cpus[c].irq_free_at.max(self.queue.now());
             self.resume_at(cpu, at);
         }
@@ -323,29 +305,47 @@ impl<O: Observer> Kernel<O> {
         }
         let cycles = self.costs.timer_tick.cycles;
         self.cpus[c].irq_cycles += cycles;
-        if let Some(at) = self.cpus[c].resume {
-            self.resume_at(cpu, Cycles(at.0 + cycles));
-        }
+        self.delay_step(cpu, cycles);
         let ran = now.0.saturating_sub(self.tasks[curr.0 as usize].slice_start.0);
         if self.cpus[c].rq.is_empty() || ran < self.slice_cycles {
             return;
         }
         self.cpus[c].need_resched = true;
         // A task spinning in a preemptible wait for acknowledgements is preempted at once.
-        let preemptible_wait = self.policy.flush_info == FlushInfo::Stack
-            && self.cpus[c].resume.is_none()
-            && self.cpus[c].switch.is_none()
-            && matches!(
-                self.tasks[curr.0 as usize].frames.last(),
-                Some(Frame::Flush { phase: FlushPhase::Wait, .. })
-            );
-        if preemptible_wait {
+        if self.policy.flush_info == FlushInfo::Stack && self.waiting_for_acks(cpu) {
             self.requeue_current(cpu);
-            let at = Cycles(now.0 + cycles);
-            if let Step::Next = self.schedule(cpu) {
-                self.resume_at(cpu, at);
-            }
+            self.schedule(cpu);
+            self.resume_at(cpu, Cycles(now.0 + cycles));
         }
+    }
+
+    /// An interrupt took `cycles` from `cpu`: its pending step ends that much later. Returns
+    /// whether a step was pending.
+    fn delay_step(&mut self, cpu: CpuId, cycles: u64) -> bool {
+        match self.cpus[usize::from(cpu.0)].resume {
+            Some(at) => {
+                self.resume_at(cpu, Cycles(at.0 + cycles));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether task `t` is in user mode: no kernel frame, or between page references.
+    fn in_user_mode(&self, t: TaskId) -> bool {
+        matches!(self.tasks[t.0 as usize].frames.last(), None | Some(Frame::Touch { .. }))
+    }
+
+    /// Whether `cpu`'s current task spins in `flush_tlb_mm_range()` waiting for
+    /// acknowledgements (no step pending, no switch under way).
+    fn waiting_for_acks(&self, cpu: CpuId) -> bool {
+        let c = &self.cpus[usize::from(cpu.0)];
+        c.resume.is_none()
+            && c.switch.is_none()
+            && matches!(
+                self.tasks[c.curr.0 as usize].frames.last(),
+                Some(Frame::Flush { phase: FlushPhase::Wait, .. })
+            )
     }
 
     fn requeue_current(&mut self, cpu: CpuId) {
@@ -431,27 +431,26 @@ impl<O: Observer> Kernel<O> {
         let c = usize::from(cpu.0);
         let mm = self.tasks[t.0 as usize].mm.expect("user task");
         let pcid = self.cpus[c].cr3;
+        let write = touch.kind == AccessKind::Store;
+        // The region is borrowed for the whole chunk (the hardware model is a separate field).
+        let Some(vma) = self.mms[mm.0 as usize].vma(touch.vma) else {
+            // Unmapped under us: the rest of the touch is dropped (a SIGSEGV).
+            return Step::Spend(0, Mode::User);
+        };
+        let last = touch.pages.min(vma.pages().saturating_sub(touch.first));
+        let end = last.min(done + TOUCH_CHUNK);
         let mut cycles = 0;
-        let end = touch.pages.min(done + TOUCH_CHUNK);
+        let mut fault = None;
         while done < end {
             let page = touch.first + done;
-            let Some(vma) = self.mms[mm.0 as usize].vma(touch.vma) else {
-                break; // unmapped under us: the rest of the touch is dropped (a SIGSEGV)
-            };
-            if page >= vma.pages() {
-                break;
-            }
-            let pte = vma.ptes[page as usize];
-            let write = touch.kind == AccessKind::Store;
-            let faults = match pte {
+            let faults = match vma.ptes[page as usize] {
                 Pte::None => true,
                 Pte::ZeroPage | Pte::Cow => write,
                 Pte::Present => false,
             };
             if faults {
-                self.push_frame(t, Frame::Touch { touch, done });
-                self.push_frame(t, Frame::Fault { touch, page, phase: Phase::Entry });
-                return if cycles > 0 { Step::Spend(cycles, Mode::User) } else { Step::Next };
+                fault = Some(page);
+                break;
             }
             let page =
                 Page::new(vma.vpn(page), PageSize::Size4K).expect("4 KiB pages are always aligned");
@@ -459,11 +458,12 @@ impl<O: Observer> Kernel<O> {
             cycles += self.hw[c].access(&access, 1, &mut self.hw_stats[c]) + touch.cycles_per_page;
             done += 1;
         }
-        if done < touch.pages
-            && self.mms[mm.0 as usize]
-                .vma(touch.vma)
-                .is_some_and(|v| touch.first + done < v.pages())
-        {
+        if let Some(page) = fault {
+            self.push_frame(t, Frame::Touch { touch, done });
+            self.push_frame(t, Frame::Fault { touch, page, phase: Phase::Entry });
+            return if cycles > 0 { Step::Spend(cycles, Mode::User) } else { Step::Next };
+        }
+        if done < last {
             self.push_frame(t, Frame::Touch { touch, done });
         }
         Step::Spend(cycles, Mode::User)
@@ -529,20 +529,11 @@ impl<O: Observer> Kernel<O> {
                 vma.ptes[page as usize] = new;
                 vma.touched = true;
                 if flush {
-                    self.push_flush(
-                        t,
-                        FlushRequest {
-                            mm,
-                            start: vpn,
-                            end: vpn + 1,
-                            stride_shift: PAGE_SHIFT,
-                            freed_tables: false,
-                        },
-                    );
+                    self.push_flush(t, FlushRequest::pages(mm, vpn, vpn + 1, false));
                 }
                 let mut cycles = cost;
                 if new == Pte::Present && old != Pte::Present {
-                    cycles += self.xpfo_alloc(cpu, t);
+                    cycles += self.xpfo_alloc(cpu);
                 }
                 Step::Spend(cycles, Mode::Sys)
             }
@@ -552,7 +543,7 @@ impl<O: Observer> Kernel<O> {
 
     /// XPFO: a page handed to user space leaves the kernel's direct map; returns the local
     /// cycles (a synchronous flush is pushed as a frame).
-    fn xpfo_alloc(&mut self, cpu: CpuId, _t: TaskId) -> u64 {
+    fn xpfo_alloc(&mut self, cpu: CpuId) -> u64 {
         match self.policy.xpfo {
             Xpfo::Off => 0,
             Xpfo::Sync => unreachable!("refused by Kernel::new until modelled"),
@@ -612,7 +603,6 @@ impl<O: Observer> Kernel<O> {
     fn syscall_body(&mut self, cpu: CpuId, t: TaskId, call: Syscall) -> Step {
         let mm = self.tasks[t.0 as usize].mm.expect("user task");
         let exit = Frame::Syscall { call: None, phase: Phase::Exit };
-        let k = &self.costs;
         match call {
             Syscall::Null | Syscall::Yield => {
                 self.push_frame(t, exit);
@@ -622,7 +612,7 @@ impl<O: Observer> Kernel<O> {
                 Step::Next
             }
             Syscall::Mmap { pages } => {
-                let cycles = k.mmap.cycles;
+                let cycles = self.costs.mmap.cycles;
                 let vma = self.mms[mm.0 as usize].mmap(pages);
                 self.tasks[t.0 as usize].last = Outcome::Mapped(vma);
                 self.push_frame(t, exit);
@@ -643,16 +633,7 @@ impl<O: Observer> Kernel<O> {
                 self.push_frame(t, exit);
                 if zapped.0 > 0 || freed {
                     // mmu_gather: one flush over what was unmapped.
-                    self.push_flush(
-                        t,
-                        FlushRequest {
-                            mm,
-                            start,
-                            end: start + pages,
-                            stride_shift: PAGE_SHIFT,
-                            freed_tables: freed,
-                        },
-                    );
+                    self.push_flush(t, FlushRequest::pages(mm, start, start + pages, freed));
                 }
                 Step::Spend(cycles, Mode::Sys)
             }
@@ -661,39 +642,23 @@ impl<O: Observer> Kernel<O> {
                 let cycles = self.costs.madvise.cycles + n * self.costs.zap_pte.cycles;
                 self.push_frame(t, exit);
                 if n > 0 {
-                    self.push_flush(
-                        t,
-                        FlushRequest {
-                            mm,
-                            start: lo,
-                            end: hi,
-                            stride_shift: PAGE_SHIFT,
-                            freed_tables: false,
-                        },
-                    );
+                    self.push_flush(t, FlushRequest::pages(mm, lo, hi, false));
                 }
                 Step::Spend(cycles, Mode::Sys)
             }
             Syscall::Mprotect { vma, first, pages } => {
                 let cycles = self.costs.mprotect.cycles;
                 self.push_frame(t, exit);
+                // The flush covers the present pages of the range, first to last.
                 let range = self.mms[mm.0 as usize].vma(vma).and_then(|v| {
-                    let present: Vec<u64> = (first..(first + pages).min(v.pages()))
-                        .filter(|&i| v.ptes[i as usize] != Pte::None)
-                        .collect();
-                    Some((v.vpn(*present.first()?).0, v.vpn(*present.last()?).0 + 1))
+                    let span = &v.ptes
+                        [first.min(v.pages()) as usize..(first + pages).min(v.pages()) as usize];
+                    let lo = span.iter().position(|&p| p != Pte::None)?;
+                    let hi = span.iter().rposition(|&p| p != Pte::None)?;
+                    Some((v.vpn(first + lo as u64).0, v.vpn(first + hi as u64).0 + 1))
                 });
                 if let Some((lo, hi)) = range {
-                    self.push_flush(
-                        t,
-                        FlushRequest {
-                            mm,
-                            start: lo,
-                            end: hi,
-                            stride_shift: PAGE_SHIFT,
-                            freed_tables: false,
-                        },
-                    );
+                    self.push_flush(t, FlushRequest::pages(mm, lo, hi, false));
                 }
                 Step::Spend(cycles, Mode::Sys)
             }
@@ -762,7 +727,7 @@ impl<O: Observer> Kernel<O> {
     fn zap(&mut self, mm: MmId, vma: VmaId, first: u64, pages: u64) -> (u64, u64, u64) {
         let Some(v) = self.mms[mm.0 as usize].vma_mut(vma) else { return (0, 0, 0) };
         let (mut n, mut lo, mut hi) = (0, u64::MAX, 0);
-        for i in first..(first + pages).min(v.pages()) {
+        for i in first..first.saturating_add(pages).min(v.pages()) {
             if v.ptes[i as usize] != Pte::None {
                 v.ptes[i as usize] = Pte::None;
                 n += 1;
@@ -895,22 +860,10 @@ impl<O: Observer> Kernel<O> {
                 m.users -= 1;
                 if m.users == 0 {
                     // exit_mmap(): zap everything, free the page tables, one full flush.
-                    let vmas: Vec<VmaId> = (0..m.vmas.len() as u32).map(VmaId).collect();
-                    for v in vmas {
-                        let pages = self.mms[mm.0 as usize].vma(v).map_or(0, |v| v.pages());
-                        cycles += self.zap(mm, v, 0, pages).0 * self.costs.zap_pte.cycles;
+                    for v in 0..m.vmas.len() as u32 {
+                        cycles += self.zap(mm, VmaId(v), 0, u64::MAX).0 * self.costs.zap_pte.cycles;
                     }
-                    self.mms[mm.0 as usize].dead = true;
-                    self.push_flush(
-                        t,
-                        FlushRequest {
-                            mm,
-                            start: 0,
-                            end: FLUSH_ALL_END,
-                            stride_shift: PAGE_SHIFT,
-                            freed_tables: true,
-                        },
-                    );
+                    self.push_flush(t, FlushRequest::pages(mm, 0, FLUSH_ALL_END, true));
                 }
                 Step::Spend(cycles, Mode::Sys)
             }

@@ -1,4 +1,4 @@
-//! `switch_mm_irqs_off()`, `enter_lazy_tlb()`, `leave_mm()` (arch/x86/mm/tlb.c,
+//! `switch_mm_irqs_off()` and `enter_lazy_tlb()` (arch/x86/mm/tlb.c,
 //! arch/x86/include/asm/tlbflush.h).
 //!
 //! `switch_mm_irqs_off()` runs in three parts, because other CPUs can look at this one between
@@ -131,14 +131,6 @@ impl<O: Observer> Kernel<O> {
                 0
             }
         }
-    }
-
-    /// `leave_mm()`: a lazy CPU switches to `init_mm`; returns its cycles.
-    pub(crate) fn leave_mm(&mut self, cpu: CpuId) -> u64 {
-        if self.cpus[usize::from(cpu.0)].tlb.loaded_mm == LoadedMm::Mm(MmId::INIT_MM) {
-            return 0;
-        }
-        self.switch_mm_irqs_off(cpu, MmId::INIT_MM)
     }
 
     /// A MOV to CR3 loading `asid`'s kernel PCID (or PCID 0 without PCIDs); user-mode accesses
