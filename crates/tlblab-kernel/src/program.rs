@@ -81,6 +81,24 @@ pub enum Syscall {
         /// Its only allowed CPU.
         cpu: CpuId,
     },
+    /// `fork()`: a new process with a copy of the caller's mm (private pages become
+    /// copy-on-write in both), placed on the least-loaded CPU; the result is
+    /// [`Outcome::Spawned`].
+    Fork {
+        /// What the child runs.
+        program: Box<dyn Program>,
+    },
+    /// `execve()`: the task drops its mm for a fresh, empty one and runs `program` from its
+    /// start.
+    Exec {
+        /// The new program.
+        program: Box<dyn Program>,
+    },
+    /// `waitpid()` on a child: blocks until it has exited.
+    Wait {
+        /// The child.
+        child: TaskId,
+    },
     /// Gives up the CPU to another runnable task (`sched_yield`).
     Yield,
     /// Runs with interrupts disabled for a while (a driver or a spinlock section).

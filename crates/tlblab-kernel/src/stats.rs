@@ -44,6 +44,24 @@ impl FlushSizes {
     }
 }
 
+/// XPFO: pages taken out of the kernel's direct map when handed to user space, and how long
+/// a stale kernel translation of each stayed usable.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct XpfoReport {
+    /// Pages unmapped from the direct map (one per page allocated to user space).
+    pub kernel_unmaps: u64,
+    /// Per unmap whose window closed: cycles from the unmap until the last CPU that could
+    /// still hold the kernel translation had flushed it (`xpfo-sync`: the last IPI handler's
+    /// flush; `xpfo-deferred`: the last other CPU's full flush at its next mm switch).
+    pub exposure_cycles: Vec<u64>,
+    /// Windows still open when the run ended (some CPU had not flushed yet).
+    pub censored: u64,
+    /// Full TLB flushes XPFO caused (deferred flushes at mm switches).
+    pub full_flushes: u64,
+    /// IPIs XPFO sent (`on_each_cpu()` kernel-range flushes).
+    pub ipis: u64,
+}
+
 /// Everything a run reports.
 #[derive(Clone, Debug, Serialize)]
 pub struct KernelReport {
@@ -59,8 +77,16 @@ pub struct KernelReport {
     pub vmstat: Vmstat,
     /// `/proc/interrupts` `TLB` row, per CPU.
     pub irq_tlb: Vec<u64>,
-    /// IPIs sent (flush IPIs), per CPU.
+    /// `/proc/interrupts` `CAL` row (kernel-range flush IPIs), per CPU.
+    pub irq_cal: Vec<u64>,
+    /// IPIs sent (flush IPIs, user and kernel), per CPU.
     pub ipis_sent: Vec<u64>,
+    /// Page faults, like `perf stat`'s `page-faults`.
+    pub page_faults: u64,
+    /// Run-time 5-level-paging tests executed (`la57-runtime`; a load and a branch each).
+    pub la57_checks: u64,
+    /// XPFO's unmaps and exposure windows (`None` without XPFO).
+    pub xpfo: Option<XpfoReport>,
     /// `tlb:tlb_flush` events by reason name.
     pub tlb_flush: BTreeMap<&'static str, u64>,
     /// Flushes done by `flush_tlb_func()`, by size.
@@ -91,7 +117,11 @@ impl KernelReport {
             tasks,
             vmstat: counters.vmstat,
             irq_tlb: counters.irq_tlb.clone(),
+            irq_cal: counters.irq_cal.clone(),
             ipis_sent: counters.ipis_sent.clone(),
+            page_faults: counters.page_faults,
+            la57_checks: counters.la57_checks,
+            xpfo: k.xpfo_report(),
             tlb_flush: TlbFlushReason::ALL
                 .iter()
                 .map(|r| (r.name(), counters.tlb_flush[*r as usize]))

@@ -51,6 +51,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         threads: matches!(args.mode, ModeArg::Threads),
         pages: args.pages,
         cycles_per_page: args.cycles_per_page,
+        ..Params::default()
     };
     let jobs: Vec<(usize, u64)> =
         (0..policies.len()).flat_map(|p| (0..args.seeds).map(move |s| (p, s))).collect();

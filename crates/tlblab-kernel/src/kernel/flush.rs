@@ -304,7 +304,7 @@ impl<O: Observer> Kernel<O> {
         if local && !self.policy.concurrent_local_flush {
             cycles += self.flush_tlb_func(cpu, call);
         }
-        cycles += self.send_call_ipis(cpu, call, &targets, cycles);
+        cycles += self.send_call_ipis(cpu, call, &targets, cycles, super::Ipi::Flush(call));
         if local && self.policy.concurrent_local_flush {
             cycles += self.flush_tlb_func(cpu, call);
         }
@@ -314,17 +314,17 @@ impl<O: Observer> Kernel<O> {
 
 /// A kernel address for single-page kernel flushes: a page of the direct map (global without
 /// PTI), as XPFO unmaps.
-const DIRECT_MAP_PAGE: Vpn = Vpn(0xffff_8880_0000_0000 >> 12 & Vpn::MAX);
+pub(crate) const DIRECT_MAP_PAGE: Vpn = Vpn(0xffff_8880_0000_0000 >> 12 & Vpn::MAX);
 
 impl<O: Observer> Kernel<O> {
     /// `flush_tlb_one_kernel()`: INVLPG of one kernel page (a global entry without PTI reaches
     /// every PCID); with PTI kernel entries are per PCID, so the other ASIDs are invalidated at
     /// the next switch (`invalidate_other`).
-    pub(crate) fn flush_tlb_one_kernel(&mut self, cpu: CpuId) -> u64 {
+    pub(crate) fn flush_tlb_one_kernel(&mut self, cpu: CpuId, vpn: Vpn) -> u64 {
         self.counters.vmstat.nr_tlb_local_flush_one += 1;
         let asid = self.cpus[usize::from(cpu.0)].tlb.loaded_mm_asid;
         let pcid = self.kern_pcid(asid);
-        let cycles = self.hw_op(cpu, TlbOp::Invlpg { pcid, vpn: DIRECT_MAP_PAGE });
+        let cycles = self.hw_op(cpu, TlbOp::Invlpg { pcid, vpn });
         if self.policy.pti != Pti::Off {
             self.cpus[usize::from(cpu.0)].tlb.invalidate_other = true;
         }

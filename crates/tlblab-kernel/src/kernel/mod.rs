@@ -6,14 +6,17 @@
 //! CPU enables interrupts again) and delays whatever the CPU was doing by its cost.
 //!
 //! # Event order at equal times (the `class` of the engine's key)
-//! 0. IPI arrival — an interrupt that arrives on the cycle a step ends is taken first;
+//! 0. IPI arrival (or the next of the interrupts waiting for a CPU) — an interrupt that
+//!    arrives on the cycle a step ends is taken first;
 //! 1. acknowledgement of an IPI at its initiator;
 //! 2. a CPU's next step;
 //! 3. timer tick.
 
 mod flush;
+mod process;
 mod run;
 mod switch;
+mod xpfo;
 
 pub use flush::{FlushRequest, FlushTlbInfo, FLUSH_ALL_END, PAGE_SHIFT};
 
@@ -54,7 +57,7 @@ pub enum KernelError {
     },
     /// The policy uses a switch this version of the model does not run yet.
     #[error(
-        "policy {0}: xpfo-sync, invlpgb and la57-runtime/-patched are not modelled in this version"
+        "policy {0}: invlpgb (global ASIDs, broadcast flushes) is not modelled in this version"
     )]
     NotModelled(String),
     /// Too few or too many CPUs.
@@ -72,8 +75,10 @@ pub(crate) struct CallId(pub u32);
 /// An inter-processor interrupt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Ipi {
-    /// Call `flush_tlb_func()` for this flush.
+    /// Call `flush_tlb_func()` for this flush (the `TLB` row of `/proc/interrupts`).
     Flush(CallId),
+    /// Call `do_kernel_range_flush()` for this kernel flush (`on_each_cpu()`: the `CAL` row).
+    KernelFlush(CallId),
     /// Reschedule (a task was woken for an idle CPU).
     Reschedule,
 }
@@ -81,16 +86,30 @@ enum Ipi {
 /// Engine payloads.
 #[derive(Clone, Copy, Debug)]
 enum Event {
-    Ipi { cpu: CpuId, ipi: Ipi },
-    Ack { call: CallId },
-    Resume { cpu: CpuId, gen: u64 },
-    Tick { cpu: CpuId },
+    Ipi {
+        cpu: CpuId,
+        ipi: Ipi,
+    },
+    /// The CPU takes the first of its waiting interrupts.
+    IrqDrain {
+        cpu: CpuId,
+    },
+    Ack {
+        call: CallId,
+    },
+    Resume {
+        cpu: CpuId,
+        gen: u64,
+    },
+    Tick {
+        cpu: CpuId,
+    },
 }
 
 impl Event {
     fn class(&self) -> u8 {
         match self {
-            Event::Ipi { .. } => 0,
+            Event::Ipi { .. } | Event::IrqDrain { .. } => 0,
             Event::Ack { .. } => 1,
             Event::Resume { .. } => 2,
             Event::Tick { .. } => 3,
@@ -109,8 +128,15 @@ pub(crate) enum Mode {
 #[derive(Clone, Debug)]
 pub(crate) struct Call {
     pub info: FlushTlbInfo,
+    /// The XPFO exposure window this flush closes.
+    pub window: Option<u32>,
     /// Acknowledgements still to come.
     pub pending: u32,
+    /// Handlers still to run; the last one schedules the acknowledgement that arrives last
+    /// (one event for all of them: the initiator waits for the last).
+    pub unhandled: u32,
+    /// When the latest acknowledgement arrives.
+    pub last_ack: Cycles,
     /// The task waiting for them.
     pub waiter: TaskId,
 }
@@ -125,6 +151,8 @@ enum Frame {
     Syscall { call: Option<Syscall>, phase: Phase },
     /// `flush_tlb_mm_range()`.
     Flush { req: FlushRequest, phase: FlushPhase, gen: u64, call: Option<CallId>, since: Cycles },
+    /// `flush_tlb_kernel_range()` of one page (XPFO's synchronous flush).
+    KernelFlush { phase: FlushPhase, call: Option<CallId> },
     /// The task exits.
     Exit { phase: Phase },
 }
@@ -187,6 +215,8 @@ struct Task {
     migrate_to: Option<CpuId>,
     /// It is leaving its CPU for this one (queued there once switched out).
     moving_to: Option<CpuId>,
+    /// Tasks blocked in `waitpid()` on this one.
+    waiters: Vec<TaskId>,
     report: TaskReport,
 }
 
@@ -201,13 +231,16 @@ struct PerCpu {
     resume: Option<Cycles>,
     resume_gen: u64,
     irqs_off: bool,
+    /// Interrupts that arrived while interrupts were off or a handler ran, in arrival order.
     pending_ipis: VecDeque<Ipi>,
+    /// An `IrqDrain` event is queued.
+    drain_queued: bool,
     /// The end of the last interrupt handler.
     irq_free_at: Cycles,
     /// The PCID accesses use now (CR3's).
     cr3: Pcid,
     need_resched: bool,
-    /// XPFO deferred: flush everything at the next context switch.
+    /// XPFO deferred: flush everything at the next `switch_mm_irqs_off()`.
     xpfo_pending: bool,
     idle_cycles: u64,
     irq_cycles: u64,
@@ -220,8 +253,14 @@ pub(crate) struct Counters {
     pub vmstat: Vmstat,
     /// `/proc/interrupts` `TLB` row, per CPU.
     pub irq_tlb: Vec<u64>,
+    /// `/proc/interrupts` `CAL` row (function-call IPIs other than TLB flushes), per CPU.
+    pub irq_cal: Vec<u64>,
     /// IPIs sent, per CPU.
     pub ipis_sent: Vec<u64>,
+    /// Page faults (every kind), like the `page-faults` software event.
+    pub page_faults: u64,
+    /// Run-time tests of 5-level paging executed (`la57-runtime`: a load and a branch each).
+    pub la57_checks: u64,
     /// Tracepoint events by reason.
     pub tlb_flush: [u64; 6],
     /// Durations of preemption-disabled sections of `flush_tlb_mm_range()`.
@@ -260,12 +299,29 @@ pub struct Kernel<O: Observer> {
     last_mm_ctx_id: u64,
     counters: Counters,
     flush_sizes: FlushSizes,
+    xpfo: xpfo::XpfoTracker,
     observer: O,
     config: KernelConfig,
     essential_left: u32,
     tick_cycles: u64,
     slice_cycles: u64,
 }
+
+// Run-time 5-level-paging tests per operation under `la57-runtime` (4.14-rc boot-time
+// switching: `p4d_folded`, `PTRS_PER_P4D`, `PGDIR_SHIFT` and `__VIRTUAL_MASK_SHIFT` became
+// variables). Counted from the helpers each path calls; see docs/kernel-model.md.
+/// A page fault: `pgd_offset()` (PGDIR_SHIFT), `p4d_offset()` (PTRS_PER_P4D), `p4d_alloc()` /
+/// `p4d_none()` and `pud_offset()` each test the mode.
+const LA57_CHECKS_FAULT: u64 = 4;
+/// The system-call return path: the canonical-address check before SYSRET reads
+/// `__VIRTUAL_MASK_SHIFT`.
+const LA57_CHECKS_SYSCALL: u64 = 1;
+/// One page-table walk of a zap or copy (`zap_p4d_range()`, `copy_p4d_range()`): as a fault.
+const LA57_CHECKS_WALK: u64 = 4;
+/// `mmap`: `TASK_SIZE_MAX` and `mmap_base` depend on the mode.
+const LA57_CHECKS_MMAP: u64 = 2;
+/// An mm switch: `sync_current_stack_to_mm()` tests the mode.
+const LA57_CHECKS_SWITCH_MM: u64 = 1;
 
 /// Page references processed per step of a touch (bounds how stale a step's view can be).
 const TOUCH_CHUNK: u64 = 64;
@@ -303,10 +359,7 @@ impl<O: Observer> Kernel<O> {
         } else {
             spec.clone()
         };
-        if policy.xpfo == crate::policy::Xpfo::Sync
-            || policy.invlpgb
-            || matches!(policy.la57, La57::Runtime | La57::Patched)
-        {
+        if policy.invlpgb {
             return Err(KernelError::NotModelled(policy.name.clone()));
         }
         let pcid = policy.pcid && features.pcid;
@@ -328,10 +381,12 @@ impl<O: Observer> Kernel<O> {
             last_mm_ctx_id: 1,
             counters: Counters {
                 irq_tlb: vec![0; n],
+                irq_cal: vec![0; n],
                 ipis_sent: vec![0; n],
                 ..Counters::default()
             },
             flush_sizes: FlushSizes::default(),
+            xpfo: xpfo::XpfoTracker::new(n, policy.xpfo == crate::policy::Xpfo::Deferred),
             observer,
             essential_left: 0,
             tick_cycles: 0,
@@ -371,6 +426,7 @@ impl<O: Observer> Kernel<O> {
                 resume_gen: 0,
                 irqs_off: false,
                 pending_ipis: VecDeque::new(),
+                drain_queued: false,
                 irq_free_at: Cycles(0),
                 // CR3 at boot: init_mm in ASID 0 (`initialize_tlbstate_and_flush()`).
                 cr3: k.kern_pcid(Asid(0)),
@@ -414,6 +470,7 @@ impl<O: Observer> Kernel<O> {
             slice_start: Cycles(0),
             migrate_to: None,
             moving_to: None,
+            waiters: Vec::new(),
             report: TaskReport::default(),
         });
         if essential {
@@ -585,6 +642,22 @@ impl<O: Observer> Kernel<O> {
             &self.flush_sizes,
             self.cpus.iter().map(|c| (c.idle_cycles, c.irq_cycles)).collect(),
         )
+    }
+
+    /// XPFO's kernel unmaps and their exposure windows (`None` without XPFO).
+    pub(crate) fn xpfo_report(&self) -> Option<crate::stats::XpfoReport> {
+        (self.policy.xpfo != crate::policy::Xpfo::Off).then(|| self.xpfo.report(self.cpus.len()))
+    }
+
+    /// Runs `n` run-time tests of 5-level paging in page-table helpers (`la57-runtime`
+    /// only: a load of `p4d_folded` from L1D and a well-predicted branch each); returns
+    /// their cycles. See docs/kernel-model.md for where and how many.
+    fn la57_checks(&mut self, n: u64) -> u64 {
+        if self.policy.la57 != La57::Runtime {
+            return 0;
+        }
+        self.counters.la57_checks += n;
+        n * self.costs.l1d_load.cycles
     }
 
     /// Core clock in MHz.

@@ -2,12 +2,12 @@
 
 use super::*;
 use crate::mm::{Pte, VmaId};
-use crate::policy::{FlushInfo, Pti, Xpfo};
+use crate::policy::{FlushInfo, Pti};
 use crate::program::{Action, Env};
 use tlblab_types::{Access, AccessKind, Page, PageSize};
 
 /// What a step did.
-enum Step {
+pub(super) enum Step {
     /// Go on at once.
     Next,
     /// Spend cycles, then go on.
@@ -34,12 +34,22 @@ impl<O: Observer> Kernel<O> {
             match event {
                 Event::Resume { cpu, gen } => {
                     let c = usize::from(cpu.0);
-                    if self.cpus[c].resume_gen == gen && self.cpus[c].resume.is_some() {
-                        self.cpus[c].resume = None;
-                        self.run_cpu(cpu);
+                    match self.cpus[c].resume {
+                        Some(_) if self.cpus[c].resume_gen != gen => {} // replaced
+                        // Interrupts delayed the step: its event moves (one event however
+                        // many interrupts came).
+                        Some(at) if at > self.queue.now() => {
+                            self.push(at, Event::Resume { cpu, gen });
+                        }
+                        Some(_) => {
+                            self.cpus[c].resume = None;
+                            self.run_cpu(cpu);
+                        }
+                        None => {}
                     }
                 }
                 Event::Ipi { cpu, ipi } => self.ipi_arrives(cpu, ipi),
+                Event::IrqDrain { cpu } => self.irq_drain(cpu),
                 Event::Ack { call } => self.ack(call),
                 Event::Tick { cpu } => self.tick(cpu),
             }
@@ -56,7 +66,10 @@ impl<O: Observer> Kernel<O> {
 
     fn push(&mut self, at: Cycles, event: Event) {
         let cpu = match event {
-            Event::Ipi { cpu, .. } | Event::Resume { cpu, .. } | Event::Tick { cpu } => cpu.0,
+            Event::Ipi { cpu, .. }
+            | Event::IrqDrain { cpu }
+            | Event::Resume { cpu, .. }
+            | Event::Tick { cpu } => cpu.0,
             Event::Ack { call } => self.calls[call.0 as usize].info.initiating_cpu.0,
         };
         self.queue.push(at, event.class(), u32::from(cpu), event);
@@ -116,7 +129,7 @@ impl<O: Observer> Kernel<O> {
 
     /// Starts a context switch on `cpu` to the next runnable task (or idle). The current task
     /// must already be requeued, blocked or dead.
-    fn schedule(&mut self, cpu: CpuId) -> Step {
+    pub(super) fn schedule(&mut self, cpu: CpuId) -> Step {
         let c = usize::from(cpu.0);
         let next = self.cpus[c].rq.pop_front().unwrap_or(self.cpus[c].idle);
         self.cpus[c].need_resched = false;
@@ -145,20 +158,22 @@ impl<O: Observer> Kernel<O> {
                     sw.phase = SwitchPhase::Finish;
                     Step::Spend(cycles, Mode::Sys)
                 }
-                Some(mm) => match self.switch_mm_begin(cpu, mm) {
-                    switch::SwitchBegin::Done => {
-                        sw.phase = SwitchPhase::Finish;
-                        Step::Next
+                Some(mm) => {
+                    let xpfo = self.xpfo_switch_flush(cpu);
+                    let (phase, cycles) = match self.switch_mm_begin(cpu, mm) {
+                        switch::SwitchBegin::Done => (SwitchPhase::Finish, 0),
+                        switch::SwitchBegin::Reload(ns) => (SwitchPhase::Load(Some(ns)), 0),
+                        switch::SwitchBegin::Switching => {
+                            let checks = self.la57_checks(LA57_CHECKS_SWITCH_MM);
+                            (SwitchPhase::Load(None), self.costs.switch_mm.cycles + checks)
+                        }
+                    };
+                    sw.phase = phase;
+                    match xpfo + cycles {
+                        0 => Step::Next,
+                        cycles => Step::Spend(cycles, Mode::Sys),
                     }
-                    switch::SwitchBegin::Reload(ns) => {
-                        sw.phase = SwitchPhase::Load(Some(ns));
-                        Step::Next
-                    }
-                    switch::SwitchBegin::Switching => {
-                        sw.phase = SwitchPhase::Load(None);
-                        Step::Spend(self.costs.switch_mm.cycles, Mode::Sys)
-                    }
-                },
+                }
             },
             SwitchPhase::Load(forced) => {
                 let mm = next_mm.expect("user task");
@@ -201,11 +216,6 @@ impl<O: Observer> Kernel<O> {
         if next == self.cpus[c].idle {
             self.cpus[c].idle_since = Some(now);
         }
-        if self.cpus[c].xpfo_pending {
-            // XPFO deferred: a full flush, globals included, at the context switch.
-            self.cpus[c].xpfo_pending = false;
-            cycles += self.flush_tlb_all_local(cpu);
-        }
         if next != self.cpus[c].idle && self.in_user_mode(next) {
             // A task that was in user mode (new, or preempted there) returns to it.
             cycles += self.return_to_user(cpu);
@@ -221,31 +231,60 @@ impl<O: Observer> Kernel<O> {
         }
     }
 
-    /// Interrupts are enabled again: pending IPIs are taken now.
+    /// Interrupts are enabled again: waiting IPIs are taken now, one after another.
     fn irqs_on(&mut self, cpu: CpuId) {
-        let c = usize::from(cpu.0);
-        self.cpus[c].irqs_off = false;
-        let now = self.queue.now();
-        while let Some(ipi) = self.cpus[c].pending_ipis.pop_front() {
-            self.push(now, Event::Ipi { cpu, ipi });
-        }
+        self.cpus[usize::from(cpu.0)].irqs_off = false;
+        self.queue_drain(cpu);
     }
 
     // ----- interrupts -----
 
+    /// An IPI reaches `cpu`: taken now, or queued behind the interrupts already waiting (in
+    /// a handler, or with interrupts off).
     fn ipi_arrives(&mut self, cpu: CpuId, ipi: Ipi) {
         let c = usize::from(cpu.0);
-        let now = self.queue.now();
-        if self.cpus[c].irqs_off {
+        let busy = self.cpus[c].irqs_off
+            || self.cpus[c].irq_free_at > self.queue.now()
+            || !self.cpus[c].pending_ipis.is_empty();
+        if busy {
             self.cpus[c].pending_ipis.push_back(ipi);
+            self.queue_drain(cpu);
+        } else {
+            self.take_ipi(cpu, ipi);
+        }
+    }
+
+    /// Queues the event that takes `cpu`'s next waiting IPI when its handler is free.
+    fn queue_drain(&mut self, cpu: CpuId) {
+        let c = &self.cpus[usize::from(cpu.0)];
+        if c.irqs_off || c.drain_queued || c.pending_ipis.is_empty() {
             return;
         }
-        if self.cpus[c].irq_free_at > now {
-            // Still in an earlier handler: this one follows it.
-            let at = self.cpus[c].irq_free_at;
-            self.push(at, Event::Ipi { cpu, ipi });
+        let at = c.irq_free_at.max(self.queue.now());
+        self.cpus[usize::from(cpu.0)].drain_queued = true;
+        self.push(at, Event::IrqDrain { cpu });
+    }
+
+    fn irq_drain(&mut self, cpu: CpuId) {
+        let c = usize::from(cpu.0);
+        self.cpus[c].drain_queued = false;
+        if self.cpus[c].irqs_off {
+            return; // irqs_on() queues it again
+        }
+        if self.cpus[c].irq_free_at > self.queue.now() {
+            self.queue_drain(cpu);
             return;
         }
+        if let Some(ipi) = self.cpus[c].pending_ipis.pop_front() {
+            self.take_ipi(cpu, ipi);
+        }
+        self.queue_drain(cpu);
+    }
+
+    /// Runs the handler of `ipi` on `cpu` now.
+    fn take_ipi(&mut self, cpu: CpuId, ipi: Ipi) {
+        let c = usize::from(cpu.0);
+        let now = self.queue.now();
         let idle = self.cpus[c].curr == self.cpus[c].idle && self.cpus[c].switch.is_none();
         let mut cycles = self.costs.ipi_handler.cycles;
         if idle {
@@ -256,8 +295,12 @@ impl<O: Observer> Kernel<O> {
                 // The handler reads flush_tlb_info from the initiator's cache.
                 cycles += self.costs.cache_line_transfer.cycles;
                 cycles += self.flush_tlb_func(cpu, call);
-                let at = Cycles(now.0 + cycles + self.costs.ipi_ack.cycles);
-                self.push(at, Event::Ack { call });
+                self.handled(call, Cycles(now.0 + cycles + self.costs.ipi_ack.cycles));
+            }
+            Ipi::KernelFlush(call) => {
+                cycles += self.costs.cache_line_transfer.cycles;
+                cycles += self.do_kernel_range_flush(cpu, call, cycles);
+                self.handled(call, Cycles(now.0 + cycles + self.costs.ipi_ack.cycles));
             }
             Ipi::Reschedule => {}
         }
@@ -280,12 +323,21 @@ impl<O: Observer> Kernel<O> {
         }
     }
 
+    /// A handler of `call` ran; its acknowledgement reaches the initiator at `ack_at`.
+    fn handled(&mut self, call: CallId, ack_at: Cycles) {
+        let k = &mut self.calls[call.0 as usize];
+        k.unhandled -= 1;
+        k.last_ack = k.last_ack.max(ack_at);
+        if k.unhandled == 0 {
+            let at = k.last_ack;
+            self.push(at, Event::Ack { call });
+        }
+    }
+
+    /// The last acknowledgement of `call` arrives.
     fn ack(&mut self, call: CallId) {
         let k = &mut self.calls[call.0 as usize];
-        k.pending -= 1;
-        if k.pending > 0 {
-            return;
-        }
+        k.pending = 0;
         let waiter = k.waiter;
         let cpu = self.tasks[waiter.0 as usize].cpu;
         let c = usize::from(cpu.0);
@@ -311,8 +363,11 @@ impl<O: Observer> Kernel<O> {
             return;
         }
         self.cpus[c].need_resched = true;
-        // A task spinning in a preemptible wait for acknowledgements is preempted at once.
-        if self.policy.flush_info == FlushInfo::Stack && self.waiting_for_acks(cpu) {
+        // A task spinning in a preemptible wait for acknowledgements is preempted at once
+        // (flush_tlb_mm_range() only: kernel-range flushes keep preemption off).
+        let preemptible =
+            matches!(self.tasks[curr.0 as usize].frames.last(), Some(Frame::Flush { .. }));
+        if self.policy.flush_info == FlushInfo::Stack && preemptible && self.waiting_for_acks(cpu) {
             self.requeue_current(cpu);
             self.schedule(cpu);
             self.resume_at(cpu, Cycles(now.0 + cycles));
@@ -322,9 +377,10 @@ impl<O: Observer> Kernel<O> {
     /// An interrupt took `cycles` from `cpu`: its pending step ends that much later. Returns
     /// whether a step was pending.
     fn delay_step(&mut self, cpu: CpuId, cycles: u64) -> bool {
-        match self.cpus[usize::from(cpu.0)].resume {
+        match &mut self.cpus[usize::from(cpu.0)].resume {
             Some(at) => {
-                self.resume_at(cpu, Cycles(at.0 + cycles));
+                // The step's event is moved when it comes up (see `run_until`).
+                *at = Cycles(at.0 + cycles);
                 true
             }
             None => false,
@@ -344,7 +400,10 @@ impl<O: Observer> Kernel<O> {
             && c.switch.is_none()
             && matches!(
                 self.tasks[c.curr.0 as usize].frames.last(),
-                Some(Frame::Flush { phase: FlushPhase::Wait, .. })
+                Some(
+                    Frame::Flush { phase: FlushPhase::Wait, .. }
+                        | Frame::KernelFlush { phase: FlushPhase::Wait, .. }
+                )
             )
     }
 
@@ -373,11 +432,12 @@ impl<O: Observer> Kernel<O> {
             Frame::Flush { req, phase, gen, call, since } => {
                 self.flush_step(cpu, t, req, phase, gen, call, since)
             }
+            Frame::KernelFlush { phase, call } => self.kernel_flush_step(cpu, t, phase, call),
             Frame::Exit { phase } => self.exit_step(cpu, t, phase),
         }
     }
 
-    fn push_frame(&mut self, t: TaskId, frame: Frame) {
+    pub(super) fn push_frame(&mut self, t: TaskId, frame: Frame) {
         self.tasks[t.0 as usize].frames.push(frame);
     }
 
@@ -531,9 +591,10 @@ impl<O: Observer> Kernel<O> {
                 if flush {
                     self.push_flush(t, FlushRequest::pages(mm, vpn, vpn + 1, false));
                 }
-                let mut cycles = cost;
+                let mut cycles = cost + self.la57_checks(LA57_CHECKS_FAULT);
+                self.counters.page_faults += 1;
                 if new == Pte::Present && old != Pte::Present {
-                    cycles += self.xpfo_alloc(cpu);
+                    cycles += self.xpfo_alloc(cpu, t);
                 }
                 Step::Spend(cycles, Mode::Sys)
             }
@@ -541,26 +602,7 @@ impl<O: Observer> Kernel<O> {
         }
     }
 
-    /// XPFO: a page handed to user space leaves the kernel's direct map; returns the local
-    /// cycles (a synchronous flush is pushed as a frame).
-    fn xpfo_alloc(&mut self, cpu: CpuId) -> u64 {
-        match self.policy.xpfo {
-            Xpfo::Off => 0,
-            Xpfo::Sync => unreachable!("refused by Kernel::new until modelled"),
-            // The local CPU flushes at once; the others are marked for a full flush at their
-            // next context switch.
-            Xpfo::Deferred => {
-                for (i, other) in self.cpus.iter_mut().enumerate() {
-                    if i != usize::from(cpu.0) {
-                        other.xpfo_pending = true;
-                    }
-                }
-                self.flush_tlb_one_kernel(cpu)
-            }
-        }
-    }
-
-    fn push_flush(&mut self, t: TaskId, req: FlushRequest) {
+    pub(super) fn push_flush(&mut self, t: TaskId, req: FlushRequest) {
         let since = self.queue.now();
         self.push_frame(
             t,
@@ -593,7 +635,8 @@ impl<O: Observer> Kernel<O> {
                     self.tasks[t.0 as usize].moving_to = Some(target);
                     return self.schedule(cpu);
                 }
-                let cycles = half + self.return_to_user(cpu);
+                let cycles =
+                    half + self.la57_checks(LA57_CHECKS_SYSCALL) + self.return_to_user(cpu);
                 Step::Spend(cycles, Mode::Sys)
             }
         }
@@ -612,7 +655,7 @@ impl<O: Observer> Kernel<O> {
                 Step::Next
             }
             Syscall::Mmap { pages } => {
-                let cycles = self.costs.mmap.cycles;
+                let cycles = self.costs.mmap.cycles + self.la57_checks(LA57_CHECKS_MMAP);
                 let vma = self.mms[mm.0 as usize].mmap(pages);
                 self.tasks[t.0 as usize].last = Outcome::Mapped(vma);
                 self.push_frame(t, exit);
@@ -629,7 +672,9 @@ impl<O: Observer> Kernel<O> {
                 let freed = v.touched && self.mms[mm.0 as usize].frees_page_tables(vma, 0, pages);
                 let zapped = self.zap(mm, vma, 0, pages);
                 self.mms[mm.0 as usize].vmas[vma.0 as usize] = None;
-                let cycles = self.costs.munmap.cycles + zapped.0 * self.costs.zap_pte.cycles;
+                let cycles = self.costs.munmap.cycles
+                    + zapped.0 * self.costs.zap_pte.cycles
+                    + self.la57_checks(LA57_CHECKS_WALK);
                 self.push_frame(t, exit);
                 if zapped.0 > 0 || freed {
                     // mmu_gather: one flush over what was unmapped.
@@ -639,7 +684,9 @@ impl<O: Observer> Kernel<O> {
             }
             Syscall::MadviseDontneed { vma, first, pages } => {
                 let (n, lo, hi) = self.zap(mm, vma, first, pages);
-                let cycles = self.costs.madvise.cycles + n * self.costs.zap_pte.cycles;
+                let cycles = self.costs.madvise.cycles
+                    + n * self.costs.zap_pte.cycles
+                    + self.la57_checks(LA57_CHECKS_WALK);
                 self.push_frame(t, exit);
                 if n > 0 {
                     self.push_flush(t, FlushRequest::pages(mm, lo, hi, false));
@@ -711,6 +758,9 @@ impl<O: Observer> Kernel<O> {
                 self.push_frame(t, exit);
                 Step::Spend(cycles, Mode::Sys)
             }
+            Syscall::Fork { program } => self.sys_fork(cpu, t, program),
+            Syscall::Exec { program } => self.sys_exec(cpu, t, program),
+            Syscall::Wait { child } => self.sys_wait(cpu, t, child),
             Syscall::IrqsOff { cycles } => {
                 self.cpus[usize::from(cpu.0)].irqs_off = true;
                 self.push_frame(
@@ -724,7 +774,7 @@ impl<O: Observer> Kernel<O> {
 
     /// Zaps present PTEs of `[first, first+pages)`; returns how many, and the page range
     /// (absolute page numbers) the mmu_gather covers.
-    fn zap(&mut self, mm: MmId, vma: VmaId, first: u64, pages: u64) -> (u64, u64, u64) {
+    pub(super) fn zap(&mut self, mm: MmId, vma: VmaId, first: u64, pages: u64) -> (u64, u64, u64) {
         let Some(v) = self.mms[mm.0 as usize].vma_mut(vma) else { return (0, 0, 0) };
         let (mut n, mut lo, mut hi) = (0, u64::MAX, 0);
         for i in first..first.saturating_add(pages).min(v.pages()) {
@@ -817,7 +867,8 @@ impl<O: Observer> Kernel<O> {
     }
 
     pub(super) fn new_call(&mut self, info: FlushTlbInfo, waiter: TaskId) -> CallId {
-        let call = Call { info, pending: 0, waiter };
+        let call =
+            Call { info, window: None, pending: 0, unhandled: 0, last_ack: Cycles(0), waiter };
         if let Some(id) = self.free_calls.pop() {
             self.calls[id.0 as usize] = call;
             id
@@ -827,22 +878,25 @@ impl<O: Observer> Kernel<O> {
         }
     }
 
-    /// Sends the flush IPIs of `call` to `targets`, one after another, starting `offset`
-    /// cycles from now; returns the initiator's sending cycles.
-    pub(crate) fn send_call_ipis(
+    /// Sends `ipi` for `call` to `targets`, one after another, starting `offset` cycles from
+    /// now; returns the initiator's sending cycles.
+    pub(super) fn send_call_ipis(
         &mut self,
         cpu: CpuId,
         call: CallId,
         targets: &[CpuId],
         offset: u64,
+        ipi: Ipi,
     ) -> u64 {
         let now = self.queue.now().0 + offset;
         let mut sent = 0;
         for &target in targets {
             sent += self.costs.ipi_send.cycles;
             let at = Cycles(now + sent + self.costs.ipi_latency.cycles);
-            self.push(at, Event::Ipi { cpu: target, ipi: Ipi::Flush(call) });
-            self.calls[call.0 as usize].pending += 1;
+            self.push(at, Event::Ipi { cpu: target, ipi });
+            let k = &mut self.calls[call.0 as usize];
+            k.pending += 1;
+            k.unhandled += 1;
             self.counters.ipis_sent[usize::from(cpu.0)] += 1;
         }
         sent
@@ -855,19 +909,16 @@ impl<O: Observer> Kernel<O> {
                 // exit_mm(): the task stops using its mm; the CPU keeps it loaded, lazily.
                 let mut cycles = self.costs.exit.cycles + self.kernel_entry(cpu);
                 cycles += self.enter_lazy_tlb(cpu);
-                self.push_frame(t, Frame::Exit { phase: Phase::Exit });
-                let m = &mut self.mms[mm.0 as usize];
-                m.users -= 1;
-                if m.users == 0 {
-                    // exit_mmap(): zap everything, free the page tables, one full flush.
-                    for v in 0..m.vmas.len() as u32 {
-                        cycles += self.zap(mm, VmaId(v), 0, u64::MAX).0 * self.costs.zap_pte.cycles;
-                    }
-                    self.push_flush(t, FlushRequest::pages(mm, 0, FLUSH_ALL_END, true));
-                }
+                self.push_frame(t, Frame::Exit { phase: Phase::Body });
+                cycles += self.mmput(t, mm);
                 Step::Spend(cycles, Mode::Sys)
             }
-            _ => {
+            Phase::Body => {
+                // exit_notify(): wake a parent blocked in waitpid().
+                self.push_frame(t, Frame::Exit { phase: Phase::Exit });
+                Step::Spend(self.wake_waiters(t), Mode::Sys)
+            }
+            Phase::Exit => {
                 let task = &mut self.tasks[t.0 as usize];
                 task.state = TaskState::Dead;
                 task.report.exited = Some(self.queue.now());

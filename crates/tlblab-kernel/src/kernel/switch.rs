@@ -101,7 +101,8 @@ impl<O: Observer> Kernel<O> {
     /// `switch_mm_irqs_off()` in one piece, as it runs inside an interrupt handler or with the
     /// CPU otherwise unobservable; returns its cycles.
     pub(crate) fn switch_mm_irqs_off(&mut self, cpu: CpuId, next: MmId) -> u64 {
-        match self.switch_mm_begin(cpu, next) {
+        let xpfo = self.xpfo_switch_flush(cpu);
+        xpfo + match self.switch_mm_begin(cpu, next) {
             SwitchBegin::Done => 0,
             SwitchBegin::Reload(ns) => {
                 let (asid, cycles) = self.switch_mm_load(cpu, next, Some(ns));
@@ -111,7 +112,9 @@ impl<O: Observer> Kernel<O> {
             SwitchBegin::Switching => {
                 let (asid, cycles) = self.switch_mm_load(cpu, next, None);
                 self.switch_mm_end(cpu, next, asid);
-                self.costs.switch_mm.cycles + cycles
+                self.costs.switch_mm.cycles
+                    + cycles
+                    + self.la57_checks(super::LA57_CHECKS_SWITCH_MM)
             }
         }
     }

@@ -5,6 +5,10 @@
 //! run's report. Memory references are at page granularity; `cycles_per_page` is the work a
 //! program does per page besides translation.
 
+mod kbuild;
+
+pub use kbuild::BuildMix;
+
 use crate::kernel::Kernel;
 use crate::mm::VmaId;
 use crate::observer::Observer;
@@ -58,6 +62,10 @@ pub struct Params {
     pub pages: u64,
     /// Work per page referenced, in cycles.
     pub cycles_per_page: u64,
+    /// `kbuild*`: compile jobs simulated (0: the preset's window).
+    pub jobs: u64,
+    /// `rt-latency`: length of each interrupts-off burst on the sibling CPU, µs.
+    pub burst_us: u64,
 }
 
 impl Default for Params {
@@ -70,6 +78,8 @@ impl Default for Params {
             threads: true,
             pages: 256,
             cycles_per_page: 10,
+            jobs: 0,
+            burst_us: 20,
         }
     }
 }
@@ -121,7 +131,7 @@ impl Metric {
 }
 
 /// Which program a scenario installs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 enum Kind {
     MadvMigrate,
     PingPong,
@@ -129,6 +139,8 @@ enum Kind {
     MunmapThreads,
     MadviseScale,
     PthreadMmap,
+    RtLatency,
+    Kbuild(fn() -> BuildMix),
 }
 
 /// A built-in scenario.
@@ -188,6 +200,34 @@ pub const SCENARIOS: &[ScenarioInfo] = &[
         min_cpus: |_| 1,
         kind: Kind::PthreadMmap,
     },
+    ScenarioInfo {
+        name: "rt-latency",
+        description: "madvise-busy while the first sibling CPU runs with interrupts off for bursts of --burst-us µs (as long again between bursts) (S4)",
+        metric: Metric::MicrosPerOp,
+        min_cpus: |p| p.busy.max(1) + 1,
+        kind: Kind::RtLatency,
+    },
+    ScenarioInfo {
+        name: "kbuild",
+        description: "make -jN (--tasks) of a kernel: slots fork shells that exec compilers, which fault in text and heap, map and unmap buffers, and exit; a window of --jobs compile jobs (S1 rates)",
+        metric: Metric::Seconds,
+        min_cpus: |_| 1,
+        kind: Kind::Kbuild(BuildMix::s1),
+    },
+    ScenarioInfo {
+        name: "kbuild-allmod",
+        description: "kbuild with the allmodconfig build's fault rate (S3)",
+        metric: Metric::Seconds,
+        min_cpus: |_| 1,
+        kind: Kind::Kbuild(BuildMix::s3),
+    },
+    ScenarioInfo {
+        name: "kbuild-xpfo",
+        description: "kbuild for the XPFO study (S1 rates; two jobs per slot unless --jobs) (S5)",
+        metric: Metric::Seconds,
+        min_cpus: |_| 1,
+        kind: Kind::Kbuild(BuildMix::s5),
+    },
 ];
 
 /// Looks up a scenario.
@@ -240,6 +280,20 @@ impl ScenarioInfo {
             Kind::MunmapThreads => spread(k, p.tasks, p.threads, || madvise(p.pages)),
             Kind::MadviseScale => spread(k, p.tasks, false, || madvise(1)),
             Kind::PthreadMmap => spread(k, p.tasks, true, || Box::new(MmapRounds::new(p))),
+            Kind::RtLatency => {
+                let main = k.spawn_process(madvise(1), CpuId(0), true);
+                let burst = p.burst_us * k.clock_mhz();
+                k.spawn_thread(main, Box::new(IrqsOffBursts(burst, false)), CpuId(1), false);
+                for i in 1..p.busy {
+                    k.spawn_thread(main, Box::new(Spin), CpuId(i as u16 + 1), false);
+                }
+            }
+            Kind::Kbuild(mix) => {
+                let n = k.nr_cpus();
+                for (i, slot) in kbuild::slots(&mix(), p, k.clock_mhz()).into_iter().enumerate() {
+                    k.spawn_process(slot, CpuId((i % n) as u16), true);
+                }
+            }
         }
         Ok(())
     }
@@ -479,6 +533,21 @@ impl Program for MmapRounds {
                 self.i += 1;
                 Action::Op
             }
+        }
+    }
+}
+
+/// A thread that alternates interrupts-off bursts of `.0` cycles in the kernel with as long
+/// in user space.
+struct IrqsOffBursts(u64, bool);
+
+impl Program for IrqsOffBursts {
+    fn next(&mut self, _env: &mut Env<'_>) -> Action {
+        self.1 = !self.1;
+        if self.1 {
+            Action::Syscall(Syscall::IrqsOff { cycles: self.0 })
+        } else {
+            Action::Compute { cycles: self.0 }
         }
     }
 }

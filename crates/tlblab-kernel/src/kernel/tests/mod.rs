@@ -13,6 +13,7 @@ use tlblab_types::AccessKind;
 struct Script {
     steps: VecDeque<Step>,
     vmas: Vec<VmaId>,
+    child: Option<TaskId>,
 }
 
 enum Step {
@@ -24,12 +25,22 @@ enum Step {
     Write(EventFd),
     Read(EventFd),
     Compute(u64),
+    /// fork(); the child runs these steps (its regions are the parent's, same indices).
+    Fork(Vec<Step>),
+    /// waitpid() on the last child forked.
+    Wait,
+    /// Count an operation (its time is recorded).
+    Op,
+    /// execve() of a program running these steps.
+    Exec(Vec<Step>),
 }
 
 impl Program for Script {
     fn next(&mut self, env: &mut Env<'_>) -> Action {
-        if let Outcome::Mapped(v) = env.last {
-            self.vmas.push(v);
+        match env.last {
+            Outcome::Mapped(v) => self.vmas.push(v),
+            Outcome::Spawned(t) => self.child = Some(t),
+            Outcome::None => {}
         }
         let touch = |vma, first, pages, kind| {
             Action::Touch(Touch { vma, first, pages, kind, cycles_per_page: 1 })
@@ -46,12 +57,21 @@ impl Program for Script {
             Some(Step::Write(fd)) => Action::Syscall(Syscall::EventfdWrite { fd }),
             Some(Step::Read(fd)) => Action::Syscall(Syscall::EventfdRead { fd }),
             Some(Step::Compute(cycles)) => Action::Compute { cycles },
+            Some(Step::Fork(steps)) => {
+                let child = Script { steps: steps.into(), vmas: self.vmas.clone(), child: None };
+                Action::Syscall(Syscall::Fork { program: Box::new(child) })
+            }
+            Some(Step::Wait) => {
+                Action::Syscall(Syscall::Wait { child: self.child.expect("forked first") })
+            }
+            Some(Step::Op) => Action::Op,
+            Some(Step::Exec(steps)) => Action::Syscall(Syscall::Exec { program: script(steps) }),
         }
     }
 }
 
 fn script(steps: Vec<Step>) -> Box<dyn Program> {
-    Box::new(Script { steps: steps.into(), vmas: Vec::new() })
+    Box::new(Script { steps: steps.into(), vmas: Vec::new(), child: None })
 }
 
 fn kernel(policy: &str, cpus: usize) -> Kernel<TraceLog> {
@@ -325,3 +345,6 @@ fn runs_are_deterministic() {
     };
     assert_eq!(run(), run());
 }
+
+mod process;
+mod xpfo;

@@ -1,0 +1,125 @@
+//! Processes: `fork()` (`dup_mmap()`), `execve()` (`exec_mmap()`), `waitpid()`, and the
+//! teardown of an mm by its last user (`mmput()` → `exit_mmap()`).
+
+use super::run::Step;
+use super::{Frame, Kernel, Mode, Phase, TaskState, FLUSH_ALL_END, LA57_CHECKS_WALK};
+use crate::ids::{MmId, TaskId};
+use crate::kernel::flush::FlushRequest;
+use crate::mm::{Pte, VmaId};
+use crate::observer::Observer;
+use crate::program::{Outcome, Program, Syscall};
+use tlblab_types::CpuId;
+
+impl<O: Observer> Kernel<O> {
+    /// `fork()` by task `t` on `cpu`: copies the mm, write-protects private pages in both,
+    /// places the child on the least-loaded CPU, and flushes the parent's mm.
+    pub(super) fn sys_fork(&mut self, cpu: CpuId, t: TaskId, program: Box<dyn Program>) -> Step {
+        let parent = self.tasks[t.0 as usize].mm.expect("user task");
+        let child_mm = self.new_mm();
+        // copy_page_range(): private writable pages become copy-on-write on both sides.
+        let mut vmas = self.mms[parent.0 as usize].vmas.clone();
+        let (mut copied, mut walks) = (0, 0);
+        for vma in vmas.iter_mut().flatten() {
+            walks += u64::from(vma.touched);
+            for pte in &mut vma.ptes {
+                if *pte == Pte::Present {
+                    *pte = Pte::Cow;
+                }
+                copied += u64::from(*pte != Pte::None);
+            }
+        }
+        let mmap_next = self.mms[parent.0 as usize].mmap_next;
+        self.mms[parent.0 as usize].vmas.clone_from(&vmas);
+        let child = &mut self.mms[child_mm.0 as usize];
+        child.vmas = vmas;
+        child.mmap_next = mmap_next;
+        child.users = 1;
+        let cycles = self.costs.fork.cycles
+            + copied * self.costs.fork_pte.cycles
+            + self.la57_checks(walks * LA57_CHECKS_WALK);
+        let target = self.least_loaded_cpu(cpu);
+        let task = self.new_task(Some(child_mm), Some(program), target, false);
+        self.enqueue(task);
+        self.tasks[t.0 as usize].last = Outcome::Spawned(task);
+        self.push_frame(t, Frame::Syscall { call: None, phase: Phase::Exit });
+        // dup_mmap() ends with flush_tlb_mm(oldmm): no CPU may keep a writable translation of
+        // a page that is now copy-on-write. flush_tlb_mm() passes freed_tables = true.
+        self.push_flush(t, FlushRequest::pages(parent, 0, FLUSH_ALL_END, true));
+        Step::Spend(cycles, Mode::Sys)
+    }
+
+    /// `execve()`: a fresh mm replaces the task's (`exec_mmap()` → `activate_mm()`), and the
+    /// old one loses a user.
+    pub(super) fn sys_exec(&mut self, cpu: CpuId, t: TaskId, program: Box<dyn Program>) -> Step {
+        let old = self.tasks[t.0 as usize].mm.expect("user task");
+        let new = self.new_mm();
+        self.mms[new.0 as usize].users = 1;
+        let task = &mut self.tasks[t.0 as usize];
+        task.mm = Some(new);
+        task.program = Some(program);
+        task.last = Outcome::None;
+        let mut cycles = self.costs.exec.cycles + self.switch_mm_irqs_off(cpu, new);
+        self.push_frame(t, Frame::Syscall { call: None, phase: Phase::Exit });
+        cycles += self.mmput(t, old);
+        Step::Spend(cycles, Mode::Sys)
+    }
+
+    /// `waitpid()` on `child`: returns at once if it has exited, else blocks until it does.
+    pub(super) fn sys_wait(&mut self, cpu: CpuId, t: TaskId, child: TaskId) -> Step {
+        let Some(c) = self.tasks.get_mut(child.0 as usize) else {
+            self.push_frame(t, Frame::Syscall { call: None, phase: Phase::Exit });
+            return Step::Next; // ECHILD
+        };
+        if c.state == TaskState::Dead {
+            self.push_frame(t, Frame::Syscall { call: None, phase: Phase::Exit });
+            return Step::Next;
+        }
+        c.waiters.push(t);
+        let again = Frame::Syscall { call: Some(Syscall::Wait { child }), phase: Phase::Body };
+        self.push_frame(t, again);
+        self.tasks[t.0 as usize].state = TaskState::Blocked;
+        self.schedule(cpu)
+    }
+
+    /// Wakes the tasks waiting for `t` to exit; returns the cycles of the wake-ups.
+    pub(super) fn wake_waiters(&mut self, t: TaskId) -> u64 {
+        let waiters = std::mem::take(&mut self.tasks[t.0 as usize].waiters);
+        let cycles = waiters.len() as u64 * self.costs.wakeup.cycles;
+        for w in waiters {
+            self.enqueue(w);
+        }
+        cycles
+    }
+
+    /// `mmput()`: `mm` loses a user (task `t` stopped using it); the last one tears it down
+    /// (`exit_mmap()`: zap every page, free the page tables, one full flush). Returns the
+    /// cycles; the flush is pushed as a frame of `t`.
+    pub(super) fn mmput(&mut self, t: TaskId, mm: MmId) -> u64 {
+        let m = &mut self.mms[mm.0 as usize];
+        m.users -= 1;
+        if m.users > 0 {
+            return 0;
+        }
+        let mut cycles = 0;
+        for v in 0..m.vmas.len() as u32 {
+            let touched = self.mms[mm.0 as usize].vma(VmaId(v)).is_some_and(|v| v.touched);
+            cycles += self.zap(mm, VmaId(v), 0, u64::MAX).0 * self.costs.zap_pte.cycles;
+            cycles += self.la57_checks(u64::from(touched) * LA57_CHECKS_WALK);
+        }
+        self.push_flush(t, FlushRequest::pages(mm, 0, FLUSH_ALL_END, true));
+        cycles
+    }
+
+    /// Where a new task goes (fork balancing): the CPU with the fewest tasks running or
+    /// queued, searching from the one after `from`, so ties spread the tasks.
+    fn least_loaded_cpu(&self, from: CpuId) -> CpuId {
+        let n = self.cpus.len();
+        (1..=n)
+            .map(|i| (usize::from(from.0) + i) % n)
+            .min_by_key(|&c| {
+                let cpu = &self.cpus[c];
+                cpu.rq.len() + usize::from(cpu.curr != cpu.idle || cpu.switch.is_some())
+            })
+            .map_or(from, |c| CpuId(c as u16))
+    }
+}

@@ -1,0 +1,92 @@
+//! fork, exec, waitpid and exit, and the flushes they cause; 5-level-paging check costs.
+
+use super::*;
+use crate::mm::Pte;
+
+/// A parent on CPU 0 writes two pages, forks, and waits; the child (placed on idle CPU 1)
+/// writes one of them.
+fn fork_and_write(policy: &str) -> (Kernel<TraceLog>, TaskId) {
+    let mut k = kernel(policy, 2);
+    let child = vec![Step::Store(0, 0, 1)];
+    let parent = k.spawn_process(
+        script(vec![
+            Step::Mmap(2),
+            Step::Store(0, 0, 2),
+            Step::Fork(child),
+            Step::Wait,
+            Step::Op,
+            Step::Compute(1 << 40),
+        ]),
+        C0,
+        true,
+    );
+    k.run_until(Cycles(10_000_000));
+    (k, parent)
+}
+
+/// dup_mmap(): the parent's private pages become copy-on-write, and the parent's mm is
+/// flushed whole (flush_tlb_mm()); the child's write copies the page and flushes it alone
+/// (ptep_clear_flush()); waitpid() returns once the child has exited.
+#[test]
+fn fork_write_protects_the_parent_and_the_childs_write_copies_one_page() {
+    let (k, parent) = fork_and_write("linux-6.18");
+    let mm = k.task_mm(parent).unwrap();
+    assert_eq!(k.mm(mm).vma(VmaId(0)).unwrap().ptes, [Pte::Cow, Pte::Cow]);
+    // On CPU 0: the parent's fork flush, a full one of its own (loaded) mm.
+    assert_eq!(traced(&k, C0, TlbFlushReason::LocalMmShootdown), [TLB_FLUSH_ALL]);
+    // On CPU 1: the child's copy-on-write fault flushes its one page.
+    assert_eq!(traced(&k, C1, TlbFlushReason::LocalMmShootdown), [1]);
+    let tasks = &k.report().tasks;
+    let (p, c) = (&tasks[0], &tasks[1]);
+    assert_eq!(p.ops, 1);
+    assert!(c.exited.unwrap() < p.first_op, "the parent waited for the child");
+    // Write faults: 2 anonymous (parent) + 1 copy-on-write (child).
+    assert_eq!(k.report().page_faults, 3);
+}
+
+/// execve(): the task gets a fresh mm; the old one, used by nobody now, is torn down.
+#[test]
+fn exec_replaces_the_mm_and_tears_the_old_one_down() {
+    let mut k = kernel("linux-6.18", 1);
+    let t = k.spawn_process(
+        script(vec![
+            Step::Mmap(4),
+            Step::Store(0, 0, 4),
+            Step::Exec(vec![Step::Mmap(1), Step::Store(0, 0, 1), Step::Compute(1 << 40)]),
+        ]),
+        C0,
+        true,
+    );
+    let old = k.task_mm(t).unwrap();
+    k.run_until(Cycles(10_000_000));
+    let new = k.task_mm(t).unwrap();
+    assert_ne!(new, old);
+    assert_eq!(k.mm(old).users, 0);
+    assert!(k.mm(old).vmas.iter().flatten().all(|v| v.ptes.iter().all(|&p| p == Pte::None)));
+    assert_eq!(k.mm(new).vmas.len(), 1);
+    assert_eq!(loaded(&k, C0), LoadedMm::Mm(new));
+}
+
+fn exit_time(policy: &str) -> (u64, u64) {
+    let mut k = kernel(policy, 1);
+    k.spawn_process(script(vec![Step::Mmap(4), Step::Store(0, 0, 4)]), C0, true);
+    assert!(k.run());
+    let r = k.report();
+    (r.tasks[0].exited.unwrap().0, r.la57_checks)
+}
+
+/// la57-runtime pays one L1D load per run-time test of the paging mode, on the critical
+/// path; la57-patched and la57-off pay nothing. Tests of a tiny program, hand-counted:
+/// switch to its mm 1; mmap 2 + the system call's return 1; four write faults 4 × 4;
+/// exit_mmap() walks the one touched region 4; exit switches to init_mm (4.14 with PCID) 1.
+#[test]
+fn la57_runtime_pays_a_load_per_check_and_patched_pays_nothing() {
+    let (off, none) = exit_time("linux-4.14+la57-off");
+    let (runtime, checks) = exit_time("linux-4.14+la57-runtime");
+    let (patched, _) = exit_time("linux-4.14+la57-patched");
+    assert_eq!(none, 0);
+    assert_eq!(checks, 1 + 2 + 1 + 4 * 4 + 4 + 1);
+    let l1d_load = 5; // presets/skylake.toml
+    assert_eq!(runtime - off, checks * l1d_load);
+    assert_eq!(patched, off);
+}

@@ -1,0 +1,223 @@
+//! XPFO (eXclusive Page Frame Ownership; Khalid Aziz's RFC v9, 2019-04, never merged): a page
+//! handed to user space leaves the kernel's direct map, so a kernel exploit cannot reach user
+//! data through it (ret2dir). Removing the mapping needs a kernel TLB flush:
+//! - `xpfo-sync`: `flush_tlb_kernel_range()` of the page at once, on every online CPU
+//!   (`on_each_cpu(do_kernel_range_flush)`: function-call IPIs to every other CPU, idle or
+//!   not, and a wait for all of them);
+//! - `xpfo-deferred` (v9 12/13): the local CPU flushes the page at once; every other CPU is
+//!   marked in `pending_xpfo_flush` and does `__flush_tlb_all()` at its next
+//!   `switch_mm_irqs_off()`.
+//!
+//! Mapping a freed page back needs no flush (adding a translation never does), so only
+//! allocations cost. The tracker measures the exposure window of each unmap: how long some
+//! CPU could still use the stale kernel translation.
+
+use super::run::Step;
+use super::{CallId, FlushPhase, Frame, Ipi, Kernel, Mode};
+use crate::ids::{TaskId, TLB_GENERATION_INVALID};
+use crate::kernel::flush::{FlushTlbInfo, DIRECT_MAP_PAGE, PAGE_SHIFT};
+use crate::observer::Observer;
+use crate::policy::Xpfo;
+use crate::stats::XpfoReport;
+use tlblab_types::{CpuId, Cycles};
+
+/// One unmap from the direct map.
+#[derive(Clone, Copy, Debug)]
+struct Window {
+    start: u64,
+    cpu: CpuId,
+    /// Synchronous flush: the end of the last remote flush so far, and the remote flushes
+    /// still to come. Deferred windows use the per-CPU flush times instead.
+    end: u64,
+    remaining: u32,
+}
+
+/// Unmaps, and the flushes that close their windows.
+#[derive(Clone, Debug)]
+pub(crate) struct XpfoTracker {
+    windows: Vec<Window>,
+    /// `xpfo-deferred`: per CPU, the times of its full flushes, in order.
+    full_flushes: Vec<Vec<u64>>,
+    full_flush_count: u64,
+    ipis: u64,
+    /// `xpfo-deferred` (windows close at full flushes) rather than `xpfo-sync`.
+    deferred: bool,
+}
+
+impl XpfoTracker {
+    pub(crate) fn new(nr_cpus: usize, deferred: bool) -> XpfoTracker {
+        XpfoTracker {
+            deferred,
+            windows: Vec::new(),
+            full_flushes: vec![Vec::new(); nr_cpus],
+            full_flush_count: 0,
+            ipis: 0,
+        }
+    }
+
+    fn open(&mut self, start: Cycles, cpu: CpuId, remaining: u32) -> u32 {
+        self.windows.push(Window { start: start.0, cpu, end: start.0, remaining });
+        self.windows.len() as u32 - 1
+    }
+
+    /// A remote CPU has flushed the page of window `w` at `at`.
+    fn flushed(&mut self, w: u32, at: u64) {
+        let w = &mut self.windows[w as usize];
+        w.remaining -= 1;
+        w.end = w.end.max(at);
+    }
+
+    /// The report at time `now`. A deferred window closes at the first full flush, after it
+    /// opened, of the last other CPU to do one; windows whose close is not yet known are
+    /// censored.
+    pub(crate) fn report(&self, nr_cpus: usize) -> XpfoReport {
+        let mut r = XpfoReport {
+            kernel_unmaps: self.windows.len() as u64,
+            full_flushes: self.full_flush_count,
+            ipis: self.ipis,
+            ..XpfoReport::default()
+        };
+        // Windows open in time order, so each CPU's pointer into its flush times only moves on.
+        let mut next = vec![0usize; nr_cpus];
+        for w in &self.windows {
+            let end = if self.deferred && nr_cpus > 1 {
+                self.deferred_end(w, &mut next)
+            } else {
+                (w.remaining == 0).then_some(w.end)
+            };
+            match end {
+                Some(end) => r.exposure_cycles.push(end - w.start),
+                None => r.censored += 1,
+            }
+        }
+        r
+    }
+
+    fn deferred_end(&self, w: &Window, next: &mut [usize]) -> Option<u64> {
+        let mut end = w.start;
+        for (c, times) in self.full_flushes.iter().enumerate() {
+            if c == usize::from(w.cpu.0) {
+                continue;
+            }
+            while next[c] < times.len() && times[next[c]] < w.start {
+                next[c] += 1;
+            }
+            end = end.max(*times.get(next[c])?);
+        }
+        Some(end)
+    }
+}
+
+impl<O: Observer> Kernel<O> {
+    /// A page was just handed to user space: take it out of the direct map. Returns the local
+    /// cycles; a synchronous flush is pushed as a frame of task `t`.
+    pub(super) fn xpfo_alloc(&mut self, cpu: CpuId, t: TaskId) -> u64 {
+        let now = self.queue.now();
+        match self.policy.xpfo {
+            Xpfo::Off => 0,
+            Xpfo::Sync => {
+                self.push_frame(t, Frame::KernelFlush { phase: FlushPhase::Start, call: None });
+                0
+            }
+            Xpfo::Deferred => {
+                for (i, other) in self.cpus.iter_mut().enumerate() {
+                    if i != usize::from(cpu.0) {
+                        other.xpfo_pending = true;
+                    }
+                }
+                self.xpfo.open(now, cpu, 0);
+                self.flush_tlb_one_kernel(cpu, DIRECT_MAP_PAGE)
+            }
+        }
+    }
+
+    /// `xpfo-deferred`, at the top of `switch_mm_irqs_off()`: a CPU marked in
+    /// `pending_xpfo_flush` flushes everything, globals included. Returns its cycles.
+    pub(super) fn xpfo_switch_flush(&mut self, cpu: CpuId) -> u64 {
+        let c = usize::from(cpu.0);
+        if !self.cpus[c].xpfo_pending {
+            return 0;
+        }
+        self.cpus[c].xpfo_pending = false;
+        self.xpfo.full_flush_count += 1;
+        self.xpfo.full_flushes[c].push(self.queue.now().0);
+        self.flush_tlb_all_local(cpu)
+    }
+
+    /// One step of `flush_tlb_kernel_range()` for XPFO's page (preemption off throughout).
+    pub(super) fn kernel_flush_step(
+        &mut self,
+        cpu: CpuId,
+        t: TaskId,
+        phase: FlushPhase,
+        call: Option<CallId>,
+    ) -> Step {
+        match phase {
+            FlushPhase::Start => {
+                // get_flush_tlb_info() and the call-function setup: taken as costly as
+                // flush_tlb_mm_range()'s own setup.
+                self.push_frame(t, Frame::KernelFlush { phase: FlushPhase::Dispatch, call: None });
+                Step::Spend(self.costs.flush_tlb_mm_range.cycles, Mode::Sys)
+            }
+            FlushPhase::Dispatch => {
+                let info = FlushTlbInfo {
+                    mm: None,
+                    start: DIRECT_MAP_PAGE.0,
+                    end: DIRECT_MAP_PAGE.0 + 1,
+                    stride_shift: PAGE_SHIFT,
+                    freed_tables: false,
+                    new_tlb_gen: TLB_GENERATION_INVALID,
+                    initiating_cpu: cpu,
+                    trim_cpumask: false,
+                };
+                let id = self.new_call(info, t);
+                let n = self.cpus.len();
+                let window = self.xpfo.open(self.queue.now(), cpu, n as u32 - 1);
+                self.calls[id.0 as usize].window = Some(window);
+                // on_each_cpu(): every other online CPU, lazy or idle, then this one.
+                let targets: Vec<CpuId> =
+                    (0..n).map(|c| CpuId(c as u16)).filter(|&c| c != cpu).collect();
+                let mut cycles = self.send_call_ipis(cpu, id, &targets, 0, Ipi::KernelFlush(id));
+                self.xpfo.ipis += targets.len() as u64;
+                cycles += self.do_kernel_range_flush(cpu, id, cycles);
+                self.push_frame(t, Frame::KernelFlush { phase: FlushPhase::Wait, call: Some(id) });
+                Step::Spend(cycles, Mode::Sys)
+            }
+            FlushPhase::Wait => {
+                let id = call.expect("waits follow a call");
+                if self.calls[id.0 as usize].pending > 0 {
+                    self.push_frame(t, Frame::KernelFlush { phase: FlushPhase::Wait, call });
+                    return Step::Wait;
+                }
+                self.free_calls.push(id);
+                Step::Next
+            }
+            FlushPhase::Done => Step::Next,
+        }
+    }
+
+    /// `do_kernel_range_flush()` (or `do_flush_tlb_all()` above the ceiling) on `cpu`,
+    /// starting `offset` cycles from now; returns its cycles. On a remote CPU it closes its
+    /// share of the XPFO window when the flush is done.
+    pub(super) fn do_kernel_range_flush(&mut self, cpu: CpuId, call: CallId, offset: u64) -> u64 {
+        let k = &self.calls[call.0 as usize];
+        let (info, window) = (k.info, k.window);
+        let local = cpu == info.initiating_cpu;
+        let pages = info.entries().unwrap_or(u64::MAX);
+        let cycles = if pages > self.policy.tlb_single_page_flush_ceiling {
+            self.counters.vmstat.nr_tlb_remote_flush_received += 1;
+            self.flush_tlb_all_local(cpu)
+        } else {
+            (info.start..info.end)
+                .map(|vpn| self.flush_tlb_one_kernel(cpu, tlblab_types::Vpn(vpn)))
+                .sum()
+        };
+        if !local {
+            self.counters.irq_cal[usize::from(cpu.0)] += 1;
+            if let Some(w) = window {
+                self.xpfo.flushed(w, self.queue.now().0 + offset + cycles);
+            }
+        }
+        cycles
+    }
+}
