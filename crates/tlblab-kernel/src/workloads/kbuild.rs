@@ -27,7 +27,7 @@ use tlblab_types::AccessKind;
 pub struct BuildMix {
     /// Which build this describes, and where its figures come from.
     pub source: &'static str,
-    /// Compile jobs simulated (the representative window).
+    /// Compile jobs simulated (the representative window); 0: two per job slot.
     pub jobs: u64,
     /// Median user time of a compile job, ms (job sizes are log-normal around it).
     pub job_user_ms: f64,
@@ -65,7 +65,7 @@ impl BuildMix {
         BuildMix {
             source:
                 "S1 make -j8 (studies.md: 58.4 M faults / 880 user-s = 66.4 faults per user-ms)",
-            jobs: 16,
+            jobs: 0,
             job_user_ms: 60.0,
             job_sigma: 0.8,
             faults_per_user_ms: 58.4e6 / 880e3,
@@ -78,7 +78,7 @@ impl BuildMix {
     pub fn s3() -> BuildMix {
         BuildMix {
             source: "S3 allmodconfig (studies.md: 332 M faults / 17,300 task-clock s = 19.2 faults per ms)",
-            jobs: 48,
+            jobs: 0,
             job_user_ms: 60.0,
             job_sigma: 0.8,
             faults_per_user_ms: 332e6 / 17_300e3,
@@ -101,7 +101,7 @@ impl BuildMix {
     fn common() -> BuildMix {
         BuildMix {
             source: "",
-            jobs: 16,
+            jobs: 0,
             job_user_ms: 60.0,
             job_sigma: 0.8,
             faults_per_user_ms: 66.4,
@@ -142,13 +142,10 @@ struct Shared {
 
 /// Makes the slot programs of a build: `params.tasks` slots (`make -jN`).
 pub(super) fn slots(mix: &BuildMix, params: &Params, clock_mhz: u64) -> Vec<Box<dyn Program>> {
-    let jobs = if params.jobs > 0 {
-        params.jobs
-    } else if mix.jobs > 0 {
-        mix.jobs
-    } else {
-        // No preset size: two jobs per slot.
-        2 * params.tasks as u64
+    let jobs = match (params.jobs, mix.jobs) {
+        (0, 0) => 2 * params.tasks as u64,
+        (0, preset) => preset,
+        (asked, _) => asked,
     };
     let shared = Rc::new(Shared { mix: *mix, left: Cell::new(jobs), clock_mhz: clock_mhz.max(1) });
     (0..params.tasks)
