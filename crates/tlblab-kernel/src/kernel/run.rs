@@ -670,15 +670,22 @@ impl<O: Observer> Kernel<O> {
                 let start = v.start.0;
                 // Page tables exist only where a page was ever touched.
                 let freed = v.touched && self.mms[mm.0 as usize].frees_page_tables(vma, 0, pages);
-                let zapped = self.zap(mm, vma, 0, pages);
+                let (n, mut lo, mut hi) = self.zap(mm, vma, 0, pages);
                 self.mms[mm.0 as usize].vmas[vma.0 as usize] = None;
                 let cycles = self.costs.munmap.cycles
-                    + zapped.0 * self.costs.zap_pte.cycles
+                    + n * self.costs.zap_pte.cycles
                     + self.la57_checks(LA57_CHECKS_WALK);
                 self.push_frame(t, exit);
-                if zapped.0 > 0 || freed {
-                    // mmu_gather: one flush over what was unmapped.
-                    self.push_flush(t, FlushRequest::pages(mm, start, start + pages, freed));
+                if freed {
+                    // pte_free_tlb() adds one page at the address of each freed table to the
+                    // range: the region's start for its first 2 MiB, the block's start after.
+                    let last_table = (start + pages - 1) >> 9 << 9;
+                    lo = lo.min(start);
+                    hi = hi.max(last_table.max(start) + 1);
+                }
+                if n > 0 || freed {
+                    // mmu_gather: one flush over the PTEs cleared and the tables freed.
+                    self.push_flush(t, FlushRequest::pages(mm, lo, hi, freed));
                 }
                 Step::Spend(cycles, Mode::Sys)
             }

@@ -346,5 +346,6 @@ fn runs_are_deterministic() {
     assert_eq!(run(), run());
 }
 
+mod munmap;
 mod process;
 mod xpfo;
