@@ -88,6 +88,14 @@ pub enum Syscall {
         /// What the child runs.
         program: Box<dyn Program>,
     },
+    /// `vfork()` (or `posix_spawn()`): a child that shares the caller's mm until it execs or
+    /// exits, placed on the least-loaded CPU; nothing is copied or flushed. The result is
+    /// [`Outcome::Spawned`]. (The kernel also suspends the caller until the child execs; the
+    /// model leaves that to the program, which usually waits for the child anyway.)
+    Vfork {
+        /// What the child runs (it should exec).
+        program: Box<dyn Program>,
+    },
     /// `execve()`: the task drops its mm for a fresh, empty one and runs `program` from its
     /// start.
     Exec {

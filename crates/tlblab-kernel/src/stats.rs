@@ -13,6 +13,9 @@ use tlblab_types::Cycles;
 pub struct TaskReport {
     /// Cycles in user mode (work and translation).
     pub user_cycles: u64,
+    /// The program's own work in user mode: `Compute` cycles and `cycles_per_page` of the pages
+    /// it referenced (translation excluded).
+    pub work_cycles: u64,
     /// Cycles in the kernel (system calls, faults, switches), not counting interrupts.
     pub sys_cycles: u64,
     /// Operations completed (`Action::Op`).

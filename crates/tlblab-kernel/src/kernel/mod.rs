@@ -523,6 +523,11 @@ impl<O: Observer> Kernel<O> {
         MmId(self.mms.len() as u32 - 1)
     }
 
+    /// Lowers the run's time limit to `limit` (a scenario's window).
+    pub fn limit_time(&mut self, limit: Cycles) {
+        self.config.time_limit = self.config.time_limit.min(limit);
+    }
+
     /// The current time.
     pub fn now(&self) -> Cycles {
         self.queue.now()

@@ -48,6 +48,18 @@ impl<O: Observer> Kernel<O> {
         Step::Spend(cycles, Mode::Sys)
     }
 
+    /// `vfork()`: a child task in the caller's mm, on the least-loaded CPU.
+    pub(super) fn sys_vfork(&mut self, cpu: CpuId, t: TaskId, program: Box<dyn Program>) -> Step {
+        let mm = self.tasks[t.0 as usize].mm.expect("user task");
+        self.mms[mm.0 as usize].users += 1;
+        let target = self.least_loaded_cpu(cpu);
+        let child = self.new_task(Some(mm), Some(program), target, false);
+        self.enqueue(child);
+        self.tasks[t.0 as usize].last = Outcome::Spawned(child);
+        self.push_frame(t, Frame::Syscall { call: None, phase: Phase::Exit });
+        Step::Spend(self.costs.fork.cycles, Mode::Sys)
+    }
+
     /// `execve()`: a fresh mm replaces the task's (`exec_mmap()` → `activate_mm()`), and the
     /// old one loses a user.
     pub(super) fn sys_exec(&mut self, cpu: CpuId, t: TaskId, program: Box<dyn Program>) -> Step {

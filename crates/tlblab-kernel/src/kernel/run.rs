@@ -460,7 +460,10 @@ impl<O: Observer> Kernel<O> {
                 self.push_frame(t, Frame::Touch { touch, done: 0 });
                 Step::Next
             }
-            Action::Compute { cycles } => Step::Spend(cycles, Mode::User),
+            Action::Compute { cycles } => {
+                task.report.work_cycles += cycles;
+                Step::Spend(cycles, Mode::User)
+            }
             Action::Syscall(call) => {
                 self.push_frame(t, Frame::Syscall { call: Some(call), phase: Phase::Entry });
                 Step::Next
@@ -499,6 +502,7 @@ impl<O: Observer> Kernel<O> {
         };
         let last = touch.pages.min(vma.pages().saturating_sub(touch.first));
         let end = last.min(done + TOUCH_CHUNK);
+        let start = done;
         let mut cycles = 0;
         let mut fault = None;
         while done < end {
@@ -518,6 +522,7 @@ impl<O: Observer> Kernel<O> {
             cycles += self.hw[c].access(&access, 1, &mut self.hw_stats[c]) + touch.cycles_per_page;
             done += 1;
         }
+        self.tasks[t.0 as usize].report.work_cycles += (done - start) * touch.cycles_per_page;
         if let Some(page) = fault {
             self.push_frame(t, Frame::Touch { touch, done });
             self.push_frame(t, Frame::Fault { touch, page, phase: Phase::Entry });
@@ -758,6 +763,7 @@ impl<O: Observer> Kernel<O> {
                 self.tasks[t.0 as usize].state = TaskState::Blocked;
                 self.schedule(cpu)
             }
+            Syscall::Vfork { program } => self.sys_vfork(cpu, t, program),
             Syscall::Clone { program, cpu: target } => {
                 let cycles = self.costs.fork.cycles;
                 let child = self.spawn_thread(t, program, target, false);

@@ -62,8 +62,11 @@ pub struct Params {
     pub pages: u64,
     /// Work per page referenced, in cycles.
     pub cycles_per_page: u64,
-    /// `kbuild*`: compile jobs simulated (0: the preset's window).
+    /// `kbuild*`: compile jobs in the build (0: jobs never run out; the run is a window).
     pub jobs: u64,
+    /// Stop after this much simulated time, ms (0: the scenario's default, which is none
+    /// except for `kbuild*` without `jobs`).
+    pub window_ms: u64,
     /// `rt-latency`: length of each interrupts-off burst on the sibling CPU, µs.
     pub burst_us: u64,
 }
@@ -79,6 +82,7 @@ impl Default for Params {
             pages: 256,
             cycles_per_page: 10,
             jobs: 0,
+            window_ms: 0,
             burst_us: 20,
         }
     }
@@ -94,6 +98,9 @@ pub enum Metric {
     OpsPerSecond,
     /// Seconds until every task finished (lower is better).
     Seconds,
+    /// The programs' own work done per second of elapsed time, in CPU-seconds per second
+    /// (higher is better): a build's speed, also in a window of it.
+    WorkRate,
 }
 
 impl Metric {
@@ -103,12 +110,13 @@ impl Metric {
             Metric::MicrosPerOp => "µs/op",
             Metric::OpsPerSecond => "ops/s",
             Metric::Seconds => "s",
+            Metric::WorkRate => "CPU-s/s",
         }
     }
 
     /// Whether a smaller value is better.
     pub fn lower_is_better(self) -> bool {
-        !matches!(self, Metric::OpsPerSecond)
+        !matches!(self, Metric::OpsPerSecond | Metric::WorkRate)
     }
 
     /// The metric's value for a run.
@@ -126,6 +134,10 @@ impl Metric {
                 ops as f64 / (r.micros(r.elapsed_cycles as f64) / 1e6)
             }
             Metric::Seconds => r.micros(r.elapsed_cycles as f64) / 1e6,
+            Metric::WorkRate => {
+                let work: u64 = r.tasks.iter().map(|t| t.work_cycles).sum();
+                work as f64 / r.elapsed_cycles.max(1) as f64
+            }
         }
     }
 }
@@ -153,8 +165,14 @@ pub struct ScenarioInfo {
     pub metric: Metric,
     /// Fewest CPUs it runs on.
     min_cpus: fn(&Params) -> usize,
+    /// Simulated time it runs for by default, ms (0: until its tasks are done).
+    pub default_window_ms: u64,
     kind: Kind,
 }
+
+/// The window of a build simulated by default, ms: long enough for every slot to start and
+/// finish a few jobs (a compile job takes 274 ms median).
+pub const KBUILD_WINDOW_MS: u64 = 1000;
 
 /// Every built-in scenario.
 pub const SCENARIOS: &[ScenarioInfo] = &[
@@ -163,6 +181,7 @@ pub const SCENARIOS: &[ScenarioInfo] = &[
         description: "loop { write a page; madvise(MADV_DONTNEED) it; sched_setaffinity to the other CPU } (S2)",
         metric: Metric::MicrosPerOp,
         min_cpus: |_| 2,
+        default_window_ms: 0,
         kind: Kind::MadvMigrate,
     },
     ScenarioInfo {
@@ -170,6 +189,7 @@ pub const SCENARIOS: &[ScenarioInfo] = &[
         description: "two processes on one CPU pass a token through eventfds; each touches --touch pages of zero-page memory per round (S2)",
         metric: Metric::MicrosPerOp,
         min_cpus: |_| 1,
+        default_window_ms: 0,
         kind: Kind::PingPong,
     },
     ScenarioInfo {
@@ -177,6 +197,7 @@ pub const SCENARIOS: &[ScenarioInfo] = &[
         description: "one thread loops { write a page; madvise(MADV_DONTNEED) it } while --busy sibling threads spin on other CPUs (S4)",
         metric: Metric::MicrosPerOp,
         min_cpus: |p| p.busy + 1,
+        default_window_ms: 0,
         kind: Kind::MadviseBusy,
     },
     ScenarioInfo {
@@ -184,6 +205,7 @@ pub const SCENARIOS: &[ScenarioInfo] = &[
         description: "will-it-scale tlb_flush2: --tasks tasks loop { write --pages pages; madvise(MADV_DONTNEED) them all }, as threads of one process or as processes (--mode)",
         metric: Metric::OpsPerSecond,
         min_cpus: |p| p.tasks,
+        default_window_ms: 0,
         kind: Kind::MunmapThreads,
     },
     ScenarioInfo {
@@ -191,6 +213,7 @@ pub const SCENARIOS: &[ScenarioInfo] = &[
         description: "stress-ng madvise-like: --tasks worker processes spread over the CPUs loop { write a page; madvise(MADV_DONTNEED) it } (S4)",
         metric: Metric::OpsPerSecond,
         min_cpus: |_| 1,
+        default_window_ms: 0,
         kind: Kind::MadviseScale,
     },
     ScenarioInfo {
@@ -198,6 +221,7 @@ pub const SCENARIOS: &[ScenarioInfo] = &[
         description: "--tasks threads share the CPUs; --iterations rounds of { mmap --pages pages; write them; munmap } each (S2)",
         metric: Metric::Seconds,
         min_cpus: |_| 1,
+        default_window_ms: 0,
         kind: Kind::PthreadMmap,
     },
     ScenarioInfo {
@@ -205,27 +229,31 @@ pub const SCENARIOS: &[ScenarioInfo] = &[
         description: "madvise-busy while the first sibling CPU runs with interrupts off for bursts of --burst-us µs (as long again between bursts) (S4)",
         metric: Metric::MicrosPerOp,
         min_cpus: |p| p.busy.max(1) + 1,
+        default_window_ms: 0,
         kind: Kind::RtLatency,
     },
     ScenarioInfo {
         name: "kbuild",
         description: "make -jN (--tasks) of a kernel: slots fork shells that exec compilers, which fault in text and heap, map and unmap buffers, and exit; a window of --jobs compile jobs (S1 rates)",
-        metric: Metric::Seconds,
+        metric: Metric::WorkRate,
         min_cpus: |_| 1,
+        default_window_ms: KBUILD_WINDOW_MS,
         kind: Kind::Kbuild(BuildMix::s1),
     },
     ScenarioInfo {
         name: "kbuild-allmod",
         description: "kbuild with the allmodconfig build's fault rate (S3)",
-        metric: Metric::Seconds,
+        metric: Metric::WorkRate,
         min_cpus: |_| 1,
+        default_window_ms: KBUILD_WINDOW_MS,
         kind: Kind::Kbuild(BuildMix::s3),
     },
     ScenarioInfo {
         name: "kbuild-xpfo",
         description: "kbuild for the XPFO study (S1 rates; two jobs per slot unless --jobs) (S5)",
-        metric: Metric::Seconds,
+        metric: Metric::WorkRate,
         min_cpus: |_| 1,
+        default_window_ms: KBUILD_WINDOW_MS,
         kind: Kind::Kbuild(BuildMix::s5),
     },
 ];
@@ -239,7 +267,21 @@ pub fn scenario(name: &str) -> Result<&'static ScenarioInfo, ScenarioError> {
 }
 
 impl ScenarioInfo {
-    /// Installs the scenario's tasks.
+    /// When a run of the scenario stops: after `--window-ms` (or the scenario's default window),
+    /// else when its tasks are done. A `kbuild` with a number of jobs runs to completion.
+    pub fn time_limit(&self, p: &Params, clock_mhz: u64) -> tlblab_types::Cycles {
+        let window = match (p.window_ms, p.jobs) {
+            (0, 0) => self.default_window_ms,
+            (0, _) => 0,
+            (ms, _) => ms,
+        };
+        match window {
+            0 => tlblab_types::Cycles(u64::MAX),
+            ms => tlblab_types::Cycles(ms * 1000 * clock_mhz),
+        }
+    }
+
+    /// Installs the scenario's tasks, and its window as the run's time limit.
     pub fn install<O: Observer>(&self, k: &mut Kernel<O>, p: &Params) -> Result<(), ScenarioError> {
         let needed = (self.min_cpus)(p);
         if k.nr_cpus() < needed {
@@ -261,6 +303,8 @@ impl ScenarioInfo {
                 message: "--tasks and --pages must be at least 1".into(),
             });
         }
+        let limit = self.time_limit(p, k.clock_mhz());
+        k.limit_time(limit);
         let madvise = |pages| Box::new(MadviseLoop::new(p, pages)) as Box<dyn Program>;
         match self.kind {
             Kind::MadvMigrate => {
