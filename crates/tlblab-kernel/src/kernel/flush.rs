@@ -118,6 +118,11 @@ impl<O: Observer> Kernel<O> {
         if st.is_lazy {
             return false;
         }
+        // NOTE: 4.20–6.13 (`tlb_is_not_lazy()`) tested laziness only; the tests below came
+        // with the 6.14 lazy mm_cpumask, whose stale bits they filter.
+        if !self.policy.lazy_cpumask {
+            return true;
+        }
         let Some(mm) = info.mm else { return true };
         // NOTE: before fea4e317f9e7 (6.15, CVE-2025-37964) a CPU between its store of
         // LOADED_MM_SWITCHING and of the new mm was skipped here, though it may already have

@@ -303,6 +303,34 @@ fn loaded_mm_switching_window() {
     assert_eq!(outcome(before), (0, 0, 1), "skipped: CPU 1 runs the mm one generation behind");
 }
 
+/// 4.20–6.13 (`tlb_is_not_lazy()`, no lazy mm_cpumask) interrupted every CPU of the mask that
+/// was not lazy, including one in the middle of switching: the CVE-2025-37964 window did not
+/// exist there, with or without the 6.15 check.
+#[test]
+fn before_the_lazy_cpumask_only_laziness_spared_a_cpu() {
+    let fixed = Policy::named("linux-6.18").unwrap();
+    let mut pre_6_14 = fixed.clone();
+    pre_6_14.lazy_cpumask = false;
+    pre_6_14.trim_cpumask = false;
+    pre_6_14.loaded_mm_switching_check = false;
+    let mut k = Kernel::new(
+        &tlblab_sim::machine::builtin("skylake").unwrap(),
+        &pre_6_14,
+        KernelConfig { nr_cpus: 2, seed: 7, time_limit: Cycles(u64::MAX) },
+        TraceLog::default(),
+    )
+    .unwrap();
+    let t = k.spawn_process(script(vec![Step::Mmap(1), Step::Compute(1 << 40)]), C0, true);
+    k.run_until(Cycles(1_000_000));
+    let mm = k.task_mm(t).unwrap();
+    assert_eq!(k.switch_mm_begin(C1, mm), switch::SwitchBegin::Switching);
+    let req = FlushRequest::pages(mm, 0, 1, false);
+    let info = k.flush_tlb_info(&req, 1, C0);
+    assert!(k.should_flush_tlb(C1, &info), "a switching CPU is not lazy: interrupted");
+    k.cpus[1].tlb.is_lazy = true;
+    assert!(!k.should_flush_tlb(C1, &info), "a lazy CPU is spared");
+}
+
 /// The tracepoint sequence of a tiny program, derived by hand from tlb.c: map and write a page,
 /// `madvise(MADV_DONTNEED)` it, exit.
 #[test]
