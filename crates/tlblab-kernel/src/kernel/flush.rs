@@ -169,6 +169,17 @@ impl<O: Observer> Kernel<O> {
             return cycles;
         }
         let loaded = loaded.mm().expect("IRQs are off while switching");
+        if self.policy.invlpgb && !self.cpus[c].tlb.is_lazy {
+            // 6.15: a CPU still on a dynamic ASID of an mm that now has a global one moves to
+            // it; a global ASID is kept current by INVLPGB: nothing to flush here.
+            if let Some(g) = self.mms[loaded.0 as usize].global_asid {
+                let mut cycles = cycles;
+                if self.cpus[c].tlb.loaded_mm_asid != g {
+                    cycles += self.switch_mm_irqs_off(cpu, loaded);
+                }
+                return cycles;
+            }
+        }
         if self.cpus[c].tlb.is_lazy {
             // Lazy: rather than flush, stop using the mm (this traces a task switch). 4.13 calls
             // it leave_mm(), 4.14+ switch_mm_irqs_off(NULL, &init_mm, NULL): the same switch.

@@ -13,6 +13,7 @@
 //! 3. timer tick.
 
 mod flush;
+mod invlpgb;
 mod process;
 mod run;
 mod switch;
@@ -55,11 +56,14 @@ pub enum KernelError {
         /// The machine.
         machine: String,
     },
-    /// The policy uses a switch this version of the model does not run yet.
-    #[error(
-        "policy {0}: invlpgb (global ASIDs, broadcast flushes) is not modelled in this version"
-    )]
-    NotModelled(String),
+    /// The policy combines switches no kernel runs together.
+    #[error("policy {policy}: {why}")]
+    Unsupported {
+        /// The policy.
+        policy: String,
+        /// Why.
+        why: &'static str,
+    },
     /// Too few or too many CPUs.
     #[error("{0} CPUs: the model runs 1 to 4096")]
     CpuCount(usize),
@@ -300,6 +304,7 @@ pub struct Kernel<O: Observer> {
     counters: Counters,
     flush_sizes: FlushSizes,
     xpfo: xpfo::XpfoTracker,
+    global_asids: invlpgb::GlobalAsids,
     observer: O,
     config: KernelConfig,
     essential_left: u32,
@@ -359,8 +364,12 @@ impl<O: Observer> Kernel<O> {
         } else {
             spec.clone()
         };
-        if policy.invlpgb {
-            return Err(KernelError::NotModelled(policy.name.clone()));
+        if policy.invlpgb && policy.pti != crate::policy::Pti::Off {
+            return Err(KernelError::Unsupported {
+                policy: policy.name.clone(),
+                why:
+                    "INVLPGB with PTI: Linux 6.16+ turns INVLPGB off when PTI is on (94a17f2dc90b)",
+            });
         }
         let pcid = policy.pcid && features.pcid;
         let n = config.nr_cpus;
@@ -387,6 +396,7 @@ impl<O: Observer> Kernel<O> {
             },
             flush_sizes: FlushSizes::default(),
             xpfo: xpfo::XpfoTracker::new(n, policy.xpfo == crate::policy::Xpfo::Deferred),
+            global_asids: invlpgb::GlobalAsids::new(policy.pti != crate::policy::Pti::Off),
             observer,
             essential_left: 0,
             tick_cycles: 0,

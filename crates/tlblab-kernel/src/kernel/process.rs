@@ -112,8 +112,9 @@ impl<O: Observer> Kernel<O> {
         if m.users > 0 {
             return 0;
         }
+        self.free_global_asid(mm);
         let mut cycles = 0;
-        for v in 0..m.vmas.len() as u32 {
+        for v in 0..self.mms[mm.0 as usize].vmas.len() as u32 {
             let touched = self.mms[mm.0 as usize].vma(VmaId(v)).is_some_and(|v| v.touched);
             cycles += self.zap(mm, VmaId(v), 0, u64::MAX).0 * self.costs.zap_pte.cycles;
             cycles += self.la57_checks(u64::from(touched) * LA57_CHECKS_WALK);

@@ -831,12 +831,24 @@ impl<O: Observer> Kernel<O> {
                 let others = self.mms[req.mm.0 as usize].cpumask.any_but(cpu);
                 let loaded = self.cpus[c].tlb.loaded_mm == LoadedMm::Mm(req.mm);
                 let id = self.new_call(info, t);
+                if self.policy.invlpgb && self.mms[req.mm.0 as usize].global_asid.is_some() {
+                    // 6.15: broadcast, then IPIs only for CPUs still on a dynamic ASID.
+                    let mut cycles = self.broadcast_tlb_flush(cpu, id);
+                    if self.asid_stragglers(req.mm) {
+                        cycles += self.native_flush_tlb_multi(cpu, id);
+                        self.push_frame(t, frame(FlushPhase::Wait, gen, Some(id)));
+                    } else {
+                        self.push_frame(t, frame(FlushPhase::Done, gen, Some(id)));
+                    }
+                    return Step::Spend(cycles, Mode::Sys);
+                }
                 if others {
                     if self.policy.trim_cpumask {
                         self.calls[id.0 as usize].info.trim_cpumask =
                             self.should_trim_cpumask(req.mm);
                     }
-                    let cycles = self.native_flush_tlb_multi(cpu, id);
+                    let mut cycles = self.native_flush_tlb_multi(cpu, id);
+                    cycles += self.consider_global_asid(cpu, t, req.mm);
                     if self.policy.flush_info == FlushInfo::Stack {
                         // 7.3: preemption is enabled again before the wait.
                         self.record_preempt_off(since, cycles);

@@ -35,6 +35,16 @@ impl<O: Observer> Kernel<O> {
         let was_lazy = st.is_lazy;
         st.is_lazy = false;
         if prev == next {
+            // 6.15: the mm got a global ASID while this CPU ran it under a dynamic one: move
+            // to the global ASID (no flush: INVLPGB keeps it current).
+            let global = self.mms[next.0 as usize].global_asid.filter(|_| self.policy.invlpgb);
+            let st = &mut self.cpus[c].tlb;
+            if let Some(g) = global {
+                if st.loaded_mm_asid == g {
+                    return SwitchBegin::Done;
+                }
+                return SwitchBegin::Reload(NewAsid { asid: g, need_flush: false });
+            }
             // NOTE (4.13): without tlb_gen a lazy CPU that missed a flush was sent to init_mm by
             // the IPI itself, so coming back to the same mm never needs a flush.
             if !self.policy.tlb_gen || !was_lazy {

@@ -374,6 +374,7 @@ fn runs_are_deterministic() {
     assert_eq!(run(), run());
 }
 
+mod invlpgb;
 mod munmap;
 mod process;
 mod xpfo;
