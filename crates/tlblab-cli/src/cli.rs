@@ -51,6 +51,14 @@ pub enum SimCommand {
     /// linux-4.14-nopcid, linux-4.14, linux-6.18, variants such as pti-deferred, compositions
     /// such as linux-6.18+pti-invpcid, or a .toml file.
     Run(RunArgs),
+    /// Run a built-in study (S1–S5): the kernel debates of studies.md, each a set of scenarios
+    /// on a machine preset under two or more policies, several seeds each.
+    ///
+    /// `tlblab sim study list` names the studies; `tlblab sim study s2` (or `s2-pcid`, `S2`) runs
+    /// one; `all` runs them one after the other. Every run of every (part, policy, seed) is
+    /// independent and deterministic; they run in parallel and the output does not depend on
+    /// the number of threads.
+    Study(StudyArgs),
 }
 
 /// Which machine to simulate, and run-time choices about it.
@@ -234,6 +242,61 @@ pub struct RunArgs {
     /// Work per page referenced, in cycles, besides translation.
     #[arg(long, default_value_t = 10)]
     pub cycles_per_page: u64,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What `tlblab sim study --help` says about the output.
+const STUDY_AFTER_HELP: &str = "\
+Output: a header saying what every number is, then each part of the study (a scenario on a
+machine preset, with its settings and why they were chosen), then the policies and the kernels
+they mirror. Every figure is the mean ± sample standard deviation over the K seeds; each policy
+is compared with the part's first policy (the baseline) by the mean of the per-seed ratios,
+paired by seed, with a 95% Student-t confidence interval, and called significant when the
+interval excludes 1 (ratios need --seeds 2 or more). Each study has its own format:
+
+  s1-pti         user / system / elapsed seconds, dTLB walks, walker cycles per walk, and a
+                 flush-size histogram per policy (pages, % of flushes, cumulative %, avg cycles,
+                 cycles/page, samples)
+  s2-pcid        one table per scenario (madv-migrate, pthread-mmap, pingpong, pingpong
+                 --touch 512), each with its own metric and IPIs (and dTLB walks) per op
+  s3-la57        a `perf stat -r K`-like block per policy (task-clock, page-faults, cycles,
+                 la57 run-time checks, elapsed ± relative standard error; <not modelled> for
+                 events the model lacks), then the ratios
+  s4-flush-info  madvise-busy, an mmtests-style madvise-scale table (ops/s Amean per worker
+                 count, *…* = significant) and rt-latency (preemption-off max and p99)
+  s5-xpfo        system and elapsed seconds, IPIs sent and received, full flushes, and the
+                 exposure window (median, p99, max µs; censored windows)
+
+--quick shrinks every part for tests and smoke runs and says so in the output. --json prints
+the schema tlblab.sim.study/1 (all: tlblab.sim.study-all/1), documented in docs/sim-output.md;
+the studies themselves are described in docs/studies.md.
+
+Exit status: 0 when the study ran, 2 for an unknown study or a study this build cannot run
+(an unknown preset, scenario or policy), 1 for any other failure. A part whose scenario this
+build of the kernel model lacks is reported as NOT RUN (and warned about on standard error)
+while the study's other parts run.";
+
+/// `tlblab sim study`.
+#[derive(Debug, Args)]
+#[command(after_help = STUDY_AFTER_HELP)]
+pub struct StudyArgs {
+    /// The study: s1-pti, s2-pcid, s3-la57, s4-flush-info, s5-xpfo (or S1…S5), `all` to run
+    /// them all, or `list` to name them.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// Runs per policy, with seeds SEED, SEED+1, … (default: the study's own: 3, or 5 for S3
+    /// as `perf stat -r 5`).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub seeds: Option<u64>,
+    /// First seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Shrink every part (fewer iterations, smaller windows, fewer worker counts) for tests and
+    /// smoke runs; the output says it is a quick run.
+    #[arg(long)]
+    pub quick: bool,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,

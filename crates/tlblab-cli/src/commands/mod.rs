@@ -4,6 +4,7 @@ mod convert;
 mod demo;
 mod machines;
 mod run;
+mod study;
 mod trace;
 
 use crate::cli::{Cli, Command, FormatArg, InputArgs, MachineArgs, ReplacementArg, SimCommand};
@@ -23,6 +24,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Sim(SimCommand::Convert(args)) => convert::run(&args),
         Command::Sim(SimCommand::Machines(args)) => machines::run(&args),
         Command::Sim(SimCommand::Run(args)) => run::run(&args),
+        Command::Sim(SimCommand::Study(args)) => study::run(&args),
     }
 }
 
@@ -36,6 +38,7 @@ pub fn exit_status(error: &anyhow::Error) -> u8 {
             || cause.is::<tlblab_kernel::policy::PolicyError>()
             || cause.is::<tlblab_kernel::workloads::ScenarioError>()
             || cause.is::<tlblab_kernel::KernelError>()
+            || cause.is::<tlblab_studies::StudyError>()
     });
     if bad_input {
         2

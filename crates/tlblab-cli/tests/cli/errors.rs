@@ -157,7 +157,16 @@ fn unknown_preset_name_lists_the_built_in_ones() {
         BAD_INPUT,
     );
     assert!(stderr.contains("\"pentium\""), "{stderr}");
-    for name in ["skylake", "icelake-server", "sapphire-rapids", "zen2", "zen3", "zen4"] {
+    for name in [
+        "skylake",
+        "skylake-server",
+        "ivybridge",
+        "icelake-server",
+        "sapphire-rapids",
+        "zen2",
+        "zen3",
+        "zen4",
+    ] {
         assert!(stderr.contains(name), "{stderr}");
     }
     one_error(tlblab().args(["sim", "machines", "show", "pentium"]), BAD_INPUT);

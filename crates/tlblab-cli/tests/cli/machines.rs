@@ -1,16 +1,25 @@
-//! `sim machines`: the six built-in presets, their sources, and `--toml` round trips.
+//! `sim machines`: the eight built-in presets, their sources, and `--toml` round trips.
 
 use crate::common::{golden_machine, golden_trace, json_of, stdout_of};
 use std::path::Path;
 
-const PRESETS: [&str; 6] = ["skylake", "icelake-server", "sapphire-rapids", "zen2", "zen3", "zen4"];
+const PRESETS: [&str; 8] = [
+    "skylake",
+    "skylake-server",
+    "ivybridge",
+    "icelake-server",
+    "sapphire-rapids",
+    "zen2",
+    "zen3",
+    "zen4",
+];
 
 fn text_of(args: &[&std::ffi::OsStr]) -> String {
     String::from_utf8(stdout_of(args)).expect("UTF-8")
 }
 
 #[test]
-fn machines_lists_all_six_presets() {
+fn machines_lists_all_eight_presets() {
     let text = text_of(&["sim".as_ref(), "machines".as_ref()]);
     let names: Vec<&str> = text
         .lines()

@@ -1,7 +1,7 @@
 //! End-to-end tests of the `tlblab` binary: every test runs the real executable, as a user would.
 //!
 //! One test binary with a module per area (golden counts, bad input, determinism, conversion,
-//! help, machine presets, the demo, the output doc, warm-up), so that the suite links once and runs in
+//! help, machine presets, the demo, the output doc, warm-up, sim run and sim study), so that the suite links once and runs in
 //! parallel.
 
 mod common;
@@ -14,4 +14,5 @@ mod golden;
 mod help;
 mod machines;
 mod sim_run;
+mod sim_study;
 mod warmup;

@@ -5,6 +5,8 @@ use super::{MachineError, MachineSpec};
 /// `(name, TOML text)` of every built-in preset, in display order.
 pub const BUILTIN_PRESETS: &[(&str, &str)] = &[
     ("skylake", include_str!("../../../../presets/skylake.toml")),
+    ("skylake-server", include_str!("../../../../presets/skylake-server.toml")),
+    ("ivybridge", include_str!("../../../../presets/ivybridge.toml")),
     ("icelake-server", include_str!("../../../../presets/icelake-server.toml")),
     ("sapphire-rapids", include_str!("../../../../presets/sapphire-rapids.toml")),
     ("zen2", include_str!("../../../../presets/zen2.toml")),

@@ -1,0 +1,89 @@
+//! `tlblab sim study`: the built-in studies S1–S5 (crate `tlblab-studies`).
+
+use crate::cli::StudyArgs;
+use crate::render;
+use anyhow::Result;
+use std::process::ExitCode;
+use tlblab_studies::{
+    AllReport, Options, Size, Study, StudyNotRun, StudyReport, SCHEMA_ALL, STUDIES,
+};
+
+pub fn run(args: &StudyArgs) -> Result<ExitCode> {
+    if args.name == "list" {
+        render::stdout(&tlblab_studies::render::list())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let options = Options {
+        seeds: args.seeds,
+        first_seed: args.seed,
+        size: if args.quick { Size::Quick } else { Size::Full },
+    };
+    if !args.name.eq_ignore_ascii_case("all") {
+        let report = tlblab_studies::run(tlblab_studies::lookup(&args.name)?, &options)?;
+        warn_not_run(&report);
+        if args.json {
+            render::stdout(&(serde_json::to_string_pretty(&report)? + "\n"))?;
+        } else {
+            render::stdout(&tlblab_studies::render::study(&report))?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    // `all`: one study after the other; a study none of whose scenarios this build of the
+    // kernel model has is reported as not run, and the others still run.
+    let mut all = AllReport {
+        schema: SCHEMA_ALL,
+        tlblab_version: env!("CARGO_PKG_VERSION"),
+        studies: Vec::new(),
+        not_run: Vec::new(),
+    };
+    for (i, study) in STUDIES.iter().enumerate() {
+        match run_one(study, &options)? {
+            Ok(report) => {
+                if !args.json {
+                    let sep = if i == 0 { "" } else { "\n" };
+                    render::stdout(&format!("{sep}{}", tlblab_studies::render::study(&report)))?;
+                }
+                all.studies.push(report);
+            }
+            Err(not_run) => {
+                eprintln!("tlblab: warning: study {} not run: {}", not_run.study, not_run.reason);
+                if !args.json {
+                    let sep = if i == 0 { "" } else { "\n" };
+                    render::stdout(&format!(
+                        "{sep}tlblab sim study {}: NOT RUN: {}\n",
+                        not_run.study, not_run.reason
+                    ))?;
+                }
+                all.not_run.push(not_run);
+            }
+        }
+    }
+    if args.json {
+        render::stdout(&(serde_json::to_string_pretty(&all)? + "\n"))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs one study of `all`: its report, or why this build cannot run it at all.
+fn run_one(study: &'static Study, options: &Options) -> Result<Result<StudyReport, StudyNotRun>> {
+    match tlblab_studies::run(study, options) {
+        Ok(report) => {
+            warn_not_run(&report);
+            Ok(Ok(report))
+        }
+        Err(e) if e.is_missing_scenario() => {
+            let reason = std::error::Error::source(&e).map_or(e.to_string(), |s| s.to_string());
+            Ok(Err(StudyNotRun { study: study.name, reason }))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn warn_not_run(report: &StudyReport) {
+    for n in &report.not_run {
+        eprintln!(
+            "tlblab: warning: study {}: part {:?} not run: {}",
+            report.study, n.label, n.reason
+        );
+    }
+}

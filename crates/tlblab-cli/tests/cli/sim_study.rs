@@ -1,0 +1,328 @@
+//! `tlblab sim study`: the built-in studies S1–S5.
+//!
+//! Each study runs `--quick --seeds 2 --json` twice, with 1 and with 2 threads: the bytes must
+//! be the same, and the results must show the mechanism the study is about.
+
+use crate::common::{one_error, stdout_of, tlblab};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+const STUDIES: [(&str, &str); 5] = [
+    ("s1-pti", "S1"),
+    ("s2-pcid", "S2"),
+    ("s3-la57", "S3"),
+    ("s4-flush-info", "S4"),
+    ("s5-xpfo", "S5"),
+];
+
+/// `args` run with `threads` rayon threads; must succeed.
+fn run_with_threads(args: &[&str], threads: &str) -> Vec<u8> {
+    let output = tlblab().args(args).env("RAYON_NUM_THREADS", threads).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "tlblab {args:?} failed ({}): {stderr}", output.status);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    output.stdout
+}
+
+/// The quick JSON report of `study` with 2 seeds, after checking that 1 and 2 threads print
+/// the same bytes.
+fn quick_json(study: &str) -> Value {
+    let args = ["sim", "study", study, "--quick", "--seeds", "2", "--json"];
+    let one = run_with_threads(&args, "1");
+    let two = run_with_threads(&args, "2");
+    assert!(one == two, "{study}: output differs between 1 and 2 threads");
+    let report: Value = serde_json::from_slice(&one).unwrap();
+    assert_eq!(report["schema"], "tlblab.sim.study/1");
+    assert_eq!(report["quick"], true);
+    assert_eq!(report["seeds"], 2);
+    report
+}
+
+/// The part whose label starts with `label`.
+fn part<'a>(report: &'a Value, label: &str) -> &'a Value {
+    report["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["label"].as_str().unwrap().starts_with(label))
+        .unwrap_or_else(|| panic!("no part {label:?} in {}", report["study"]))
+}
+
+/// The policy `name` of a part.
+fn policy<'a>(part: &'a Value, name: &str) -> &'a Value {
+    part["policies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["policy"]["name"] == name)
+        .unwrap_or_else(|| panic!("no policy {name} in {}", part["label"]))
+}
+
+/// The measure `key` of policy `name`: its per-seed values (empty when the runs have none,
+/// with a note saying why), and the note.
+fn measure(part: &Value, name: &str, key: &str) -> (Vec<f64>, Value) {
+    let keys: Vec<&str> =
+        part["measures"].as_array().unwrap().iter().map(|m| m["key"].as_str().unwrap()).collect();
+    let i = keys.iter().position(|k| *k == key).unwrap_or_else(|| panic!("no measure {key}"));
+    let m = &policy(part, name)["measures"][i];
+    assert_eq!(m["measure"], key);
+    let v: Vec<f64> = m["values"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+    (v, m["note"].clone())
+}
+
+/// The per-seed values of measure `key` for policy `name`, which every run must have.
+fn values(part: &Value, name: &str, key: &str) -> Vec<f64> {
+    let (v, note) = measure(part, name, key);
+    assert_eq!(v.len(), 2, "{name} {key}: one value per seed ({note})");
+    v
+}
+
+/// A counter summed over the runs of policy `name`.
+fn run_sum(part: &Value, name: &str, field: impl Fn(&Value) -> u64) -> u64 {
+    policy(part, name)["runs"].as_array().unwrap().iter().map(field).sum()
+}
+
+#[test]
+fn list_names_every_study() {
+    let text = String::from_utf8(stdout_of(["sim", "study", "list"])).unwrap();
+    for (name, short) in STUDIES {
+        assert!(text.contains(&format!("{name} ({short})")), "{name}: {text}");
+    }
+    for policy in
+        ["pti-invpcid", "linux-4.14-nopcid", "la57-patched", "flush-info-stack", "xpfo-sync"]
+    {
+        assert!(text.contains(policy), "{policy}: {text}");
+    }
+}
+
+#[test]
+fn unknown_study_exits_2_naming_the_known_ones() {
+    let e = one_error(tlblab().args(["sim", "study", "s9-nope"]), 2);
+    assert!(e.contains("unknown study \"s9-nope\""), "{e}");
+    for (name, _) in STUDIES {
+        assert!(e.contains(name), "{name}: {e}");
+    }
+}
+
+#[test]
+fn one_seed_says_ratios_need_two() {
+    let text =
+        String::from_utf8(stdout_of(["sim", "study", "S2", "--quick", "--seeds", "1"])).unwrap();
+    assert!(text.contains("QUICK RUN"), "{text}");
+    assert!(text.contains("need ≥ 2 seeds"), "{text}");
+    assert!(!text.contains("significant"), "no significance without ratios: {text}");
+}
+
+/// S2: 4.13 interrupts the CPU that madv-migrate just left on every madvise, 4.14 (PCID, lazy
+/// CPUs leave the mm) never; with PCID the two pingpong processes keep their TLB entries.
+#[test]
+fn s2_quick_is_deterministic_and_pcid_removes_ipis_and_walks() {
+    let r = quick_json("s2");
+    assert_eq!(r["study"], "s2-pcid");
+    let migrate = part(&r, "madv-migrate");
+    assert!(values(migrate, "linux-4.13", "ipis_per_op").iter().all(|&v| v >= 1.0));
+    assert!(values(migrate, "linux-4.14", "ipis_per_op").iter().all(|&v| v == 0.0));
+    let ratio = &policy(migrate, "linux-4.14")["measures"][0]["ratio"];
+    assert!(ratio["ci"]["high"].as_f64().unwrap() < 1.0, "4.14 is faster: {ratio}");
+    let touch = part(&r, "pingpong --touch 512");
+    let walks = |p| values(touch, p, "dtlb_walks_per_op");
+    for (pcid, nopcid) in walks("linux-4.14").iter().zip(walks("linux-4.14-nopcid")) {
+        assert!(*pcid * 10.0 < nopcid, "PCID keeps the 2 × 512 pages: {pcid} vs {nopcid}");
+    }
+    assert_eq!(part(&r, "pthread-mmap")["params"]["pages"], 8192);
+}
+
+/// S4: the on-stack flush_tlb_info re-enables preemption while waiting, so its
+/// preemption-disabled sections are never longer than the per-CPU variant's.
+#[test]
+fn s4_quick_is_deterministic_and_the_stack_variant_shortens_preempt_off() {
+    let r = quick_json("s4");
+    let busy = part(&r, "madvise-busy");
+    for key in ["preempt_off_max_us", "preempt_off_p99_us"] {
+        let (percpu, stack) =
+            (values(busy, "flush-info-percpu", key), values(busy, "flush-info-stack", key));
+        for (s, p) in stack.iter().zip(&percpu) {
+            assert!(s <= p, "{key}: stack {s} > per-CPU {p}");
+        }
+    }
+    // Every madvise shoots down the 3 busy siblings.
+    let ops = run_sum(busy, "flush-info-percpu", |run| run["ops"].as_u64().unwrap());
+    let ipis = run_sum(busy, "flush-info-percpu", |run| run["ipis_sent"].as_u64().unwrap());
+    assert!(ipis as f64 >= 2.99 * ops as f64, "{ipis} IPIs for {ops} ops");
+    let workers: Vec<u64> = r["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["scenario"]["name"] == "madvise-scale")
+        .map(|p| p["params"]["tasks"].as_u64().unwrap())
+        .collect();
+    assert_eq!(workers, [1, 4, 16], "quick worker counts");
+}
+
+/// S4 rt-latency: an interrupts-off burst on
+/// a remote CPU lengthens the per-CPU variant's preemption-off section, not the stack's.
+#[test]
+fn s4_rt_latency_stack_variant_bounds_preempt_off() {
+    let r = quick_json("s4");
+    assert!(r["not_run"].as_array().unwrap().is_empty(), "{}", r["not_run"]);
+    let rt = part(&r, "rt-latency");
+    let (percpu, stack) = (
+        values(rt, "flush-info-percpu", "preempt_off_max_us"),
+        values(rt, "flush-info-stack", "preempt_off_max_us"),
+    );
+    for (s, p) in stack.iter().zip(&percpu) {
+        assert!(s <= p, "stack {s} > per-CPU {p}");
+    }
+    let text =
+        String::from_utf8(stdout_of(["sim", "study", "s4", "--quick", "--seeds", "2"])).unwrap();
+    assert!(text.contains("Amean  workers-16"), "mmtests table: {text}");
+    assert!(text.contains("scheduling latency"), "{text}");
+}
+
+/// S1: INVPCID type 0 only under pti-invpcid, and every partial flush costs
+/// fewer cycles when the user-PCID flush is deferred.
+#[test]
+fn s1_quick_is_deterministic_and_deferral_cheapens_partial_flushes() {
+    let r = quick_json("s1");
+    let kbuild = part(&r, "kbuild");
+    let invpcid = |p| {
+        run_sum(kbuild, p, |run| {
+            run["hw"]["invalidations"]["invpcid_indiv_addr"]["count"].as_u64().unwrap_or(0)
+        })
+    };
+    assert!(invpcid("pti-invpcid") > 0);
+    assert_eq!(invpcid("pti-deferred"), 0);
+    let sizes = |p| {
+        let mut by = std::collections::BTreeMap::<i64, (u64, u64)>::new();
+        for run in policy(kbuild, p)["runs"].as_array().unwrap() {
+            for f in run["flush_sizes"].as_array().unwrap() {
+                let e = by.entry(f["pages"].as_i64().unwrap()).or_default();
+                e.0 += f["flushes"].as_u64().unwrap();
+                e.1 += f["cycles"].as_u64().unwrap();
+            }
+        }
+        by
+    };
+    let (now, deferred) = (sizes("pti-invpcid"), sizes("pti-deferred"));
+    let partial: Vec<_> = now.iter().filter(|(&pages, _)| pages > 0).collect();
+    assert!(!partial.is_empty(), "a build makes partial flushes");
+    for (pages, &(n, c)) in partial {
+        if let Some(&(dn, dc)) = deferred.get(pages) {
+            assert!(dc * n < c * dn, "{pages} pages: deferred {dc}/{dn} vs invpcid {c}/{n}");
+        }
+    }
+    let text =
+        String::from_utf8(stdout_of(["sim", "study", "s1", "--quick", "--seeds", "1"])).unwrap();
+    assert!(text.contains("pages  % of flushes  cumulative %  avg cycles  cycles/page  samples"));
+}
+
+/// S3: only la57-runtime runs the p4d_folded checks, and they slow the build down; patching
+/// them away costs exactly what a 4-level-only kernel does; real 5-level walks cost more per
+/// walk.
+#[test]
+fn s3_quick_is_deterministic_and_only_runtime_checks_cost() {
+    let r = quick_json("s3");
+    let four = part(&r, "kbuild-allmod (make -j100), 4-level");
+    assert!(values(four, "la57-runtime", "la57_checks").iter().all(|&v| v > 0.0));
+    for p in ["la57-off", "la57-patched"] {
+        assert!(values(four, p, "la57_checks").iter().all(|&v| v == 0.0), "{p}");
+    }
+    // The build's speed (the scenario's metric: work done per second).
+    let speed = |p| values(four, p, "scenario_metric");
+    assert_eq!(speed("la57-patched"), speed("la57-off"));
+    for (rt, off) in speed("la57-runtime").iter().zip(speed("la57-off")) {
+        assert!(*rt < off, "run-time checks slow the build: {rt} vs {off}");
+    }
+    let on = part(&r, "kbuild-allmod (make -j100), la57-on");
+    for (five, four) in values(on, "linux-4.14+la57-on", "walk_cycles_per_walk").iter().zip(values(
+        on,
+        "la57-off",
+        "walk_cycles_per_walk",
+    )) {
+        assert!(*five > four, "5-level walks: {five} vs {four}");
+    }
+    let text =
+        String::from_utf8(stdout_of(["sim", "study", "s3", "--quick", "--seeds", "1"])).unwrap();
+    assert!(text.contains("Performance counter stats for 'kbuild-allmod' under la57-runtime"));
+    assert!(text.contains("<not modelled>      instructions"), "{text}");
+}
+
+/// S5: only xpfo-sync sends kernel-flush IPIs; deferring trades them
+/// for longer exposure windows; no-xpfo's exposure is unbounded.
+#[test]
+fn s5_quick_is_deterministic_and_deferral_trades_ipis_for_exposure() {
+    let r = quick_json("s5");
+    for label in ["kbuild-xpfo (make -j60)", "kbuild-xpfo (make -j4)"] {
+        let p = part(&r, label);
+        let ipis = |q| values(p, q, "ipis_sent");
+        for ((sync, none), deferred) in
+            ipis("xpfo-sync").iter().zip(ipis("no-xpfo")).zip(ipis("xpfo-deferred"))
+        {
+            assert!(*sync > none && *sync > deferred, "{label}: {sync} vs {none}, {deferred}");
+        }
+        let (none, note) = measure(p, "no-xpfo", "exposure_max_us");
+        assert!(none.is_empty() && note == "unbounded (never unmapped)", "{label}: {note}");
+        // IPIs close a synchronous window within microseconds (only those opened just before
+        // the end stay open); deferred ones wait for every other CPU's next mm switch, and CPUs
+        // that do not switch again before the end leave them open.
+        let censored = |q| values(p, q, "exposure_censored");
+        for (s, d) in censored("xpfo-sync").iter().zip(censored("xpfo-deferred")) {
+            assert!(*s < d, "{label}: censored windows: sync {s}, deferred {d}");
+        }
+        let sync = values(p, "xpfo-sync", "exposure_max_us");
+        let (deferred, _) = measure(p, "xpfo-deferred", "exposure_max_us");
+        for (s, d) in sync.iter().zip(&deferred) {
+            assert!(s < d, "{label}: sync exposure {s} µs vs deferred {d} µs");
+        }
+        assert!(values(p, "xpfo-deferred", "xpfo_full_flushes").iter().all(|&v| v > 0.0));
+    }
+}
+
+/// docs/sim-output.md names every field of the study JSON.
+#[test]
+fn study_json_fields_are_documented() {
+    fn keys(value: &Value, out: &mut BTreeSet<String>) {
+        match value {
+            Value::Object(map) => {
+                for (k, v) in map {
+                    // Reason names of the tlb:tlb_flush tracepoint, and instruction names, are
+                    // values of a table rather than fields.
+                    if k != "tlb_flush" && k != "invalidations" {
+                        keys(v, out);
+                    }
+                    out.insert(k.clone());
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|v| keys(v, out)),
+            _ => {}
+        }
+    }
+    let mut all = BTreeSet::new();
+    for study in ["s2", "s4"] {
+        let out = stdout_of(["sim", "study", study, "--quick", "--seeds", "2", "--json"]);
+        keys(&serde_json::from_slice(&out).unwrap(), &mut all);
+    }
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/sim-output.md");
+    let text = std::fs::read_to_string(path).unwrap();
+    let named = |k: &str| {
+        let tail = format!("{k}`");
+        text.match_indices(&tail).any(|(i, _)| matches!(text[..i].chars().last(), Some('`' | '.')))
+    };
+    let missing: Vec<_> = all.iter().filter(|k| !named(k)).collect();
+    assert!(missing.is_empty(), "docs/sim-output.md does not describe {missing:?}");
+    assert!(text.contains("`tlblab.sim.study/1`") && text.contains("`tlblab.sim.study-all/1`"));
+}
+
+#[test]
+fn study_help_documents_the_output_and_every_study() {
+    let text = String::from_utf8(stdout_of(["sim", "study", "--help"])).unwrap();
+    for needle in ["--seeds", "--seed", "--quick", "--json", "tlblab.sim.study/1", "mmtests"] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+    for (name, _) in STUDIES {
+        assert!(text.contains(name), "{name}: {text}");
+    }
+    let sim = String::from_utf8(stdout_of(["sim", "--help"])).unwrap();
+    assert!(sim.contains("study"), "{sim}");
+}

@@ -1,0 +1,277 @@
+//! What a study reports: each [`Measure`] is one number per run, computed from the kernel
+//! model's report, with its unit and which direction is better.
+
+use serde::Serialize;
+use tlblab_kernel::stats::KernelReport;
+use tlblab_kernel::workloads::Metric;
+
+/// One number per run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Measure {
+    /// The scenario's own metric (`workloads::Metric`): µs/op, ops/s, seconds, … .
+    ScenarioMetric,
+    /// User time: `user_cycles` summed over the user tasks, in seconds.
+    UserS,
+    /// System time: `sys_cycles` summed over the user tasks (system calls, faults, context
+    /// switches; not interrupt handlers), in seconds.
+    SystemS,
+    /// Simulated time from boot until the last task exited, in seconds.
+    ElapsedS,
+    /// dTLB page walks completed: `dtlb_load_misses.walk_completed +
+    /// dtlb_store_misses.walk_completed`.
+    DtlbWalks,
+    /// Page-walker cycles per dTLB walk: `walk_active_cycles / walk_completed` (loads and
+    /// stores).
+    WalkCyclesPerWalk,
+    /// Flush IPIs sent per operation (`ipis_sent` summed over CPUs / operations).
+    IpisPerOp,
+    /// dTLB page walks per operation.
+    DtlbWalksPerOp,
+    /// `perf stat`'s task-clock: user + system time of the user tasks, in ms.
+    TaskClockMs,
+    /// Page faults of every kind (`perf stat`'s `page-faults`).
+    PageFaults,
+    /// Cycles of the user tasks, user + system (`perf stat`'s `cycles`).
+    Cycles,
+    /// Run-time tests of 5-level paging executed (one load and one branch each).
+    La57Checks,
+    /// Longest preemption-disabled section of `flush_tlb_mm_range()`, in µs.
+    PreemptOffMaxUs,
+    /// 99th percentile of the preemption-disabled sections of `flush_tlb_mm_range()`, in µs.
+    PreemptOffP99Us,
+    /// Flush IPIs sent, summed over CPUs (user-mm shootdowns and kernel-range flushes).
+    IpisSent,
+    /// Flush IPIs received: the `TLB` and `CAL` rows of `/proc/interrupts` (kernel-range
+    /// flushes land in `CAL`), summed over CPUs.
+    IpisReceived,
+    /// Full flushes done by `flush_tlb_func()` (flush size -1).
+    FullFlushes,
+    /// Full flushes XPFO caused (deferred flushes at the next mm switch).
+    XpfoFullFlushes,
+    /// Median exposure window of a page unmapped from the direct map, in µs.
+    ExposureMedianUs,
+    /// 99th percentile of the exposure windows, in µs.
+    ExposureP99Us,
+    /// Longest exposure window, in µs.
+    ExposureMaxUs,
+    /// Exposure windows still open when the run ended (censored).
+    ExposureCensored,
+}
+
+/// Why a run has no value for a measure.
+pub(crate) type Missing = &'static str;
+
+/// No exposure window: the policy never unmaps the direct map.
+pub(crate) const NEVER_UNMAPPED: &str = "unbounded (never unmapped)";
+
+impl Measure {
+    /// The key in JSON.
+    pub fn key(self) -> &'static str {
+        match self {
+            Measure::ScenarioMetric => "scenario_metric",
+            Measure::UserS => "user_s",
+            Measure::SystemS => "system_s",
+            Measure::ElapsedS => "elapsed_s",
+            Measure::DtlbWalks => "dtlb_walks",
+            Measure::WalkCyclesPerWalk => "walk_cycles_per_walk",
+            Measure::IpisPerOp => "ipis_per_op",
+            Measure::DtlbWalksPerOp => "dtlb_walks_per_op",
+            Measure::TaskClockMs => "task_clock_ms",
+            Measure::PageFaults => "page_faults",
+            Measure::Cycles => "cycles",
+            Measure::La57Checks => "la57_checks",
+            Measure::PreemptOffMaxUs => "preempt_off_max_us",
+            Measure::PreemptOffP99Us => "preempt_off_p99_us",
+            Measure::IpisSent => "ipis_sent",
+            Measure::IpisReceived => "ipis_received",
+            Measure::FullFlushes => "full_flushes",
+            Measure::XpfoFullFlushes => "xpfo_full_flushes",
+            Measure::ExposureMedianUs => "exposure_median_us",
+            Measure::ExposureP99Us => "exposure_p99_us",
+            Measure::ExposureMaxUs => "exposure_max_us",
+            Measure::ExposureCensored => "exposure_censored",
+        }
+    }
+
+    /// The name printed in tables; `metric` is the scenario's.
+    pub fn label(self, metric: Metric) -> &'static str {
+        match self {
+            Measure::ScenarioMetric => metric.unit(),
+            Measure::UserS => "user s",
+            Measure::SystemS => "system s",
+            Measure::ElapsedS => "elapsed s",
+            Measure::DtlbWalks => "dTLB walks",
+            Measure::WalkCyclesPerWalk => "walker cycles/walk",
+            Measure::IpisPerOp => "IPIs/op",
+            Measure::DtlbWalksPerOp => "dTLB walks/op",
+            Measure::TaskClockMs => "task-clock ms",
+            Measure::PageFaults => "page-faults",
+            Measure::Cycles => "cycles",
+            Measure::La57Checks => "la57 run-time checks",
+            Measure::PreemptOffMaxUs => "preempt-off max µs",
+            Measure::PreemptOffP99Us => "preempt-off p99 µs",
+            Measure::IpisSent => "IPIs sent",
+            Measure::IpisReceived => "IPIs received",
+            Measure::FullFlushes => "full flushes",
+            Measure::XpfoFullFlushes => "XPFO full flushes",
+            Measure::ExposureMedianUs => "exposure median µs",
+            Measure::ExposureP99Us => "exposure p99 µs",
+            Measure::ExposureMaxUs => "exposure max µs",
+            Measure::ExposureCensored => "exposure censored",
+        }
+    }
+
+    /// Whether a smaller value is better (exposure, times, counts); only throughput is the
+    /// other way.
+    pub fn lower_is_better(self, metric: Metric) -> bool {
+        match self {
+            Measure::ScenarioMetric => metric.lower_is_better(),
+            _ => true,
+        }
+    }
+
+    /// Decimals to print a value with (counts: none).
+    pub(crate) fn decimals(self, metric: Metric) -> usize {
+        match self {
+            // By unit, so that a metric added to the kernel model later prints too.
+            Measure::ScenarioMetric => match metric.unit() {
+                "ops/s" => 0,
+                "s" => 4,
+                _ => 3,
+            },
+            Measure::UserS | Measure::SystemS | Measure::ElapsedS => 4,
+            Measure::TaskClockMs => 2,
+            Measure::WalkCyclesPerWalk | Measure::IpisPerOp | Measure::DtlbWalksPerOp => 2,
+            Measure::PreemptOffMaxUs
+            | Measure::PreemptOffP99Us
+            | Measure::ExposureMedianUs
+            | Measure::ExposureP99Us
+            | Measure::ExposureMaxUs => 2,
+            Measure::DtlbWalks
+            | Measure::PageFaults
+            | Measure::Cycles
+            | Measure::La57Checks
+            | Measure::IpisSent
+            | Measure::IpisReceived
+            | Measure::FullFlushes
+            | Measure::XpfoFullFlushes
+            | Measure::ExposureCensored => 0,
+        }
+    }
+
+    /// The measure's value for one run, or why there is none.
+    pub(crate) fn value(self, r: &KernelReport, metric: Metric) -> Result<f64, Missing> {
+        let seconds = |cycles: u64| r.micros(cycles as f64) / 1e6;
+        let user: u64 = r.tasks.iter().map(|t| t.user_cycles).sum();
+        let sys: u64 = r.tasks.iter().map(|t| t.sys_cycles).sum();
+        let ops: u64 = r.tasks.iter().map(|t| t.ops).sum();
+        let dtlb = [&r.hw.dtlb_load_misses, &r.hw.dtlb_store_misses];
+        let walks: u64 = dtlb.iter().map(|m| m.walk_completed).sum();
+        let per_op = |n: u64| {
+            if ops == 0 {
+                Err("no operation completed")
+            } else {
+                Ok(n as f64 / ops as f64)
+            }
+        };
+        match self {
+            Measure::ScenarioMetric => {
+                let v = metric.value(r);
+                if v.is_finite() {
+                    Ok(v)
+                } else {
+                    Err("the scenario's metric is undefined for this run")
+                }
+            }
+            Measure::UserS => Ok(seconds(user)),
+            Measure::SystemS => Ok(seconds(sys)),
+            Measure::ElapsedS => Ok(seconds(r.elapsed_cycles)),
+            Measure::DtlbWalks => Ok(walks as f64),
+            Measure::WalkCyclesPerWalk => {
+                let cycles: u64 = dtlb.iter().map(|m| m.walk_active_cycles).sum();
+                if walks == 0 {
+                    Err("no dTLB walk")
+                } else {
+                    Ok(cycles as f64 / walks as f64)
+                }
+            }
+            Measure::IpisPerOp => per_op(r.ipis_sent.iter().sum()),
+            Measure::DtlbWalksPerOp => per_op(walks),
+            Measure::TaskClockMs => Ok(r.micros((user + sys) as f64) / 1e3),
+            Measure::PageFaults => Ok(r.page_faults as f64),
+            Measure::Cycles => Ok((user + sys) as f64),
+            Measure::La57Checks => Ok(r.la57_checks as f64),
+            Measure::PreemptOffMaxUs | Measure::PreemptOffP99Us => {
+                let p = if self == Measure::PreemptOffMaxUs { 100.0 } else { 99.0 };
+                percentile_cycles(&r.preempt_off_cycles, p)
+                    .map(|c| r.micros(c))
+                    .ok_or("no preemption-disabled flush section")
+            }
+            Measure::IpisSent => Ok(r.ipis_sent.iter().sum::<u64>() as f64),
+            Measure::IpisReceived => {
+                let (tlb, cal): (u64, u64) = (r.irq_tlb.iter().sum(), r.irq_cal.iter().sum());
+                Ok((tlb + cal) as f64)
+            }
+            Measure::FullFlushes => {
+                Ok(r.flush_sizes.by_pages.get(&-1).map_or(0, |&(flushes, _)| flushes) as f64)
+            }
+            Measure::XpfoFullFlushes => Ok(r.xpfo.as_ref().map_or(0, |x| x.full_flushes) as f64),
+            Measure::ExposureMedianUs
+            | Measure::ExposureP99Us
+            | Measure::ExposureMaxUs
+            | Measure::ExposureCensored => {
+                let x = r.xpfo.as_ref().ok_or(NEVER_UNMAPPED)?;
+                let exposure = |p| {
+                    percentile_cycles(&x.exposure_cycles, p)
+                        .map(|c| r.micros(c))
+                        .ok_or("no exposure window closed in the run")
+                };
+                match self {
+                    Measure::ExposureMedianUs => exposure(50.0),
+                    Measure::ExposureP99Us => exposure(99.0),
+                    Measure::ExposureMaxUs => exposure(100.0),
+                    _ => Ok(x.censored as f64),
+                }
+            }
+        }
+    }
+
+    /// One sentence saying what the number is (for `study list`, docs and JSON).
+    pub fn describe(self) -> &'static str {
+        match self {
+            Measure::ScenarioMetric => "the scenario's own metric (workloads::Metric: µs per iteration of the first task, ops/s over all tasks, seconds until every task finished, …)",
+            Measure::UserS => "user_cycles summed over the user tasks, in seconds",
+            Measure::SystemS => "sys_cycles summed over the user tasks (system calls, faults, context switches; not interrupt handlers), in seconds",
+            Measure::ElapsedS => "simulated time until the last task exited, in seconds",
+            Measure::DtlbWalks => "dtlb_load_misses.walk_completed + dtlb_store_misses.walk_completed, summed over CPUs",
+            Measure::WalkCyclesPerWalk => "walk_active_cycles / walk_completed of dTLB loads and stores",
+            Measure::IpisPerOp => "flush IPIs sent (ipis_sent summed over CPUs) per operation",
+            Measure::DtlbWalksPerOp => "dTLB page walks per operation",
+            Measure::TaskClockMs => "user + system time of the user tasks, in ms (perf stat task-clock)",
+            Measure::PageFaults => "page faults of every kind (perf stat page-faults)",
+            Measure::Cycles => "user + system cycles of the user tasks (perf stat cycles)",
+            Measure::La57Checks => "run-time 5-level-paging tests executed (la57-runtime), one load and one branch each",
+            Measure::PreemptOffMaxUs => "longest preemption-disabled section of flush_tlb_mm_range(), µs",
+            Measure::PreemptOffP99Us => "99th percentile of the preemption-disabled sections of flush_tlb_mm_range(), µs",
+            Measure::IpisSent => "flush IPIs sent, summed over CPUs",
+            Measure::IpisReceived => "flush IPIs received: /proc/interrupts TLB and CAL rows (kernel-range flushes are CAL), summed over CPUs",
+            Measure::FullFlushes => "full flushes done by flush_tlb_func() (flush size -1)",
+            Measure::XpfoFullFlushes => "full flushes caused by XPFO (deferred flushes at the next mm switch)",
+            Measure::ExposureMedianUs => "median time from a page's removal from the direct map until the last CPU that could use the stale translation flushed it, µs",
+            Measure::ExposureP99Us => "99th percentile of the exposure windows, µs",
+            Measure::ExposureMaxUs => "longest exposure window, µs",
+            Measure::ExposureCensored => "exposure windows still open when the run ended",
+        }
+    }
+}
+
+/// Percentile `p` of cycle counts (`None` when there are none).
+pub(crate) fn percentile_cycles(values: &[u64], p: f64) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let v: Vec<f64> = values.iter().map(|&c| c as f64).collect();
+    tlblab_stats::percentile(&v, p).ok()
+}

@@ -1,0 +1,525 @@
+//! Text output: a header that says what every number is, then each study in its own format
+//! (see [`Layout`]), then the policies and what they mirror.
+
+use crate::measure::Measure;
+use crate::report::{MeasureResult, PartReport, PolicyReport, StudyReport};
+use crate::study::{Layout, Size, STUDIES};
+use crate::text::{count, group, num, wrap, Table};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use tlblab_kernel::workloads;
+use tlblab_stats::RatioToBaseline;
+
+/// Width prose is wrapped at.
+const WIDTH: usize = 100;
+
+/// `tlblab sim study list`.
+pub fn list() -> String {
+    let mut out = String::from(
+        "Built-in studies (`tlblab sim study NAME`, NAME as below or S1…S5; `all` runs them all):\n",
+    );
+    for s in STUDIES {
+        let parts = s.parts(Size::Full);
+        let _ = write!(out, "\n{} ({}): {}\n", s.name, s.short.to_uppercase(), s.title);
+        out += &wrap("mirrors:   ", s.mirrors, 2, WIDTH);
+        let mut machines: Vec<String> = Vec::new();
+        let mut scenarios: Vec<String> = Vec::new();
+        let mut policies: Vec<&str> = Vec::new();
+        for p in &parts {
+            let m = format!("{} × {} CPUs", p.machine, p.cpus);
+            if !machines.contains(&m) {
+                machines.push(m);
+            }
+            let sc = match workloads::scenario(p.scenario) {
+                Ok(_) => p.scenario.to_string(),
+                Err(_) => format!("{} (not in this build of the kernel model)", p.scenario),
+            };
+            if !scenarios.contains(&sc) {
+                scenarios.push(sc);
+            }
+            for q in &p.policies {
+                if !policies.contains(q) {
+                    policies.push(q);
+                }
+            }
+        }
+        out += &wrap("machines:  ", &machines.join(", "), 2, WIDTH);
+        out += &wrap("scenarios: ", &scenarios.join(", "), 2, WIDTH);
+        out += &wrap(
+            "policies:  ",
+            &format!("{} (the first is the baseline)", policies.join(", ")),
+            2,
+            WIDTH,
+        );
+        out += &wrap("seeds:     ", s.seeds_why, 2, WIDTH);
+    }
+    out
+}
+
+/// One study's results as text.
+pub fn study(r: &StudyReport) -> String {
+    let mut out = header(r);
+    let mut scale_done = false;
+    for part in &r.parts {
+        match r.layout {
+            Layout::Pti => {
+                out += &part_header(part);
+                out += &measure_table(part, r);
+                out += &flush_histograms(part, r);
+            }
+            Layout::La57 => {
+                out += &part_header(part);
+                out += &perf_stat(part, r);
+                out += &measure_table(part, r);
+            }
+            Layout::FlushInfo if part.scenario.name == "madvise-scale" => {
+                if !scale_done {
+                    scale_done = true;
+                    out += &mmtests(r);
+                }
+            }
+            Layout::FlushInfo if part.scenario.name == "rt-latency" => {
+                out += &part_header(part);
+                out += &measure_table(part, r);
+                out.push('\n');
+                out += &wrap(
+                    "",
+                    "A preemption-disabled section on the initiator CPU bounds the scheduling latency of a high-priority task woken there: it cannot run before the section ends (then it still needs the wake-up and the context switch). With flush_tlb_info per CPU the section lasts until the last acknowledgement, so an interrupts-off burst on a remote CPU lengthens it; on the stack the wait is preemptible.",
+                    2,
+                    WIDTH,
+                );
+            }
+            Layout::Pcid | Layout::FlushInfo | Layout::Xpfo => {
+                out += &part_header(part);
+                out += &measure_table(part, r);
+            }
+        }
+    }
+    if r.layout == Layout::Xpfo {
+        out.push('\n');
+        out += &wrap(
+            "",
+            "Exposure window: for each page taken out of the kernel direct map, the time until the last CPU that could still use its stale kernel translation has flushed it (xpfo-sync: the last IPI handler's flush; xpfo-deferred: the last other CPU's full flush at its next mm switch). Censored: windows still open when the run ended, not in the percentiles. no-xpfo never unmaps, so a page's kernel mapping stays usable for its whole user lifetime.",
+            2,
+            WIDTH,
+        );
+    }
+    out += &footer(r);
+    out
+}
+
+fn header(r: &StudyReport) -> String {
+    let mut out = format!("tlblab sim study {}: {}\n", r.study, r.title);
+    out += &wrap("mirrors: ", r.mirrors, 2, WIDTH);
+    if r.quick {
+        out += &wrap(
+            "",
+            "QUICK RUN (--quick): every part is shrunk for tests and smoke runs (see each part's params; its why line describes the full study's settings). These are not the study's figures.",
+            2,
+            WIDTH,
+        );
+    }
+    let k = r.seeds;
+    let seeds = if k == 1 {
+        format!("seed {}", r.first_seed)
+    } else {
+        format!("seeds {}–{}", r.first_seed, r.first_seed + k - 1)
+    };
+    let mut what = if k == 1 {
+        format!("1 run per policy, {seeds} (the study's default: {}). Every figure is that run's value. ", r.seeds_why)
+    } else {
+        format!(
+            "{k} runs per policy, {seeds} (the study's default: {}). Every figure is the mean ± sample standard deviation over the {k} runs unless it says otherwise. ",
+            r.seeds_why
+        )
+    };
+    if k >= 2 {
+        let _ = write!(
+            what,
+            "Ratios are to each part's first policy (the baseline): the mean of the per-seed ratios, paired by seed, with its {:.0}% Student-t confidence interval; significant = the interval excludes 1. The model is deterministic: seeds change only timer phases and random draws, so tight intervals are expected.",
+            r.confidence * 100.0
+        );
+    } else {
+        what += "Ratios to the baseline need ≥ 2 seeds (--seeds 2 or more): none are shown.";
+    }
+    out += &wrap("", &what, 2, WIDTH);
+    for n in &r.not_run {
+        out += &wrap(
+            "NOT RUN: ",
+            &format!("part {:?}: {} (the study's other parts ran)", n.label, n.reason),
+            2,
+            WIDTH,
+        );
+    }
+    out
+}
+
+fn part_header(p: &PartReport) -> String {
+    let mut out = format!(
+        "\n== {}: scenario {} on {} ({}), {} CPUs ==\n",
+        p.label, p.scenario.name, p.machine.name, p.machine.description, p.cpus
+    );
+    out += &wrap("what:     ", p.scenario.description, 2, WIDTH);
+    out += &wrap("params:   ", &params(p), 2, WIDTH);
+    if let Some(ms) = p.window_ms {
+        out += &wrap(
+            "window:   ",
+            &format!("each run is a window of {} ms of simulated time (the scenario's own unless params set it): its elapsed time is the window, so the speed to compare is the {}", group(ms), p.scenario.unit),
+            2,
+            WIDTH,
+        );
+    }
+    out += &wrap("why:      ", p.settings_why, 2, WIDTH);
+    out += &wrap("machine:  ", p.machine.why, 2, WIDTH);
+    out.push('\n');
+    out
+}
+
+/// The part's parameters as `name value` pairs (every field of `Params`, as serialised).
+fn params(p: &PartReport) -> String {
+    let value = serde_json::to_value(&p.params).unwrap_or_default();
+    let Some(map) = value.as_object() else {
+        return String::new();
+    };
+    map.iter()
+        .map(|(k, v)| match v.as_u64() {
+            Some(n) => format!("{k} {}", group(n)),
+            None => format!("{k} {v}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+/// `mean ± sd` of a measure, or why it has none.
+fn mean_sd(m: &MeasureResult, decimals: usize) -> String {
+    match (m.mean, m.stddev) {
+        (Some(mean), Some(sd)) if decimals == 0 => format!("{} ± {}", count(mean), count(sd)),
+        (Some(mean), Some(sd)) => format!("{} ± {}", num(mean, decimals), num(sd, decimals)),
+        _ => m.note.clone().unwrap_or_else(|| "-".into()),
+    }
+}
+
+/// The value of a one-seed run (no spread to show), or why it has none.
+fn single(m: &MeasureResult, decimals: usize) -> String {
+    match m.mean {
+        Some(v) if decimals == 0 => count(v),
+        Some(v) => num(v, decimals),
+        None => m.note.clone().unwrap_or_else(|| "-".into()),
+    }
+}
+
+/// The ratio with enough decimals that a significant interval does not print as touching 1.
+fn ratio_text(r: &RatioToBaseline, significant: bool) -> String {
+    let show = |d: usize| format!("{:.d$} [{:.d$}, {:.d$}]", r.ratios.mean, r.ci.low, r.ci.high);
+    for d in 3..=6 {
+        let one = format!("{:.d$}", 1.0);
+        let (lo, hi) = (format!("{:.d$}", r.ci.low), format!("{:.d$}", r.ci.high));
+        if !significant || (lo != one && hi != one) {
+            return show(d);
+        }
+    }
+    show(6)
+}
+
+/// Ratio and significance cells of a policy's measure.
+fn ratio_cells(m: &MeasureResult, baseline: bool) -> (String, String) {
+    if baseline {
+        return ("baseline".into(), "-".into());
+    }
+    match (&m.ratio, m.significant) {
+        (Some(r), Some(sig)) => (ratio_text(r, sig), if sig { "yes" } else { "no" }.into()),
+        _ if m.mean.is_none() => ("-".into(), "-".into()),
+        _ => (format!("({})", m.note.as_deref().unwrap_or("no ratio")), "-".into()),
+    }
+}
+
+/// One row per measure and policy: mean ± sd, ratio to the baseline [95% CI], significant.
+fn measure_table(p: &PartReport, r: &StudyReport) -> String {
+    let base = &p.policies[0].policy.name;
+    let ratio_head = format!("ratio to {base} [{:.0}% CI]", r.confidence * 100.0);
+    // With one seed there is no ratio to show (the header says so).
+    let with_ratios = r.seeds >= 2;
+    let mut header = vec!["measure", "policy", if with_ratios { "mean ± sd" } else { "value" }];
+    if with_ratios {
+        header.extend([ratio_head.as_str(), "significant"]);
+    }
+    let mut t = Table::new(&header);
+    for (i, info) in p.measures.iter().enumerate() {
+        for (q, pol) in p.policies.iter().enumerate() {
+            let m = &pol.measures[i];
+            let label = if q == 0 {
+                let better = if info.lower_is_better { "" } else { " (higher is better)" };
+                format!("{}{better}", info.label)
+            } else {
+                String::new()
+            };
+            let value =
+                if with_ratios { mean_sd(m, info.decimals) } else { single(m, info.decimals) };
+            let mut row = vec![label, pol.policy.name.clone(), value];
+            if with_ratios {
+                let (ratio, sig) = ratio_cells(m, pol.baseline);
+                row.extend([ratio, sig]);
+            }
+            t.row(row);
+        }
+    }
+    t.render(2)
+}
+
+/// S1: per policy, the flushes of `flush_tlb_func()` by size over every seed.
+fn flush_histograms(p: &PartReport, r: &StudyReport) -> String {
+    let mut out = String::new();
+    for pol in &p.policies {
+        let mut by: BTreeMap<i64, (u64, u64)> = BTreeMap::new();
+        for run in &pol.runs {
+            for f in &run.flush_sizes {
+                let e = by.entry(f.pages).or_default();
+                e.0 += f.flushes;
+                e.1 += f.cycles;
+            }
+        }
+        let _ = write!(
+            out,
+            "\n  flush sizes under {}: flush_tlb_func() flushes of {}\n",
+            pol.policy.name,
+            if r.seeds == 1 {
+                "the run".to_string()
+            } else {
+                format!("all {} runs together", r.seeds)
+            }
+        );
+        let total: u64 = by.values().map(|e| e.0).sum();
+        if total == 0 {
+            out += "    no flush\n";
+            continue;
+        }
+        let mut t = Table::new(&[
+            "pages",
+            "% of flushes",
+            "cumulative %",
+            "avg cycles",
+            "cycles/page",
+            "samples",
+        ])
+        .right(&[0]);
+        // Partial flushes by size, then full flushes (-1) last.
+        let rows = by.iter().filter(|(&p, _)| p >= 0).chain(by.iter().filter(|(&p, _)| p < 0));
+        let mut cumulative = 0;
+        for (&pages, &(flushes, cycles)) in rows {
+            cumulative += flushes;
+            let avg = cycles as f64 / flushes as f64;
+            t.row(vec![
+                if pages < 0 { "full".into() } else { pages.to_string() },
+                format!("{:.2}%", flushes as f64 * 100.0 / total as f64),
+                format!("{:.2}%", cumulative as f64 * 100.0 / total as f64),
+                num(avg, 0),
+                if pages > 0 { num(avg / pages as f64, 1) } else { "-".into() },
+                group(flushes),
+            ]);
+        }
+        out += &t.render(4);
+    }
+    out += &wrap(
+        "",
+        "pages: entries flushed (full: the whole address space); avg cycles: the flush instructions and flush_tlb_func()'s own cost, per flush; samples: flushes of that size.",
+        2,
+        WIDTH,
+    );
+    out
+}
+
+/// S3: a `perf stat -r K` block per policy.
+fn perf_stat(p: &PartReport, r: &StudyReport) -> String {
+    fn find<'a>(p: &PartReport, pol: &'a PolicyReport, m: Measure) -> Option<&'a MeasureResult> {
+        p.measures.iter().position(|i| i.measure == m).map(|i| &pol.measures[i])
+    }
+    let mut out = String::new();
+    let rel_err = |m: &MeasureResult| match (m.mean, m.sem) {
+        (Some(mean), Some(sem)) if mean != 0.0 => format!("( +- {:>5.2}% )", sem / mean * 100.0),
+        _ => String::new(),
+    };
+    for pol in &p.policies {
+        let _ = write!(
+            out,
+            "  Performance counter stats for '{}' under {} ({} run{}):\n\n",
+            p.scenario.name,
+            pol.policy.name,
+            r.seeds,
+            if r.seeds == 1 { "" } else { "s" }
+        );
+        let mut lines: Vec<(String, &str, String, String)> = Vec::new();
+        let elapsed = if pol.runs.is_empty() || p.machine.clock_mhz == 0 {
+            None
+        } else {
+            let cycles: u64 = pol.runs.iter().map(|run| run.elapsed_cycles).sum();
+            Some(cycles as f64 / pol.runs.len() as f64 / p.machine.clock_mhz as f64 / 1e6)
+        };
+        if let Some(m) = find(p, pol, Measure::TaskClockMs) {
+            let comment = match (m.mean, elapsed) {
+                (Some(ms), Some(s)) if s > 0.0 => format!("# {:>8.3} CPUs utilized", ms / 1e3 / s),
+                _ => String::new(),
+            };
+            lines.push((
+                value_or(m, |v| format!("{} msec", num(v, 2))),
+                "task-clock",
+                comment,
+                rel_err(m),
+            ));
+        }
+        if let Some(m) = find(p, pol, Measure::PageFaults) {
+            lines.push((value_or(m, count), "page-faults", String::new(), rel_err(m)));
+        }
+        if let Some(m) = find(p, pol, Measure::Cycles) {
+            let ghz = p.machine.clock_mhz as f64 / 1e3;
+            lines.push((value_or(m, count), "cycles", format!("# {ghz:>8.3} GHz"), rel_err(m)));
+        }
+        for name in ["instructions", "branches", "branch-misses"] {
+            lines.push(("<not modelled>".into(), name, String::new(), String::new()));
+        }
+        if let Some(m) = find(p, pol, Measure::La57Checks) {
+            lines.push((
+                value_or(m, count),
+                "la57 run-time checks",
+                "# one load + one branch each".into(),
+                rel_err(m),
+            ));
+        }
+        if let Some(m) = find(p, pol, Measure::ScenarioMetric) {
+            let i = p.measures.iter().position(|i| i.measure == Measure::ScenarioMetric);
+            let (label, decimals) =
+                i.map_or(("", 3), |i| (p.measures[i].label, p.measures[i].decimals));
+            lines.push((
+                value_or(m, |v| num(v, decimals)),
+                label,
+                "# the scenario's own metric".into(),
+                rel_err(m),
+            ));
+        }
+        if let Some(m) = find(p, pol, Measure::DtlbWalks) {
+            lines.push((value_or(m, count), "dTLB walks", String::new(), rel_err(m)));
+        }
+        for (value, name, comment, err) in lines {
+            let line = format!("  {value:>22}      {name:<22} {comment:<28} {err}");
+            out += line.trim_end();
+            out.push('\n');
+        }
+        if let (Some(ms), Some(s)) = (p.window_ms, elapsed) {
+            let _ = writeln!(
+                out,
+                "\n  {s:>14.6} seconds time elapsed (a window of {} ms of the build: compare the {})",
+                group(ms),
+                p.scenario.unit
+            );
+        }
+        if let Some(m) = find(p, pol, Measure::ElapsedS) {
+            match (m.mean, m.sem) {
+                (Some(mean), Some(sem)) => {
+                    let _ = writeln!(
+                        out,
+                        "\n  {:>14.6} +- {:.6} seconds time elapsed  ( +- {:>5.2}% )",
+                        mean,
+                        sem,
+                        if mean > 0.0 { sem / mean * 100.0 } else { 0.0 }
+                    );
+                }
+                _ => {
+                    let _ = writeln!(out, "\n  seconds time elapsed: {}", mean_sd(m, 6));
+                }
+            }
+        }
+        out.push('\n');
+    }
+    out += &wrap(
+        "",
+        "Values are means over the runs; ( +- x% ) is the relative standard error (stddev / √runs / mean) and elapsed is ± its standard error, as perf prints them. task-clock and cycles are the user + system time of the user tasks; elapsed is the simulated time of the window. <not modelled>: the model does not count instructions or branches (perf prints <not supported> for events a CPU lacks). Ratios to the baseline, per measure:",
+        2,
+        WIDTH,
+    );
+    out.push('\n');
+    out
+}
+
+/// A measure's mean formatted by `f`, or `<not reported>` with nothing to say.
+fn value_or(m: &MeasureResult, f: impl Fn(f64) -> String) -> String {
+    match m.mean {
+        Some(v) => f(v),
+        None => "<not reported>".into(),
+    }
+}
+
+/// S4: the madvise-scale parts as one mmtests-style table (Amean per worker count).
+fn mmtests(r: &StudyReport) -> String {
+    let parts: Vec<&PartReport> =
+        r.parts.iter().filter(|p| p.scenario.name == "madvise-scale").collect();
+    let first = parts[0];
+    let mut out = format!(
+        "\n== madvise-scale (mmtests stressng-madvise): scenario madvise-scale on {} ({}), {} CPUs ==\n",
+        first.machine.name, first.machine.description, first.cpus
+    );
+    out += &wrap("what:     ", first.scenario.description, 2, WIDTH);
+    let workers: Vec<String> = parts.iter().map(|p| p.params.tasks.to_string()).collect();
+    out += &wrap(
+        "params:   ",
+        &format!("{} (tasks = workers: {})", params(first), workers.join(", ")),
+        2,
+        WIDTH,
+    );
+    out += &wrap("why:      ", first.settings_why, 2, WIDTH);
+    out += &wrap("machine:  ", first.machine.why, 2, WIDTH);
+    out.push('\n');
+    let base = &first.policies[0].policy.name;
+    out += &wrap(
+        "",
+        &format!(
+            "ops/s, Amean over {} runs (higher is better); (%) is the mean per-seed change against {base}; *…* marks a significant change (the {:.0}% CI of the paired ratio excludes 1){}.",
+            r.seeds,
+            r.confidence * 100.0,
+            if r.seeds < 2 { "; with one seed no change can be tested" } else { "" }
+        ),
+        2,
+        WIDTH,
+    );
+    out.push('\n');
+    let mut header = vec!["", ""];
+    let names: Vec<String> = first.policies.iter().map(|p| p.policy.name.clone()).collect();
+    header.extend(names.iter().map(String::as_str));
+    let columns: Vec<usize> = (2..header.len()).collect();
+    let mut t = Table::new(&header).right(&columns);
+    for p in &parts {
+        let mut row = vec!["Amean".to_string(), format!("workers-{}", p.params.tasks)];
+        for pol in &p.policies {
+            let m = &pol.measures[0];
+            let Some(mean) = m.mean else {
+                row.push(m.note.clone().unwrap_or_else(|| "-".into()));
+                continue;
+            };
+            let cell = match (&m.ratio, m.significant) {
+                _ if pol.baseline => format!("{} ({:>7.2}%)", num(mean, 2), 0.0),
+                (Some(ratio), Some(sig)) => {
+                    let change = (ratio.ratios.mean - 1.0) * 100.0;
+                    let (open, close) = if sig { ('*', '*') } else { ('(', ')') };
+                    format!("{} {open}{change:>7.2}%{close}", num(mean, 2))
+                }
+                _ => format!("{} (      -)", num(mean, 2)),
+            };
+            row.push(cell);
+        }
+        t.row(row);
+    }
+    out += &t.render(2);
+    out
+}
+
+fn footer(r: &StudyReport) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    let mut out = String::from("\n  policies:\n");
+    for part in &r.parts {
+        for pol in &part.policies {
+            if !seen.contains(&pol.policy.name.as_str()) {
+                seen.push(&pol.policy.name);
+                out += &wrap(&format!("{}: ", pol.policy.name), &pol.policy.mirrors, 4, WIDTH);
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,363 @@
+//! A study's results: what JSON (`tlblab.sim.study/1`) prints and the text renderer reads.
+//!
+//! Big per-run vectors of the kernel model (preemption-off sections, exposure windows, per-CPU
+//! counters) are summarised (count, percentiles, sums), never copied whole.
+
+use crate::measure::{percentile_cycles, Measure};
+use crate::study::Layout;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use tlblab_kernel::observer::Vmstat;
+use tlblab_kernel::stats::KernelReport;
+use tlblab_kernel::workloads::{Metric, Params};
+use tlblab_kernel::Policy;
+use tlblab_sim::stats::{MissStats, OpStats};
+use tlblab_stats::RatioToBaseline;
+
+/// The schema of a study's JSON.
+pub const SCHEMA: &str = "tlblab.sim.study/1";
+
+/// The schema of `tlblab sim study all --json`: the studies' reports in order.
+pub const SCHEMA_ALL: &str = "tlblab.sim.study-all/1";
+
+/// Confidence level of every ratio interval.
+pub const CONFIDENCE: f64 = 0.95;
+
+/// One study's results.
+#[derive(Clone, Debug, Serialize)]
+pub struct StudyReport {
+    /// [`SCHEMA`].
+    pub schema: &'static str,
+    /// The tlblab version that ran it.
+    pub tlblab_version: &'static str,
+    /// The study's name (`s2-pcid`).
+    pub study: &'static str,
+    /// Its short name (`s2`).
+    pub short: &'static str,
+    /// What it compares.
+    pub title: &'static str,
+    /// What it mirrors.
+    pub mirrors: &'static str,
+    /// Its text format.
+    pub layout: Layout,
+    /// A quick run: every part shrunk; not the study's figures.
+    pub quick: bool,
+    /// Seeds per policy (K).
+    pub seeds: u64,
+    /// The first seed; the others follow it.
+    pub first_seed: u64,
+    /// Why the study's default number of seeds.
+    pub seeds_why: &'static str,
+    /// Confidence level of the ratio intervals.
+    pub confidence: f64,
+    /// The parts that ran, in the study's order.
+    pub parts: Vec<PartReport>,
+    /// The parts that did not run because this build of the kernel model lacks their scenario.
+    pub not_run: Vec<NotRun>,
+}
+
+/// A part that did not run.
+#[derive(Clone, Debug, Serialize)]
+pub struct NotRun {
+    /// The part's label.
+    pub label: String,
+    /// Its scenario.
+    pub scenario: &'static str,
+    /// Why.
+    pub reason: String,
+}
+
+/// One part's results.
+#[derive(Clone, Debug, Serialize)]
+pub struct PartReport {
+    /// What it is.
+    pub label: String,
+    /// The machine.
+    pub machine: MachineInfo,
+    /// Simulated CPUs.
+    pub cpus: usize,
+    /// The scenario.
+    pub scenario: ScenarioInfo,
+    /// Its parameters (each scenario uses the ones it names).
+    pub params: Params,
+    /// Each run is a window of this much simulated time, ms (kbuild's default), rather than
+    /// lasting until its tasks are done (`null`).
+    pub window_ms: Option<u64>,
+    /// Why these settings.
+    pub settings_why: &'static str,
+    /// What is reported, in order; every policy's `measures` follows this order.
+    pub measures: Vec<MeasureInfo>,
+    /// The policies, baseline first.
+    pub policies: Vec<PolicyReport>,
+}
+
+/// The machine of a part.
+#[derive(Clone, Debug, Serialize)]
+pub struct MachineInfo {
+    /// The preset's name.
+    pub name: String,
+    /// The preset's description.
+    pub description: String,
+    /// Core clock (MHz) that converts cycles to time.
+    pub clock_mhz: u64,
+    /// Why this preset stands for the study's machine.
+    pub why: &'static str,
+}
+
+/// The scenario of a part.
+#[derive(Clone, Debug, Serialize)]
+pub struct ScenarioInfo {
+    /// Its name.
+    pub name: &'static str,
+    /// What it does.
+    pub description: &'static str,
+    /// Its own metric.
+    pub metric: Metric,
+    /// The metric's unit.
+    pub unit: &'static str,
+}
+
+/// What one measure is.
+#[derive(Clone, Debug, Serialize)]
+pub struct MeasureInfo {
+    /// Its key (`elapsed_s`).
+    pub key: &'static str,
+    /// As printed.
+    pub label: &'static str,
+    /// Whether smaller is better.
+    pub lower_is_better: bool,
+    /// What it is.
+    pub what: &'static str,
+    /// The measure itself (the renderer's handle; not in JSON).
+    #[serde(skip)]
+    pub measure: Measure,
+    /// Decimals it is printed with.
+    #[serde(skip)]
+    pub decimals: usize,
+}
+
+/// One policy's results in a part.
+#[derive(Clone, Debug, Serialize)]
+pub struct PolicyReport {
+    /// The policy, every switch.
+    pub policy: Policy,
+    /// The baseline of the part's ratios.
+    pub baseline: bool,
+    /// One entry per measure, in the part's order.
+    pub measures: Vec<MeasureResult>,
+    /// One summary per seed, in seed order.
+    pub runs: Vec<RunSummary>,
+}
+
+/// One measure of one policy over the K seeds.
+#[derive(Clone, Debug, Serialize)]
+pub struct MeasureResult {
+    /// The measure's key.
+    pub measure: &'static str,
+    /// The value per seed, in seed order (empty when a run has none: see `note`).
+    pub values: Vec<f64>,
+    /// Mean over the seeds.
+    pub mean: Option<f64>,
+    /// Sample standard deviation over the seeds (0 for one seed).
+    pub stddev: Option<f64>,
+    /// Standard error of the mean.
+    pub sem: Option<f64>,
+    /// Mean of the per-seed ratios to the baseline, with its interval (none for the baseline,
+    /// for one seed, or when the baseline has no value or a 0).
+    pub ratio: Option<RatioToBaseline>,
+    /// Whether the ratio's interval excludes 1.
+    pub significant: Option<bool>,
+    /// Why a value or ratio is missing.
+    pub note: Option<String>,
+}
+
+/// A distribution of cycle counts, summarised.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Distribution {
+    /// Number of values.
+    pub count: u64,
+    /// Mean (absent when empty).
+    pub mean: Option<f64>,
+    /// Median.
+    pub p50: Option<f64>,
+    /// 99th percentile.
+    pub p99: Option<f64>,
+    /// Largest value.
+    pub max: Option<u64>,
+}
+
+impl Distribution {
+    pub(crate) fn of(values: &[u64]) -> Distribution {
+        Distribution {
+            count: values.len() as u64,
+            mean: (!values.is_empty())
+                .then(|| values.iter().map(|&v| v as f64).sum::<f64>() / values.len() as f64),
+            p50: percentile_cycles(values, 50.0),
+            p99: percentile_cycles(values, 99.0),
+            max: values.iter().copied().max(),
+        }
+    }
+}
+
+/// Flushes of one size.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct FlushSize {
+    /// Entries flushed; -1 for a full flush.
+    pub pages: i64,
+    /// Flushes of this size.
+    pub flushes: u64,
+    /// Their cycles (instructions and `flush_tlb_func()`'s own cost).
+    pub cycles: u64,
+}
+
+/// XPFO's figures of one run.
+#[derive(Clone, Debug, Serialize)]
+pub struct XpfoSummary {
+    /// Pages unmapped from the direct map.
+    pub kernel_unmaps: u64,
+    /// Closed exposure windows, in cycles.
+    pub exposure_cycles: Distribution,
+    /// Windows still open at the end.
+    pub censored: u64,
+    /// Full flushes XPFO caused.
+    pub full_flushes: u64,
+    /// IPIs XPFO sent.
+    pub ipis: u64,
+}
+
+/// The hardware counters of one run that the studies use (summed over CPUs).
+#[derive(Clone, Debug, Serialize)]
+pub struct HwSummary {
+    /// Translations (accesses) of every kind.
+    pub accesses: u64,
+    /// Load translations that missed L1.
+    pub dtlb_load_misses: MissStats,
+    /// Store translations that missed L1.
+    pub dtlb_store_misses: MissStats,
+    /// Fetch translations that missed L1.
+    pub itlb_misses: MissStats,
+    /// Invalidating instructions executed (only those with a non-zero count).
+    pub invalidations: BTreeMap<String, OpStats>,
+}
+
+/// One run (one policy, one seed), summarised.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunSummary {
+    /// Its seed.
+    pub seed: u64,
+    /// Every task finished before the run ended (`false` when a scenario's window, such as
+    /// kbuild's, ended it).
+    pub finished: bool,
+    /// Simulated time at the end, cycles.
+    pub elapsed_cycles: u64,
+    /// Events the engine processed.
+    pub events: u64,
+    /// User tasks.
+    pub tasks: u64,
+    /// Operations completed, all tasks.
+    pub ops: u64,
+    /// User cycles, all tasks.
+    pub user_cycles: u64,
+    /// System cycles, all tasks.
+    pub sys_cycles: u64,
+    /// Idle cycles, all CPUs.
+    pub idle_cycles: u64,
+    /// Interrupt-handler cycles, all CPUs.
+    pub irq_cycles: u64,
+    /// Flush IPIs sent, all CPUs.
+    pub ipis_sent: u64,
+    /// `/proc/interrupts` `TLB` row, all CPUs.
+    pub irq_tlb: u64,
+    /// `/proc/interrupts` `CAL` row (kernel-range flushes), all CPUs.
+    pub irq_cal: u64,
+    /// Page faults of every kind.
+    pub page_faults: u64,
+    /// Run-time 5-level-paging tests executed.
+    pub la57_checks: u64,
+    /// `CONFIG_DEBUG_TLBFLUSH` counters.
+    pub vmstat: Vmstat,
+    /// `tlb:tlb_flush` events by reason.
+    pub tlb_flush: BTreeMap<&'static str, u64>,
+    /// Flushes by `flush_tlb_func()`, by size (ascending; -1, the full flush, first).
+    pub flush_sizes: Vec<FlushSize>,
+    /// Preemption-disabled sections of `flush_tlb_mm_range()`, cycles.
+    pub preempt_off_cycles: Distribution,
+    /// XPFO (absent without XPFO).
+    pub xpfo: Option<XpfoSummary>,
+    /// Hardware counters.
+    pub hw: HwSummary,
+}
+
+impl RunSummary {
+    pub(crate) fn of(seed: u64, finished: bool, r: &KernelReport) -> RunSummary {
+        let invalidations =
+            r.hw.invalidations
+                .iter()
+                .filter(|(_, o)| o.count > 0)
+                .map(|(k, o)| (k.clone(), *o))
+                .collect();
+        RunSummary {
+            seed,
+            finished,
+            elapsed_cycles: r.elapsed_cycles,
+            events: r.events,
+            tasks: r.tasks.len() as u64,
+            ops: r.tasks.iter().map(|t| t.ops).sum(),
+            user_cycles: r.tasks.iter().map(|t| t.user_cycles).sum(),
+            sys_cycles: r.tasks.iter().map(|t| t.sys_cycles).sum(),
+            idle_cycles: r.idle_cycles.iter().sum(),
+            irq_cycles: r.irq_cycles.iter().sum(),
+            ipis_sent: r.ipis_sent.iter().sum(),
+            irq_tlb: r.irq_tlb.iter().sum(),
+            irq_cal: r.irq_cal.iter().sum(),
+            page_faults: r.page_faults,
+            la57_checks: r.la57_checks,
+            vmstat: r.vmstat,
+            tlb_flush: r.tlb_flush.clone(),
+            flush_sizes: r
+                .flush_sizes
+                .by_pages
+                .iter()
+                .map(|(&pages, &(flushes, cycles))| FlushSize { pages, flushes, cycles })
+                .collect(),
+            preempt_off_cycles: Distribution::of(&r.preempt_off_cycles),
+            xpfo: r.xpfo.as_ref().map(|x| XpfoSummary {
+                kernel_unmaps: x.kernel_unmaps,
+                exposure_cycles: Distribution::of(&x.exposure_cycles),
+                censored: x.censored,
+                full_flushes: x.full_flushes,
+                ipis: x.ipis,
+            }),
+            hw: HwSummary {
+                accesses: r.hw.accesses.total,
+                dtlb_load_misses: r.hw.dtlb_load_misses,
+                dtlb_store_misses: r.hw.dtlb_store_misses,
+                itlb_misses: r.hw.itlb_misses,
+                invalidations,
+            },
+        }
+    }
+}
+
+/// `tlblab sim study all --json`.
+#[derive(Clone, Debug, Serialize)]
+pub struct AllReport {
+    /// [`SCHEMA_ALL`].
+    pub schema: &'static str,
+    /// The tlblab version that ran them.
+    pub tlblab_version: &'static str,
+    /// One report per study that ran, in order.
+    pub studies: Vec<StudyReport>,
+    /// The studies that did not run because this build of the kernel model has none of their
+    /// scenarios.
+    pub not_run: Vec<StudyNotRun>,
+}
+
+/// A study that did not run.
+#[derive(Clone, Debug, Serialize)]
+pub struct StudyNotRun {
+    /// The study's name.
+    pub study: &'static str,
+    /// Why.
+    pub reason: String,
+}
