@@ -208,8 +208,8 @@ pub struct RunArgs {
     /// Simulated CPUs.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=4096))]
     pub cpus: u16,
-    /// The scenario: madv-migrate, pingpong, madvise-busy, munmap-threads, madvise-scale,
-    /// pthread-mmap.
+    /// The scenario: madv-migrate, pingpong, madvise-busy, rt-latency, munmap-threads,
+    /// madvise-scale, pthread-mmap, kbuild, kbuild-allmod, kbuild-xpfo (docs/workloads.md).
     #[arg(long, short = 's')]
     pub scenario: String,
     /// Comma-separated policies; the first is the baseline of the ratios.
@@ -242,6 +242,16 @@ pub struct RunArgs {
     /// Work per page referenced, in cycles, besides translation.
     #[arg(long, default_value_t = 10)]
     pub cycles_per_page: u64,
+    /// kbuild*: compile jobs in the build, run to the end (default 0: a window of a long build).
+    #[arg(long, default_value_t = 0)]
+    pub jobs: u64,
+    /// Stop after this much simulated time, ms (default 0: the scenario's own window, which is
+    /// 1,000 ms for kbuild* and none for the others).
+    #[arg(long, default_value_t = 0)]
+    pub window_ms: u64,
+    /// rt-latency: length of each interrupts-off burst on the sibling CPU, µs.
+    #[arg(long, default_value_t = 20)]
+    pub burst_us: u64,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,

@@ -51,7 +51,9 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         threads: matches!(args.mode, ModeArg::Threads),
         pages: args.pages,
         cycles_per_page: args.cycles_per_page,
-        ..Params::default()
+        jobs: args.jobs,
+        window_ms: args.window_ms,
+        burst_us: args.burst_us,
     };
     let jobs: Vec<(usize, u64)> =
         (0..policies.len()).flat_map(|p| (0..args.seeds).map(move |s| (p, s))).collect();

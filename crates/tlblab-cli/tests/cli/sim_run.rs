@@ -83,3 +83,28 @@ fn bad_scenarios_policies_and_cpu_counts_exit_2() {
     let e = one_error(tlblab().args(["sim", "run", "-s", "madvise-busy", "--cpus", "2"]), 2);
     assert!(e.contains("needs at least 4 CPUs"), "{e}");
 }
+
+/// kbuild runs as a window of simulated time (`--window-ms`) or as a build of `--jobs` jobs
+/// run to the end; the metric is the build's speed either way.
+#[test]
+fn kbuild_runs_a_window_or_a_number_of_jobs() {
+    let run = |extra: &[&str]| {
+        let mut args = vec!["sim", "run", "-s", "kbuild", "--cpus", "2", "--tasks", "2"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--seeds", "1", "--json"]);
+        json_of(args)
+    };
+    let window = run(&["--window-ms", "10"]);
+    assert_eq!(window["metric"], "CPU-s/s");
+    let r = &window["policies"][0]["runs"][0];
+    let ms = r["elapsed_cycles"].as_f64().unwrap() / r["clock_mhz"].as_f64().unwrap() / 1e3;
+    assert!(ms <= 10.0, "stopped at the window: {ms} ms");
+    let speed = window["policies"][0]["mean"].as_f64().unwrap();
+    assert!(speed > 0.5 && speed <= 2.0, "two CPUs do at most 2 CPU-s/s: {speed}");
+
+    let build = run(&["--jobs", "2"]);
+    let tasks = build["policies"][0]["runs"][0]["tasks"].as_array().unwrap();
+    let ops: u64 = tasks.iter().map(|t| t["ops"].as_u64().unwrap()).sum();
+    assert_eq!(ops, 2, "both jobs ran to the end");
+    assert!(tasks.iter().all(|t| !t["exited"].is_null()));
+}

@@ -234,7 +234,7 @@ pub const SCENARIOS: &[ScenarioInfo] = &[
     },
     ScenarioInfo {
         name: "kbuild",
-        description: "make -jN (--tasks) of a kernel: slots fork shells that exec compilers, which fault in text and heap, map and unmap buffers, and exit; a window of --jobs compile jobs (S1 rates)",
+        description: "make -jN (--tasks) of a kernel at S1's fault rate: slots vfork (or fork) children that exec compilers, which fault in text and heap, map and unmap buffers, and exit; a window of --window-ms of a long build (default 1,000 ms), or --jobs jobs run to the end (docs/workloads.md)",
         metric: Metric::WorkRate,
         min_cpus: |_| 1,
         default_window_ms: KBUILD_WINDOW_MS,
@@ -242,7 +242,7 @@ pub const SCENARIOS: &[ScenarioInfo] = &[
     },
     ScenarioInfo {
         name: "kbuild-allmod",
-        description: "kbuild with the allmodconfig build's fault rate (S3)",
+        description: "kbuild at the allmodconfig build's fault rate (S3)",
         metric: Metric::WorkRate,
         min_cpus: |_| 1,
         default_window_ms: KBUILD_WINDOW_MS,
@@ -250,7 +250,7 @@ pub const SCENARIOS: &[ScenarioInfo] = &[
     },
     ScenarioInfo {
         name: "kbuild-xpfo",
-        description: "kbuild for the XPFO study (S1 rates; two jobs per slot unless --jobs) (S5)",
+        description: "kbuild for the XPFO study (S5: S1's fault rate, as S5 gives none)",
         metric: Metric::WorkRate,
         min_cpus: |_| 1,
         default_window_ms: KBUILD_WINDOW_MS,
