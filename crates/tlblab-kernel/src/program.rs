@@ -107,6 +107,12 @@ pub enum Syscall {
         /// The child.
         child: TaskId,
     },
+    /// Direct reclaim (an allocation that found memory short): unmaps up to `pages` private
+    /// pages of other processes, with batched flushes (`arch_tlbbatch_*`).
+    Reclaim {
+        /// Pages to reclaim.
+        pages: u64,
+    },
     /// Gives up the CPU to another runnable task (`sched_yield`).
     Yield,
     /// Runs with interrupts disabled for a while (a driver or a spinlock section).

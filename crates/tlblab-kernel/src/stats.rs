@@ -88,6 +88,8 @@ pub struct KernelReport {
     pub page_faults: u64,
     /// Run-time 5-level-paging tests executed (`la57-runtime`; a load and a branch each).
     pub la57_checks: u64,
+    /// Pages unmapped by reclaim (`Syscall::Reclaim`).
+    pub reclaimed: u64,
     /// XPFO's unmaps and exposure windows (`None` without XPFO).
     pub xpfo: Option<XpfoReport>,
     /// `tlb:tlb_flush` events by reason name.
@@ -124,6 +126,7 @@ impl KernelReport {
             ipis_sent: counters.ipis_sent.clone(),
             page_faults: counters.page_faults,
             la57_checks: counters.la57_checks,
+            reclaimed: counters.reclaimed,
             xpfo: k.xpfo_report(),
             tlb_flush: TlbFlushReason::ALL
                 .iter()

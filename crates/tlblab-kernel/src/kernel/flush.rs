@@ -308,11 +308,21 @@ impl<O: Observer> Kernel<O> {
     /// the local flush (before the IPIs before 5.12, while they are in flight after).
     /// Returns the initiator's cycles; the acknowledgements arrive as events.
     pub(crate) fn native_flush_tlb_multi(&mut self, cpu: CpuId, call: CallId) -> u64 {
+        let mm = self.calls[call.0 as usize].info.mm.expect("mm flushes: the mm's cpumask");
+        let mask = self.mms[mm.0 as usize].cpumask.clone();
+        self.native_flush_tlb_multi_mask(cpu, call, &mask)
+    }
+
+    /// `native_flush_tlb_multi(cpumask, info)` with an explicit mask (a reclaim batch's).
+    pub(crate) fn native_flush_tlb_multi_mask(
+        &mut self,
+        cpu: CpuId,
+        call: CallId,
+        mask: &crate::cpumask::CpuMask,
+    ) -> u64 {
         let info = self.calls[call.0 as usize].info;
-        let mm = info.mm.expect("mm flushes only");
         self.counters.vmstat.nr_tlb_remote_flush += 1;
         self.trace(cpu, TlbFlushReason::RemoteSendIpi, info.send_ipi_pages());
-        let mask = &self.mms[mm.0 as usize].cpumask;
         let targets: Vec<CpuId> =
             mask.iter().filter(|&c| c != cpu && self.ipi_wanted(c, &info)).collect();
         let local = mask.test(cpu) && self.ipi_wanted(cpu, &info);

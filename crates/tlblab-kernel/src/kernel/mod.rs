@@ -15,6 +15,7 @@
 mod flush;
 mod invlpgb;
 mod process;
+mod reclaim;
 mod run;
 mod switch;
 mod xpfo;
@@ -155,6 +156,8 @@ enum Frame {
     Syscall { call: Option<Syscall>, phase: Phase },
     /// `flush_tlb_mm_range()`.
     Flush { req: FlushRequest, phase: FlushPhase, gen: u64, call: Option<CallId>, since: Cycles },
+    /// `arch_tlbbatch_flush()` of a reclaim batch: a full flush of the CPUs in `mask`.
+    BatchFlush { mask: crate::cpumask::CpuMask, phase: FlushPhase, call: Option<CallId> },
     /// `flush_tlb_kernel_range()` of one page (XPFO's synchronous flush).
     KernelFlush { phase: FlushPhase, call: Option<CallId> },
     /// The task exits.
@@ -265,6 +268,8 @@ pub(crate) struct Counters {
     pub page_faults: u64,
     /// Run-time tests of 5-level paging executed (`la57-runtime`: a load and a branch each).
     pub la57_checks: u64,
+    /// Pages unmapped by reclaim.
+    pub reclaimed: u64,
     /// Tracepoint events by reason.
     pub tlb_flush: [u64; 6],
     /// Durations of preemption-disabled sections of `flush_tlb_mm_range()`.
@@ -305,6 +310,8 @@ pub struct Kernel<O: Observer> {
     flush_sizes: FlushSizes,
     xpfo: xpfo::XpfoTracker,
     global_asids: invlpgb::GlobalAsids,
+    /// The mm reclaim scans first next time.
+    reclaim_cursor: usize,
     observer: O,
     config: KernelConfig,
     essential_left: u32,
@@ -397,6 +404,7 @@ impl<O: Observer> Kernel<O> {
             flush_sizes: FlushSizes::default(),
             xpfo: xpfo::XpfoTracker::new(n, policy.xpfo == crate::policy::Xpfo::Deferred),
             global_asids: invlpgb::GlobalAsids::new(policy.pti != crate::policy::Pti::Off),
+            reclaim_cursor: 0,
             observer,
             essential_left: 0,
             tick_cycles: 0,

@@ -403,6 +403,7 @@ impl<O: Observer> Kernel<O> {
                 Some(
                     Frame::Flush { phase: FlushPhase::Wait, .. }
                         | Frame::KernelFlush { phase: FlushPhase::Wait, .. }
+                        | Frame::BatchFlush { phase: FlushPhase::Wait, .. }
                 )
             )
     }
@@ -433,6 +434,9 @@ impl<O: Observer> Kernel<O> {
                 self.flush_step(cpu, t, req, phase, gen, call, since)
             }
             Frame::KernelFlush { phase, call } => self.kernel_flush_step(cpu, t, phase, call),
+            Frame::BatchFlush { mask, phase, call } => {
+                self.batch_flush_step(cpu, t, mask, phase, call)
+            }
             Frame::Exit { phase } => self.exit_step(cpu, t, phase),
         }
     }
@@ -764,6 +768,7 @@ impl<O: Observer> Kernel<O> {
                 self.schedule(cpu)
             }
             Syscall::Vfork { program } => self.sys_vfork(cpu, t, program),
+            Syscall::Reclaim { pages } => self.sys_reclaim(cpu, t, pages),
             Syscall::Clone { program, cpu: target } => {
                 let cycles = self.costs.fork.cycles;
                 let child = self.spawn_thread(t, program, target, false);

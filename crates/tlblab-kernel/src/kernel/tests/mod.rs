@@ -31,6 +31,8 @@ enum Step {
     Wait,
     /// Count an operation (its time is recorded).
     Op,
+    /// Direct reclaim of this many pages of other processes.
+    Reclaim(u64),
     /// execve() of a program running these steps.
     Exec(Vec<Step>),
 }
@@ -65,6 +67,7 @@ impl Program for Script {
                 Action::Syscall(Syscall::Wait { child: self.child.expect("forked first") })
             }
             Some(Step::Op) => Action::Op,
+            Some(Step::Reclaim(pages)) => Action::Syscall(Syscall::Reclaim { pages }),
             Some(Step::Exec(steps)) => Action::Syscall(Syscall::Exec { program: script(steps) }),
         }
     }
@@ -377,4 +380,5 @@ fn runs_are_deterministic() {
 mod invlpgb;
 mod munmap;
 mod process;
+mod reclaim;
 mod xpfo;
