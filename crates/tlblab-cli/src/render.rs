@@ -3,6 +3,7 @@
 
 use std::io::Write;
 use tlblab_sim::stats::{HwReport, WALK_LEVEL_NAMES};
+pub use tlblab_studies::text::{group, Table};
 
 /// Writes `text` to standard output (instead of `print!`, which panics when the write fails). A
 /// closed pipe (`tlblab … | head`) is not an error: the reader has stopped reading, so the rest
@@ -15,19 +16,6 @@ pub fn stdout(text: &str) -> anyhow::Result<()> {
         }
         _ => Ok(()),
     }
-}
-
-/// `1234567` → `1,234,567`.
-pub fn group(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// `part / whole` as a percentage with one decimal, or `-` when `whole` is 0.
@@ -45,59 +33,6 @@ pub fn ratio(num: u64, den: u64, decimals: usize) -> String {
         "-".into()
     } else {
         format!("{:.*}", decimals, num as f64 / den as f64)
-    }
-}
-
-/// A table: columns of numbers are right-aligned, the others left-aligned.
-pub struct Table {
-    rows: Vec<Vec<String>>,
-}
-
-impl Table {
-    /// A table with this header row.
-    pub fn new(header: &[&str]) -> Table {
-        Table { rows: vec![header.iter().map(|s| s.to_string()).collect()] }
-    }
-
-    /// Appends a row.
-    pub fn row(&mut self, cells: Vec<String>) {
-        self.rows.push(cells);
-    }
-
-    /// The table, each line indented by `indent` spaces.
-    pub fn render(&self, indent: usize) -> String {
-        let columns = self.rows.iter().map(Vec::len).max().unwrap_or(0);
-        let width = |c: usize| {
-            self.rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0)
-        };
-        let widths: Vec<usize> = (0..columns).map(width).collect();
-        let numeric = |c: usize| {
-            self.rows[1..].iter().filter_map(|r| r.get(c)).all(|cell| {
-                !cell.is_empty()
-                    && cell.chars().all(|ch| ch.is_ascii_digit() || ",.%-×".contains(ch))
-            })
-        };
-        let right: Vec<bool> = (0..columns).map(|c| c > 0 && numeric(c)).collect();
-        let mut out = String::new();
-        for row in &self.rows {
-            let mut line = " ".repeat(indent);
-            for (c, cell) in row.iter().enumerate() {
-                let pad = widths[c] - cell.chars().count();
-                if c > 0 {
-                    line.push_str("  ");
-                }
-                if right[c] {
-                    line.push_str(&" ".repeat(pad));
-                    line.push_str(cell);
-                } else {
-                    line.push_str(cell);
-                    line.push_str(&" ".repeat(pad));
-                }
-            }
-            out.push_str(line.trim_end());
-            out.push('\n');
-        }
-        out
     }
 }
 

@@ -33,7 +33,7 @@ pub mod render;
 pub mod report;
 mod runner;
 pub mod study;
-mod text;
+pub mod text;
 
 pub use error::StudyError;
 pub use measure::Measure;

@@ -2,7 +2,7 @@
 //! depends on the terminal, so it is the same byte for byte on every run.
 
 /// `1234567` → `1,234,567`.
-pub(crate) fn group(n: u64) -> String {
+pub fn group(n: u64) -> String {
     group_digits(&n.to_string())
 }
 
@@ -66,30 +66,30 @@ pub(crate) fn wrap(first: &str, text: &str, indent: usize, width: usize) -> Stri
 
 /// A table: columns whose cells are all numbers are right-aligned (or those asked for), the
 /// others left-aligned.
-pub(crate) struct Table {
+pub struct Table {
     rows: Vec<Vec<String>>,
     right: Vec<usize>,
 }
 
 impl Table {
     /// A table with this header row.
-    pub(crate) fn new(header: &[&str]) -> Table {
+    pub fn new(header: &[&str]) -> Table {
         Table { rows: vec![header.iter().map(|s| s.to_string()).collect()], right: Vec::new() }
     }
 
     /// Right-aligns these columns whatever they hold.
-    pub(crate) fn right(mut self, columns: &[usize]) -> Table {
+    pub fn right(mut self, columns: &[usize]) -> Table {
         self.right.extend_from_slice(columns);
         self
     }
 
     /// Appends a row.
-    pub(crate) fn row(&mut self, cells: Vec<String>) {
+    pub fn row(&mut self, cells: Vec<String>) {
         self.rows.push(cells);
     }
 
     /// The table, each line indented by `indent` spaces.
-    pub(crate) fn render(&self, indent: usize) -> String {
+    pub fn render(&self, indent: usize) -> String {
         let columns = self.rows.iter().map(Vec::len).max().unwrap_or(0);
         let width = |c: usize| {
             self.rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0)
