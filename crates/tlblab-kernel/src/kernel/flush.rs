@@ -308,9 +308,10 @@ impl<O: Observer> Kernel<O> {
     /// the local flush (before the IPIs before 5.12, while they are in flight after).
     /// Returns the initiator's cycles; the acknowledgements arrive as events.
     pub(crate) fn native_flush_tlb_multi(&mut self, cpu: CpuId, call: CallId) -> u64 {
-        let mm = self.calls[call.0 as usize].info.mm.expect("mm flushes: the mm's cpumask");
-        let mask = self.mms[mm.0 as usize].cpumask.clone();
-        self.native_flush_tlb_multi_mask(cpu, call, &mask)
+        let info = self.calls[call.0 as usize].info;
+        let mm = info.mm.expect("mm flushes: the mm's cpumask");
+        let (targets, local) = self.flush_targets(cpu, &info, &self.mms[mm.0 as usize].cpumask);
+        self.flush_multi(cpu, call, &targets, local)
     }
 
     /// `native_flush_tlb_multi(cpumask, info)` with an explicit mask (a reclaim batch's).
@@ -321,16 +322,31 @@ impl<O: Observer> Kernel<O> {
         mask: &crate::cpumask::CpuMask,
     ) -> u64 {
         let info = self.calls[call.0 as usize].info;
+        let (targets, local) = self.flush_targets(cpu, &info, mask);
+        self.flush_multi(cpu, call, &targets, local)
+    }
+
+    /// The CPUs of `mask` to interrupt, and whether the initiator flushes itself.
+    fn flush_targets(
+        &self,
+        cpu: CpuId,
+        info: &FlushTlbInfo,
+        mask: &crate::cpumask::CpuMask,
+    ) -> (Vec<CpuId>, bool) {
+        let targets = mask.iter().filter(|&c| c != cpu && self.ipi_wanted(c, info)).collect();
+        (targets, mask.test(cpu) && self.ipi_wanted(cpu, info))
+    }
+
+    /// The body of `native_flush_tlb_multi()` once its targets are known.
+    fn flush_multi(&mut self, cpu: CpuId, call: CallId, targets: &[CpuId], local: bool) -> u64 {
+        let info = self.calls[call.0 as usize].info;
         self.counters.vmstat.nr_tlb_remote_flush += 1;
         self.trace(cpu, TlbFlushReason::RemoteSendIpi, info.send_ipi_pages());
-        let targets: Vec<CpuId> =
-            mask.iter().filter(|&c| c != cpu && self.ipi_wanted(c, &info)).collect();
-        let local = mask.test(cpu) && self.ipi_wanted(cpu, &info);
         let mut cycles = 0;
         if local && !self.policy.concurrent_local_flush {
             cycles += self.flush_tlb_func(cpu, call);
         }
-        cycles += self.send_call_ipis(cpu, call, &targets, cycles, super::Ipi::Flush(call));
+        cycles += self.send_call_ipis(cpu, call, targets, cycles, super::Ipi::Flush(call));
         if local && self.policy.concurrent_local_flush {
             cycles += self.flush_tlb_func(cpu, call);
         }

@@ -17,9 +17,8 @@ impl<O: Observer> Kernel<O> {
         let parent = self.tasks[t.0 as usize].mm.expect("user task");
         let child_mm = self.new_mm();
         // copy_page_range(): private writable pages become copy-on-write on both sides.
-        let mut vmas = self.mms[parent.0 as usize].vmas.clone();
         let (mut copied, mut walks) = (0, 0);
-        for vma in vmas.iter_mut().flatten() {
+        for vma in self.mms[parent.0 as usize].vmas.iter_mut().flatten() {
             walks += u64::from(vma.touched);
             for pte in &mut vma.ptes {
                 if *pte == Pte::Present {
@@ -28,8 +27,10 @@ impl<O: Observer> Kernel<O> {
                 copied += u64::from(*pte != Pte::None);
             }
         }
-        let mmap_next = self.mms[parent.0 as usize].mmap_next;
-        self.mms[parent.0 as usize].vmas.clone_from(&vmas);
+        let (vmas, mmap_next) = {
+            let p = &self.mms[parent.0 as usize];
+            (p.vmas.clone(), p.mmap_next)
+        };
         let child = &mut self.mms[child_mm.0 as usize];
         child.vmas = vmas;
         child.mmap_next = mmap_next;

@@ -112,12 +112,7 @@ impl<O: Observer> Kernel<O> {
             }
             FlushPhase::Wait | FlushPhase::Done => {
                 let id = call.expect("waits follow a call");
-                if self.calls[id.0 as usize].pending > 0 {
-                    self.push_frame(t, Frame::BatchFlush { mask, phase: FlushPhase::Wait, call });
-                    return Step::Wait;
-                }
-                self.free_calls.push(id);
-                Step::Next
+                self.wait_for_acks(t, id, Frame::BatchFlush { mask, phase: FlushPhase::Wait, call })
             }
         }
     }

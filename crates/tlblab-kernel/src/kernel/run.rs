@@ -896,6 +896,17 @@ impl<O: Observer> Kernel<O> {
         self.counters.preempt_off.push(d);
     }
 
+    /// The wait for `id`'s acknowledgements (preemption off): `again` is pushed back while any
+    /// is missing; then the call is freed.
+    pub(super) fn wait_for_acks(&mut self, t: TaskId, id: CallId, again: Frame) -> Step {
+        if self.calls[id.0 as usize].pending > 0 {
+            self.push_frame(t, again);
+            return Step::Wait;
+        }
+        self.free_calls.push(id);
+        Step::Next
+    }
+
     pub(super) fn new_call(&mut self, info: FlushTlbInfo, waiter: TaskId) -> CallId {
         let call =
             Call { info, window: None, pending: 0, unhandled: 0, last_ack: Cycles(0), waiter };

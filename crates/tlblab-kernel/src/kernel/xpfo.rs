@@ -185,12 +185,7 @@ impl<O: Observer> Kernel<O> {
             }
             FlushPhase::Wait => {
                 let id = call.expect("waits follow a call");
-                if self.calls[id.0 as usize].pending > 0 {
-                    self.push_frame(t, Frame::KernelFlush { phase: FlushPhase::Wait, call });
-                    return Step::Wait;
-                }
-                self.free_calls.push(id);
-                Step::Next
+                self.wait_for_acks(t, id, Frame::KernelFlush { phase: FlushPhase::Wait, call })
             }
             FlushPhase::Done => Step::Next,
         }
