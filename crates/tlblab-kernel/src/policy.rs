@@ -107,6 +107,9 @@ pub struct Policy {
     /// 5.12 (4ce94eabac16): the initiator flushes its own TLB while the remote CPUs work;
     /// before, it flushed first and then sent the IPIs.
     pub concurrent_local_flush: bool,
+    /// 6.14 (`CONFIG_PT_RECLAIM`, Qi Zheng): `MADV_DONTNEED` over a whole 2 MiB block frees
+    /// the PTE page it empties, and its flush then carries `freed_tables`.
+    pub pt_reclaim: bool,
     /// Page-table isolation and its user-PCID flush.
     pub pti: Pti,
     /// AMD INVLPGB broadcast flushes with global ASIDs (6.15); needs the CPU feature.
@@ -194,6 +197,7 @@ fn linux_6_18() -> Policy {
         loaded_mm_switching_check: true,
         early_gen_exit: true,
         concurrent_local_flush: true,
+        pt_reclaim: true,
         pti: Pti::Off,
         invlpgb: false,
         la57: La57::Off,
@@ -215,6 +219,7 @@ fn linux_4_14() -> Policy {
         loaded_mm_switching_check: false,
         early_gen_exit: false,
         concurrent_local_flush: false,
+        pt_reclaim: false,
         ..linux_6_18()
     }
 }

@@ -113,6 +113,14 @@ pub enum Syscall {
         /// Pages to reclaim.
         pages: u64,
     },
+    /// Kernel code flushes kernel addresses, on every CPU: `Some(pages)` unmaps `pages` pages
+    /// of vmalloc space and calls `flush_tlb_kernel_range()` on them (a purge of lazily freed
+    /// vmalloc areas, `vunmap()`, or `set_memory_*()` through `cpa_flush()`); `None` calls
+    /// `flush_tlb_all()` (after `cpa_collapse_large_pages()`, or memory hot-remove).
+    KernelFlush {
+        /// Pages of the range, or `None` for `flush_tlb_all()`.
+        pages: Option<u64>,
+    },
     /// Gives up the CPU to another runnable task (`sched_yield`).
     Yield,
     /// Runs with interrupts disabled for a while (a driver or a spinlock section).

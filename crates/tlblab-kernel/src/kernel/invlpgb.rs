@@ -11,7 +11,7 @@ use crate::ids::{Asid, MmId, TaskId, TLB_NR_DYN_ASIDS};
 use crate::kernel::flush::FLUSH_ALL_END;
 use crate::observer::Observer;
 use crate::tlb_state::LoadedMm;
-use tlblab_types::{CpuId, InvlpgbRange, InvlpgbScope, PageSize, TlbOp, Vpn};
+use tlblab_types::{CpuId, InvlpgbRange, InvlpgbScope, PageSize, Pcid, TlbOp, Vpn};
 
 /// The global-ASID allocator (`global_asid_used`, `global_asid_freed`, `last_global_asid`).
 #[derive(Clone, Debug)]
@@ -70,9 +70,8 @@ impl<O: Observer> Kernel<O> {
                 *freed = false;
             }
             g.last = TLB_NR_DYN_ASIDS;
-            let scope =
-                InvlpgbScope { range: None, pcid: None, include_global: false, final_only: false };
-            cycles += self.broadcast(cpu, scope) + self.hw_op(cpu, TlbOp::Tlbsync);
+            // invlpgb_flush_all_nonglobals()
+            cycles += self.invlpgb_flush_sync(cpu, (0, FLUSH_ALL_END), None, false);
         }
         let g = &mut self.global_asids;
         let Some(asid) = (g.last..g.max()).find(|&a| !g.used[usize::from(a)]) else {
@@ -98,7 +97,7 @@ impl<O: Observer> Kernel<O> {
 
     /// One INVLPGB from `cpu`: its own TLB at once (and its cycles), every other CPU's too
     /// (the broadcast; completion is what TLBSYNC waits for).
-    fn broadcast(&mut self, cpu: CpuId, scope: InvlpgbScope) -> u64 {
+    fn invlpgb_broadcast(&mut self, cpu: CpuId, scope: InvlpgbScope) -> u64 {
         let cycles = self.hw_op(cpu, TlbOp::Invlpgb(scope));
         for c in (0..self.cpus.len()).filter(|&c| c != usize::from(cpu.0)) {
             self.hw[c].invlpgb_remote(&scope, &mut self.hw_stats[c]);
@@ -106,40 +105,45 @@ impl<O: Observer> Kernel<O> {
         cycles
     }
 
+    /// INVLPGBs covering pages `start..end` (every address for [`FLUSH_ALL_END`]) of `pcid`
+    /// (every PCID for `None`), in chunks of `invlpgb_count_max` pages, then TLBSYNC. Returns
+    /// the initiator's cycles.
+    pub(super) fn invlpgb_flush_sync(
+        &mut self,
+        cpu: CpuId,
+        (start, end): (u64, u64),
+        pcid: Option<Pcid>,
+        include_global: bool,
+    ) -> u64 {
+        let scope = |range| InvlpgbScope { range, pcid, include_global, final_only: false };
+        let mut cycles = 0;
+        if end == FLUSH_ALL_END {
+            cycles += self.invlpgb_broadcast(cpu, scope(None));
+        } else {
+            let max = u64::from(self.spec.raw().features.invlpgb_count_max.unwrap_or(1).max(1));
+            let mut first = start;
+            while first < end {
+                let pages = (end - first).min(max);
+                let range = InvlpgbRange {
+                    start: Vpn(first),
+                    pages: pages as u32,
+                    stride: PageSize::Size4K,
+                };
+                cycles += self.invlpgb_broadcast(cpu, scope(Some(range)));
+                first += pages;
+            }
+        }
+        cycles + self.hw_op(cpu, TlbOp::Tlbsync)
+    }
+
     /// `broadcast_tlb_flush()` for `call` (an mm with a global ASID): INVLPGB of its PCID, whole
-    /// or in chunks of `invlpgb_count_max` pages, then TLBSYNC. No IPI, no tracepoint, no
-    /// `tlb_gen` update on any CPU. Returns the initiator's cycles.
+    /// or in chunks, then TLBSYNC. No IPI, no tracepoint, no `tlb_gen` update on any CPU.
+    /// Returns the initiator's cycles.
     pub(super) fn broadcast_tlb_flush(&mut self, cpu: CpuId, call: CallId) -> u64 {
         let info = self.calls[call.0 as usize].info;
         let mm = info.mm.expect("mm flushes only");
         let asid = self.mms[mm.0 as usize].global_asid.expect("a global ASID");
-        let pcid = Some(asid.kern_pcid());
-        let mut cycles = 0;
-        if info.end == FLUSH_ALL_END {
-            let scope =
-                InvlpgbScope { range: None, pcid, include_global: false, final_only: false };
-            cycles += self.broadcast(cpu, scope);
-        } else {
-            let max = u64::from(self.spec.raw().features.invlpgb_count_max.unwrap_or(1).max(1));
-            let mut start = info.start;
-            while start < info.end {
-                let pages = (info.end - start).min(max);
-                let range = InvlpgbRange {
-                    start: Vpn(start),
-                    pages: pages as u32,
-                    stride: PageSize::Size4K,
-                };
-                let scope = InvlpgbScope {
-                    range: Some(range),
-                    pcid,
-                    include_global: false,
-                    final_only: false,
-                };
-                cycles += self.broadcast(cpu, scope);
-                start += pages;
-            }
-        }
-        cycles + self.hw_op(cpu, TlbOp::Tlbsync)
+        self.invlpgb_flush_sync(cpu, (info.start, info.end), Some(asid.kern_pcid()), false)
     }
 
     /// `finish_asid_transition()`: whether CPUs of the mask still run the mm under a dynamic

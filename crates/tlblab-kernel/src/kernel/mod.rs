@@ -14,6 +14,7 @@
 
 mod flush;
 mod invlpgb;
+mod kflush;
 mod process;
 mod reclaim;
 mod run;
@@ -158,8 +159,8 @@ enum Frame {
     Flush { req: FlushRequest, phase: FlushPhase, gen: u64, call: Option<CallId>, since: Cycles },
     /// `arch_tlbbatch_flush()` of a reclaim batch: a full flush of the CPUs in `mask`.
     BatchFlush { mask: crate::cpumask::CpuMask, phase: FlushPhase, call: Option<CallId> },
-    /// `flush_tlb_kernel_range()` of one page (XPFO's synchronous flush).
-    KernelFlush { phase: FlushPhase, call: Option<CallId> },
+    /// `flush_tlb_kernel_range()` or `flush_tlb_all()`.
+    KernelFlush { req: kflush::KernelFlush, phase: FlushPhase, call: Option<CallId> },
     /// The task exits.
     Exit { phase: Phase },
 }

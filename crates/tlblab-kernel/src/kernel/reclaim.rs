@@ -5,7 +5,8 @@
 //! flushed at once: its mm's `tlb_gen` is bumped and its `mm_cpumask` is added to the batch; one
 //! full flush of whatever each CPU has loaded (`flush_tlb_info.mm == NULL`) then covers the
 //! whole batch, before the pages are freed. A page whose mm is on no other CPU is flushed at
-//! once (`ptep_clear_flush()`).
+//! once (`ptep_clear_flush()`). With INVLPGB (6.15+) the batch is one broadcast of every
+//! non-global translation instead of IPIs.
 
 use super::run::Step;
 use super::{CallId, FlushPhase, Frame, Kernel, Mode, Phase, FLUSH_ALL_END, PAGE_SHIFT};
@@ -99,7 +100,14 @@ impl<O: Observer> Kernel<O> {
                     trim_cpumask: false,
                 };
                 let id = self.new_call(info, t);
-                let cycles = if mask.any_but(cpu) {
+                // The batch frame exists only when a page was deferred, so
+                // `batch->unmapped_pages` is set.
+                let cycles = if self.policy.invlpgb {
+                    // invlpgb_flush_all_nonglobals(). NOTE: no CPU's tlb_gen catches up with
+                    // the mms' bumped generations, so each CPU still running one of them does
+                    // a full catch-up flush at its next flush_tlb_func() for that mm.
+                    self.invlpgb_flush_sync(cpu, (0, FLUSH_ALL_END), None, false)
+                } else if mask.any_but(cpu) {
                     self.native_flush_tlb_multi_mask(cpu, id, &mask)
                 } else if mask.test(cpu) {
                     self.flush_tlb_func(cpu, id)

@@ -1,5 +1,6 @@
 //! The event loop, the scheduler and the steps of each frame.
 
+use super::kflush::{KernelFlush, VMALLOC_PAGE};
 use super::*;
 use crate::mm::{Pte, VmaId};
 use crate::policy::{FlushInfo, Pti};
@@ -433,7 +434,9 @@ impl<O: Observer> Kernel<O> {
             Frame::Flush { req, phase, gen, call, since } => {
                 self.flush_step(cpu, t, req, phase, gen, call, since)
             }
-            Frame::KernelFlush { phase, call } => self.kernel_flush_step(cpu, t, phase, call),
+            Frame::KernelFlush { req, phase, call } => {
+                self.kernel_flush_step(cpu, t, req, phase, call)
+            }
             Frame::BatchFlush { mask, phase, call } => {
                 self.batch_flush_step(cpu, t, mask, phase, call)
             }
@@ -699,13 +702,18 @@ impl<O: Observer> Kernel<O> {
                 Step::Spend(cycles, Mode::Sys)
             }
             Syscall::MadviseDontneed { vma, first, pages } => {
-                let (n, lo, hi) = self.zap(mm, vma, first, pages);
+                let tables = self.pt_reclaim_blocks(mm, vma, first, pages);
+                let (n, mut lo, mut hi) = self.zap(mm, vma, first, pages);
                 let cycles = self.costs.madvise.cycles
                     + n * self.costs.zap_pte.cycles
                     + self.la57_checks(LA57_CHECKS_WALK);
                 self.push_frame(t, exit);
-                if n > 0 {
-                    self.push_flush(t, FlushRequest::pages(mm, lo, hi, false));
+                if let (Some(&a), Some(&b)) = (tables.first(), tables.last()) {
+                    // pte_free_tlb() adds one page at each freed table's block start.
+                    (lo, hi) = (lo.min(a), hi.max(b + 1));
+                }
+                if n > 0 || !tables.is_empty() {
+                    self.push_flush(t, FlushRequest::pages(mm, lo, hi, !tables.is_empty()));
                 }
                 Step::Spend(cycles, Mode::Sys)
             }
@@ -769,6 +777,20 @@ impl<O: Observer> Kernel<O> {
             }
             Syscall::Vfork { program } => self.sys_vfork(cpu, t, program),
             Syscall::Reclaim { pages } => self.sys_reclaim(cpu, t, pages),
+            Syscall::KernelFlush { pages } => {
+                let req = match pages {
+                    Some(n) => KernelFlush::range(VMALLOC_PAGE, n, false),
+                    None => KernelFlush::all(),
+                };
+                // The unmap before the flush (vunmap_range_noflush(), freeing the pages) is
+                // not modelled: it costs the same under every policy.
+                self.push_frame(t, exit);
+                self.push_frame(
+                    t,
+                    Frame::KernelFlush { req, phase: FlushPhase::Start, call: None },
+                );
+                Step::Next
+            }
             Syscall::Clone { program, cpu: target } => {
                 let cycles = self.costs.fork.cycles;
                 let child = self.spawn_thread(t, program, target, false);
@@ -792,6 +814,31 @@ impl<O: Observer> Kernel<O> {
 
     /// Zaps present PTEs of `[first, first+pages)`; returns how many, and the page range
     /// (absolute page numbers) the mmu_gather covers.
+    /// `CONFIG_PT_RECLAIM` for a `MADV_DONTNEED` of pages `first..first + pages` of `vma`: the
+    /// start pages of the 2 MiB blocks whose PTE page the zap will empty and free. A block
+    /// qualifies when the range covers all of it (`reclaim_pt_is_enabled()`: at least
+    /// `PMD_SIZE` within one PMD), it has a present PTE (so its table exists), and no other
+    /// region has a present PTE in it. Call before the zap.
+    fn pt_reclaim_blocks(&self, mm: MmId, vma: VmaId, first: u64, pages: u64) -> Vec<u64> {
+        let m = &self.mms[mm.0 as usize];
+        let Some(v) = m.vma(vma).filter(|_| self.policy.pt_reclaim) else { return Vec::new() };
+        let lo = v.start.0 + first;
+        let hi = v.start.0 + first.saturating_add(pages).min(v.pages());
+        let present = |r: &crate::mm::Vma, a: u64, b: u64| {
+            let (s, e) = (a.max(r.start.0), b.min(r.start.0 + r.pages()));
+            (s..e).any(|vpn| r.ptes[(vpn - r.start.0) as usize] != Pte::None)
+        };
+        (lo.div_ceil(512)..hi / 512)
+            .map(|block| block * 512)
+            .filter(|&a| present(v, a, a + 512))
+            .filter(|&a| {
+                m.vmas.iter().enumerate().all(|(i, r)| {
+                    i == vma.0 as usize || r.as_ref().is_none_or(|r| !present(r, a, a + 512))
+                })
+            })
+            .collect()
+    }
+
     pub(super) fn zap(&mut self, mm: MmId, vma: VmaId, first: u64, pages: u64) -> (u64, u64, u64) {
         let Some(v) = self.mms[mm.0 as usize].vma_mut(vma) else { return (0, 0, 0) };
         let (mut n, mut lo, mut hi) = (0, u64::MAX, 0);

@@ -12,10 +12,10 @@
 //! allocations cost. The tracker measures the exposure window of each unmap: how long some
 //! CPU could still use the stale kernel translation.
 
-use super::run::Step;
-use super::{CallId, FlushPhase, Frame, Ipi, Kernel, Mode};
-use crate::ids::{TaskId, TLB_GENERATION_INVALID};
-use crate::kernel::flush::{FlushTlbInfo, DIRECT_MAP_PAGE, PAGE_SHIFT};
+use super::kflush::KernelFlush;
+use super::{FlushPhase, Frame, Kernel};
+use crate::ids::TaskId;
+use crate::kernel::flush::DIRECT_MAP_PAGE;
 use crate::observer::Observer;
 use crate::policy::Xpfo;
 use crate::stats::XpfoReport;
@@ -39,7 +39,7 @@ pub(crate) struct XpfoTracker {
     /// `xpfo-deferred`: per CPU, the times of its full flushes, in order.
     full_flushes: Vec<Vec<u64>>,
     full_flush_count: u64,
-    ipis: u64,
+    pub(super) ipis: u64,
     /// `xpfo-deferred` (windows close at full flushes) rather than `xpfo-sync`.
     deferred: bool,
 }
@@ -55,13 +55,13 @@ impl XpfoTracker {
         }
     }
 
-    fn open(&mut self, start: Cycles, cpu: CpuId, remaining: u32) -> u32 {
+    pub(super) fn open(&mut self, start: Cycles, cpu: CpuId, remaining: u32) -> u32 {
         self.windows.push(Window { start: start.0, cpu, end: start.0, remaining });
         self.windows.len() as u32 - 1
     }
 
     /// A remote CPU has flushed the page of window `w` at `at`.
-    fn flushed(&mut self, w: u32, at: u64) {
+    pub(super) fn flushed(&mut self, w: u32, at: u64) {
         let w = &mut self.windows[w as usize];
         w.remaining -= 1;
         w.end = w.end.max(at);
@@ -116,7 +116,11 @@ impl<O: Observer> Kernel<O> {
         match self.policy.xpfo {
             Xpfo::Off => 0,
             Xpfo::Sync => {
-                self.push_frame(t, Frame::KernelFlush { phase: FlushPhase::Start, call: None });
+                let req = KernelFlush::range(DIRECT_MAP_PAGE, 1, true);
+                self.push_frame(
+                    t,
+                    Frame::KernelFlush { req, phase: FlushPhase::Start, call: None },
+                );
                 0
             }
             Xpfo::Deferred => {
@@ -142,77 +146,5 @@ impl<O: Observer> Kernel<O> {
         self.xpfo.full_flush_count += 1;
         self.xpfo.full_flushes[c].push(self.queue.now().0);
         self.flush_tlb_all_local(cpu)
-    }
-
-    /// One step of `flush_tlb_kernel_range()` for XPFO's page (preemption off throughout).
-    pub(super) fn kernel_flush_step(
-        &mut self,
-        cpu: CpuId,
-        t: TaskId,
-        phase: FlushPhase,
-        call: Option<CallId>,
-    ) -> Step {
-        match phase {
-            FlushPhase::Start => {
-                // get_flush_tlb_info() and the call-function setup: taken as costly as
-                // flush_tlb_mm_range()'s own setup.
-                self.push_frame(t, Frame::KernelFlush { phase: FlushPhase::Dispatch, call: None });
-                Step::Spend(self.costs.flush_tlb_mm_range.cycles, Mode::Sys)
-            }
-            FlushPhase::Dispatch => {
-                let info = FlushTlbInfo {
-                    mm: None,
-                    start: DIRECT_MAP_PAGE.0,
-                    end: DIRECT_MAP_PAGE.0 + 1,
-                    stride_shift: PAGE_SHIFT,
-                    freed_tables: false,
-                    new_tlb_gen: TLB_GENERATION_INVALID,
-                    initiating_cpu: cpu,
-                    trim_cpumask: false,
-                };
-                let id = self.new_call(info, t);
-                let n = self.cpus.len();
-                let window = self.xpfo.open(self.queue.now(), cpu, n as u32 - 1);
-                self.calls[id.0 as usize].window = Some(window);
-                // on_each_cpu(): every other online CPU, lazy or idle, then this one.
-                let targets: Vec<CpuId> =
-                    (0..n).map(|c| CpuId(c as u16)).filter(|&c| c != cpu).collect();
-                let mut cycles = self.send_call_ipis(cpu, id, &targets, 0, Ipi::KernelFlush(id));
-                self.xpfo.ipis += targets.len() as u64;
-                cycles += self.do_kernel_range_flush(cpu, id, cycles);
-                self.push_frame(t, Frame::KernelFlush { phase: FlushPhase::Wait, call: Some(id) });
-                Step::Spend(cycles, Mode::Sys)
-            }
-            FlushPhase::Wait => {
-                let id = call.expect("waits follow a call");
-                self.wait_for_acks(t, id, Frame::KernelFlush { phase: FlushPhase::Wait, call })
-            }
-            FlushPhase::Done => Step::Next,
-        }
-    }
-
-    /// `do_kernel_range_flush()` (or `do_flush_tlb_all()` above the ceiling) on `cpu`,
-    /// starting `offset` cycles from now; returns its cycles. On a remote CPU it closes its
-    /// share of the XPFO window when the flush is done.
-    pub(super) fn do_kernel_range_flush(&mut self, cpu: CpuId, call: CallId, offset: u64) -> u64 {
-        let k = &self.calls[call.0 as usize];
-        let (info, window) = (k.info, k.window);
-        let local = cpu == info.initiating_cpu;
-        let pages = info.entries().unwrap_or(u64::MAX);
-        let cycles = if pages > self.policy.tlb_single_page_flush_ceiling {
-            self.counters.vmstat.nr_tlb_remote_flush_received += 1;
-            self.flush_tlb_all_local(cpu)
-        } else {
-            (info.start..info.end)
-                .map(|vpn| self.flush_tlb_one_kernel(cpu, tlblab_types::Vpn(vpn)))
-                .sum()
-        };
-        if !local {
-            self.counters.irq_cal[usize::from(cpu.0)] += 1;
-            if let Some(w) = window {
-                self.xpfo.flushed(w, self.queue.now().0 + offset + cycles);
-            }
-        }
-        cycles
     }
 }

@@ -152,6 +152,7 @@ enum Kind {
     MadviseScale,
     PthreadMmap,
     RtLatency,
+    VmapPurge,
     Kbuild(fn() -> BuildMix),
 }
 
@@ -231,6 +232,14 @@ pub const SCENARIOS: &[ScenarioInfo] = &[
         min_cpus: |p| p.busy.max(1) + 1,
         default_window_ms: 0,
         kind: Kind::RtLatency,
+    },
+    ScenarioInfo {
+        name: "vmap-purge",
+        description: "one thread loops { unmap --pages pages of vmalloc space; flush_tlb_kernel_range() } (a flush_tlb_all() above the ceiling) while --busy sibling processes each read --touch pages in a loop (spin when 0)",
+        metric: Metric::MicrosPerOp,
+        min_cpus: |p| p.busy + 1,
+        default_window_ms: 0,
+        kind: Kind::VmapPurge,
     },
     ScenarioInfo {
         name: "kbuild",
@@ -330,6 +339,16 @@ impl ScenarioInfo {
                 k.spawn_thread(main, Box::new(IrqsOffBursts(burst, false)), CpuId(1), false);
                 for i in 1..p.busy {
                     k.spawn_thread(main, Box::new(Spin), CpuId(i as u16 + 1), false);
+                }
+            }
+            Kind::VmapPurge => {
+                k.spawn_process(Box::new(KernelFlushLoop::new(p)), CpuId(0), true);
+                for i in 0..p.busy {
+                    let sibling: Box<dyn Program> = match p.touch {
+                        0 => Box::new(Spin),
+                        pages => Box::new(ReadLoop::new(p, pages)),
+                    };
+                    k.spawn_process(sibling, CpuId(i as u16 + 1), false);
                 }
             }
             Kind::Kbuild(mix) => {
@@ -593,6 +612,69 @@ impl Program for IrqsOffBursts {
         } else {
             Action::Compute { cycles: self.0 }
         }
+    }
+}
+
+/// vmap-purge: kernel-range flushes of `--pages` pages, one per iteration.
+struct KernelFlushLoop {
+    p: Params,
+    i: u64,
+    flushed: bool,
+}
+
+impl KernelFlushLoop {
+    fn new(p: &Params) -> KernelFlushLoop {
+        KernelFlushLoop { p: p.clone(), i: 0, flushed: false }
+    }
+}
+
+impl Program for KernelFlushLoop {
+    fn next(&mut self, _env: &mut Env<'_>) -> Action {
+        if self.i == self.p.iterations {
+            return Action::Exit;
+        }
+        self.flushed = !self.flushed;
+        if self.flushed {
+            Action::Syscall(Syscall::KernelFlush { pages: Some(self.p.pages) })
+        } else {
+            self.i += 1;
+            Action::Op
+        }
+    }
+}
+
+/// A process that maps `pages` pages, writes them once, then reads them over and over: a
+/// working set whose translations a full flush throws away.
+struct ReadLoop {
+    p: Params,
+    pages: u64,
+    region: Region,
+    written: bool,
+}
+
+impl ReadLoop {
+    fn new(p: &Params, pages: u64) -> ReadLoop {
+        ReadLoop { p: p.clone(), pages, region: Region::default(), written: false }
+    }
+}
+
+impl Program for ReadLoop {
+    fn next(&mut self, env: &mut Env<'_>) -> Action {
+        let vma = match self.region.get(self.pages, env) {
+            Ok(vma) => vma,
+            Err(mmap) => return mmap,
+        };
+        if !self.written {
+            self.written = true;
+            return store(vma, 0, self.pages, &self.p);
+        }
+        Action::Touch(Touch {
+            vma,
+            first: 0,
+            pages: self.pages,
+            kind: AccessKind::Load,
+            cycles_per_page: self.p.cycles_per_page,
+        })
     }
 }
 

@@ -35,6 +35,8 @@ enum Step {
     Reclaim(u64),
     /// execve() of a program running these steps.
     Exec(Vec<Step>),
+    /// flush_tlb_kernel_range() of this many vmalloc pages, or flush_tlb_all() for `None`.
+    KernelFlush(Option<u64>),
 }
 
 impl Program for Script {
@@ -69,6 +71,7 @@ impl Program for Script {
             Some(Step::Op) => Action::Op,
             Some(Step::Reclaim(pages)) => Action::Syscall(Syscall::Reclaim { pages }),
             Some(Step::Exec(steps)) => Action::Syscall(Syscall::Exec { program: script(steps) }),
+            Some(Step::KernelFlush(pages)) => Action::Syscall(Syscall::KernelFlush { pages }),
         }
     }
 }
@@ -103,6 +106,29 @@ fn loaded(k: &Kernel<TraceLog>, cpu: CpuId) -> LoadedMm {
 fn slot_gen(k: &Kernel<TraceLog>, cpu: CpuId) -> u64 {
     let st = k.tlb_state(cpu);
     st.ctxs[usize::from(st.loaded_mm_asid.0)].tlb_gen
+}
+
+/// A process on CPU 0 maps and writes `pages` pages, computes while a thread of it on CPU 1
+/// blocks (CPU 1 goes idle, lazily on the mm), then does `op` on the region and wakes the
+/// thread. Runs to the end.
+fn run_with_lazy_cpu1(k: &mut Kernel<TraceLog>, pages: u64, op: Step) {
+    let fd = k.eventfd();
+    let main = k.spawn_process(
+        script(vec![
+            Step::Mmap(pages),
+            Step::Store(0, 0, pages),
+            Step::Compute(3_000_000),
+            op,
+            Step::Write(fd),
+        ]),
+        C0,
+        true,
+    );
+    k.run_until(Cycles(1_000_000));
+    k.spawn_thread(main, script(vec![Step::Read(fd)]), C1, true);
+    k.run_until(Cycles(2_000_000));
+    assert!(k.tlb_state(C1).is_lazy);
+    k.run();
 }
 
 /// A process on CPU 1 that maps and writes 4 pages, then computes for a long time.
@@ -207,23 +233,7 @@ fn a_lazy_cpu_is_skipped_by_the_ipi_and_catches_up_at_its_next_switch() {
 #[test]
 fn freed_tables_reach_lazy_cpus() {
     let mut k = kernel("linux-6.18", 2);
-    let fd = k.eventfd();
-    let main = k.spawn_process(
-        script(vec![
-            Step::Mmap(1024),
-            Step::Store(0, 0, 1024),
-            Step::Compute(3_000_000),
-            Step::Munmap(0),
-            Step::Write(fd),
-        ]),
-        C0,
-        true,
-    );
-    k.run_until(Cycles(1_000_000));
-    k.spawn_thread(main, script(vec![Step::Read(fd)]), C1, true);
-    k.run_until(Cycles(2_000_000));
-    assert!(k.tlb_state(C1).is_lazy);
-    k.run();
+    run_with_lazy_cpu1(&mut k, 1024, Step::Munmap(0));
     assert_eq!(k.counters.irq_tlb[1], 1, "the lazy CPU was interrupted");
     // It left the mm (a task switch to init_mm, traced as a full flush) rather than flushing.
     assert!(traced(&k, C1, TlbFlushReason::RemoteShootdown).is_empty());
@@ -378,6 +388,7 @@ fn runs_are_deterministic() {
 }
 
 mod invlpgb;
+mod kflush;
 mod munmap;
 mod process;
 mod reclaim;

@@ -32,3 +32,23 @@ fn munmap_that_frees_page_tables_widens_the_range() {
     let flushes = munmap_flushes(vec![Step::Mmap(1024), Step::Store(0, 0, 1), Step::Munmap(0)]);
     assert_eq!(flushes, [TLB_FLUSH_ALL]);
 }
+
+/// CONFIG_PT_RECLAIM (6.14+): MADV_DONTNEED over whole 2 MiB blocks frees the PTE pages it
+/// empties, so its flush carries freed_tables and reaches the CPU that is only lazily on the
+/// mm (it leaves the mm: a switch to init_mm). A DONTNEED of 511 pages covers no whole block,
+/// and a 4.14-era kernel never frees tables on DONTNEED: no IPI to the lazy CPU either way.
+#[test]
+fn madvise_dontneed_of_whole_blocks_frees_their_tables_and_reaches_lazy_cpus() {
+    let lazy_cpu_interrupts = |policy: Policy, pages: u64| {
+        let spec = tlblab_sim::machine::builtin("skylake").unwrap();
+        let config = KernelConfig { nr_cpus: 2, seed: 7, time_limit: Cycles(u64::MAX) };
+        let mut k = Kernel::new(&spec, &policy, config, TraceLog::default()).unwrap();
+        run_with_lazy_cpu1(&mut k, 2048, Step::Madvise(0, 0, pages));
+        k.counters.irq_tlb[1]
+    };
+    let linux_6_18 = Policy::named("linux-6.18").unwrap();
+    assert_eq!(lazy_cpu_interrupts(linux_6_18.clone(), 2048), 1, "freed tables reach it");
+    assert_eq!(lazy_cpu_interrupts(linux_6_18.clone(), 511), 0, "no whole block");
+    let without = Policy { pt_reclaim: false, ..linux_6_18 };
+    assert_eq!(lazy_cpu_interrupts(without, 2048), 0, "no table freed");
+}
