@@ -1,0 +1,249 @@
+//! Text forms of results and comparisons: mmtests-style tables, Markdown, CSV and JSON.
+//!
+//! In comparison tables every percentage is signed so that **positive means better**: for a
+//! lower-is-better unit `(A − B) / A`, for a higher-is-better one `(B − A) / A`; for `Stddev`
+//! and `CoeffVar`, where less spread is better, always `(A − B) / A`. A `*` around the mean
+//! row's percentage marks a significant change by the verdict's rule (Welch p below the level
+//! and the whole 95% interval of the change outside the noise band), as mmtests marks its rows.
+
+use std::fmt::Write;
+
+use tlblab_stats::{outliers, Group, Summary, Verdict};
+
+use crate::compare::{ConfigComparison, ResultsComparison};
+use crate::results::BenchResults;
+
+/// Output formats of `tlblab compare`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Aligned text.
+    Table,
+    /// A Markdown table (for mailing lists and reviews).
+    Markdown,
+    /// One row per statistic.
+    Csv,
+    /// The whole comparison as JSON.
+    Json,
+}
+
+/// The modified z-score beyond which a run is flagged (Iglewicz and Hoaglin's 3.5).
+const OUTLIER_Z: f64 = 3.5;
+
+fn number(x: f64) -> String {
+    let a = x.abs();
+    if a >= 1000.0 {
+        format!("{x:.0}")
+    } else if a >= 100.0 {
+        format!("{x:.1}")
+    } else if a >= 1.0 {
+        format!("{x:.3}")
+    } else {
+        format!("{x:.4}")
+    }
+}
+
+/// A session's configurations: mean ± sd over N runs, median, range, CV, outliers, and the
+/// counters per operation.
+pub fn session_table(results: &BenchResults) -> String {
+    let mut out = String::new();
+    for c in &results.configs {
+        let _ = writeln!(out, "{}", c.config.key());
+        if let Some(reason) = &c.skipped {
+            let _ = writeln!(out, "  not run: {reason}");
+        }
+        let values = c.values();
+        let Ok(s) = Summary::of(&values) else {
+            let _ = writeln!(out, "  no runs");
+            continue;
+        };
+        let better = if c.config.lower_is_better { "lower is better" } else { "higher is better" };
+        let _ = writeln!(
+            out,
+            "  {} {} ± {} (mean ± sd of {} runs; {better})",
+            c.config.unit,
+            number(s.mean),
+            number(s.stddev),
+            s.n
+        );
+        let cv = s.cv.map_or("-".to_string(), |cv| format!("{:.1}%", cv * 100.0));
+        let _ = writeln!(
+            out,
+            "  median {}, range {} … {}, CoeffVar {cv}",
+            number(s.median),
+            number(s.min),
+            number(s.max)
+        );
+        for i in outliers(&values, OUTLIER_Z).unwrap_or_default() {
+            let _ = writeln!(
+                out,
+                "  warning: run {} ({}) is an outlier (modified z-score above {OUTLIER_Z})",
+                i + 1,
+                number(values[i])
+            );
+        }
+        let names: std::collections::BTreeSet<&String> =
+            c.runs.iter().flat_map(|r| r.counters.keys()).collect();
+        let per_op: Vec<String> = names
+            .into_iter()
+            .filter_map(|n| Some(format!("{n} {}", number(c.counter_per_op(n)?))))
+            .collect();
+        if !per_op.is_empty() {
+            let _ = writeln!(out, "  per op (mean of runs): {}", per_op.join(" · "));
+        }
+    }
+    if results.interrupted {
+        out.push_str("interrupted: the results hold the runs finished before the stop\n");
+    }
+    out
+}
+
+/// The signed percentage of a statistic, positive = better.
+fn better_percent(a: f64, b: f64, lower_is_better: bool) -> f64 {
+    if a == 0.0 {
+        return 0.0;
+    }
+    if lower_is_better {
+        (a - b) / a * 100.0
+    } else {
+        (b - a) / a * 100.0
+    }
+}
+
+/// The rows of one comparison: (statistic, A, B, % for B, significant).
+fn rows(c: &ConfigComparison) -> Vec<(&'static str, f64, f64, f64, bool)> {
+    let (a, b, lib) = (&c.comparison.summary_a, &c.comparison.summary_b, c.lower_is_better);
+    let significant = c.comparison.verdict != Verdict::NoSignificantChange;
+    let cv = |s: &Summary| s.cv.unwrap_or(0.0) * 100.0;
+    let mut rows = vec![("Min", a.min, b.min, better_percent(a.min, b.min, lib), false)];
+    match c.hmean {
+        Some((ha, hb)) => rows.push(("Hmean", ha, hb, better_percent(ha, hb, lib), significant)),
+        None => {
+            rows.push(("Amean", a.mean, b.mean, better_percent(a.mean, b.mean, lib), significant))
+        }
+    }
+    rows.push(("Stddev", a.stddev, b.stddev, better_percent(a.stddev, b.stddev, true), false));
+    rows.push(("CoeffVar", cv(a), cv(b), better_percent(cv(a), cv(b), true), false));
+    rows.push(("Max", a.max, b.max, better_percent(a.max, b.max, lib), false));
+    rows
+}
+
+/// "B is 1.116 ± 0.029 times faster than A", hyperfine's line, with the test behind it.
+pub fn verdict_line(c: &ConfigComparison, a: &str, b: &str) -> String {
+    let cmp = &c.comparison;
+    let speed = match cmp.speedup {
+        Some(s) => {
+            let (fast, slow) = if s.faster == Group::B { (b, a) } else { (a, b) };
+            let word = if c.lower_is_better { "faster" } else { "better" };
+            format!("{fast} is {:.3} ± {:.3} times {word} than {slow}", s.ratio, s.stddev)
+        }
+        None => "no speedup ratio (a mean is not positive)".to_string(),
+    };
+    format!(
+        "{speed}; change of the mean {:+.2}% [95% CI {:+.2}%, {:+.2}%], Welch p = {:.2e}, Mann-Whitney p = {:.2e}: {}",
+        cmp.change.estimate * 100.0,
+        cmp.change.ci.low * 100.0,
+        cmp.change.ci.high * 100.0,
+        cmp.welch.p_two_sided,
+        cmp.mann_whitney.p_two_sided,
+        cmp.verdict
+    )
+}
+
+/// mmtests-style tables, one per configuration, for baseline `a` and candidate `b`.
+pub fn comparison_table(rows_of: &[ConfigComparison], a: &str, b: &str) -> String {
+    let mut out = String::new();
+    for c in rows_of {
+        let title = if c.a == c.b { c.a.clone() } else { format!("{} → {}", c.a, c.b) };
+        let better = if c.lower_is_better { "lower is better" } else { "higher is better" };
+        let (na, nb) = (c.comparison.summary_a.n, c.comparison.summary_b.n);
+        let _ = writeln!(out, "{title}  ({}, {better}; {na} vs {nb} runs)", c.unit);
+        let _ = writeln!(out, "  {:<9} {:>22} {:>22}", "", a, b);
+        for (name, va, vb, pct, star) in rows(c) {
+            let b_cell = if star {
+                format!("{} *{:>7.2}%*", number(vb), pct)
+            } else {
+                format!("{} ({:>7.2}%)", number(vb), pct)
+            };
+            let a_cell = format!("{} ({:>7.2}%)", number(va), 0.0);
+            let _ = writeln!(out, "  {name:<9} {a_cell:>22} {b_cell:>22}");
+        }
+        for (name, pa, pb) in &c.counters_per_op {
+            let _ = writeln!(
+                out,
+                "  {:<9} {:>22} {:>22}   {name} per op",
+                "",
+                number(*pa),
+                number(*pb)
+            );
+        }
+        let _ = writeln!(out, "  {}", verdict_line(c, a, b));
+    }
+    out
+}
+
+/// A whole comparison in `format`.
+pub fn comparison(cmp: &ResultsComparison, format: Format) -> String {
+    let (a, b) = (cmp.a_label.as_str(), cmp.b_label.as_str());
+    match format {
+        Format::Json => serde_json::to_string_pretty(cmp).expect("serializes") + "\n",
+        Format::Table => {
+            let mut out = comparison_table(&cmp.rows, a, b);
+            let _ = writeln!(
+                out,
+                "positive % = better; * = significant (Welch p < 0.05 and the 95% CI of the change outside ±{:.1}%)",
+                cmp.noise_threshold * 100.0
+            );
+            out + &environment_differences(cmp)
+        }
+        Format::Markdown => {
+            let mut out = String::new();
+            for c in &cmp.rows {
+                let _ = writeln!(
+                    out,
+                    "**{}** ({}{})\n",
+                    c.b,
+                    c.unit,
+                    if c.lower_is_better { ", lower is better" } else { ", higher is better" }
+                );
+                let _ = writeln!(out, "| | {a} | {b} |\n|---|---:|---:|");
+                for (name, va, vb, pct, star) in rows(c) {
+                    let mark = if star { "*" } else { "" };
+                    let _ = writeln!(
+                        out,
+                        "| {name} | {} | {} ({mark}{pct:+.2}%{mark}) |",
+                        number(va),
+                        number(vb)
+                    );
+                }
+                let _ = writeln!(out, "\n{}\n", verdict_line(c, a, b));
+            }
+            out + &environment_differences(cmp)
+        }
+        Format::Csv => {
+            let mut out = String::from("config,unit,statistic,a,b,better_percent,significant\n");
+            for c in &cmp.rows {
+                for (name, va, vb, pct, star) in rows(c) {
+                    let _ = writeln!(
+                        out,
+                        "\"{}\",{},{name},{va},{vb},{pct:.4},{star}",
+                        c.b.replace('"', "\"\""),
+                        c.unit
+                    );
+                }
+            }
+            out
+        }
+    }
+}
+
+/// "environment differences" as lines (or a line saying there are none).
+pub fn environment_differences(cmp: &ResultsComparison) -> String {
+    if cmp.environment_differences.is_empty() {
+        return "environment: no differences\n".to_string();
+    }
+    let mut out = format!("environment differences ({} → {}):\n", cmp.a_label, cmp.b_label);
+    for d in &cmp.environment_differences {
+        let _ = writeln!(out, "  {}: {} → {}", d.field, d.a, d.b);
+    }
+    out
+}
