@@ -21,6 +21,51 @@ pub enum Command {
     /// Simulate x86 TLB hardware: replay memory traces, run built-in workloads, inspect machines.
     #[command(subcommand)]
     Sim(SimCommand),
+    /// Compare two saved benchmark results (baseline names or result files), configuration by
+    /// configuration.
+    ///
+    /// Prints, per configuration, an mmtests-style table (Min, Amean or Hmean for rates,
+    /// Stddev, CoeffVar, Max; signed % where positive means better; `*` on a significant
+    /// mean), a hyperfine-style "X ± Y times faster" line with Welch's and Mann-Whitney's p and
+    /// the 95% bootstrap interval of the change, the verdict (improved / regressed / no
+    /// significant change: p < 0.05 and the whole interval outside ±--noise), and the
+    /// differences between the two environments. Results of different scenarios or parameters
+    /// are refused.
+    Compare(CompareArgs),
+}
+
+/// `tlblab compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The baseline: a name saved with `tlblab bench --save-baseline`, or a result file.
+    #[arg(value_name = "A")]
+    pub a: String,
+    /// The candidate, likewise.
+    #[arg(value_name = "B")]
+    pub b: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
+    pub format: CompareFormat,
+    /// Noise threshold in percent: smaller changes are never called significant.
+    #[arg(long, default_value_t = 1.0, value_name = "PCT")]
+    pub noise: f64,
+    /// Where baselines are kept (default: $TLBLAB_BASELINES, else
+    /// $XDG_DATA_HOME/tlblab/baselines, else ~/.local/share/tlblab/baselines).
+    #[arg(long, value_name = "DIR")]
+    pub baseline_dir: Option<std::path::PathBuf>,
+}
+
+/// `--format` of `tlblab compare`.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum CompareFormat {
+    /// Aligned text tables.
+    Table,
+    /// Markdown tables.
+    Markdown,
+    /// CSV, one row per statistic.
+    Csv,
+    /// JSON.
+    Json,
 }
 
 /// `tlblab sim …`

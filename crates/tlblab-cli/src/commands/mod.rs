@@ -1,5 +1,6 @@
 //! One module per subcommand, and what they share: loading the machine, exit statuses.
 
+mod compare;
 mod convert;
 mod demo;
 mod machines;
@@ -25,6 +26,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Sim(SimCommand::Machines(args)) => machines::run(&args),
         Command::Sim(SimCommand::Run(args)) => run::run(&args),
         Command::Sim(SimCommand::Study(args)) => study::run(&args),
+        Command::Compare(args) => compare::run(&args),
     }
 }
 
@@ -39,6 +41,12 @@ pub fn exit_status(error: &anyhow::Error) -> u8 {
             || cause.is::<tlblab_kernel::workloads::ScenarioError>()
             || cause.is::<tlblab_kernel::KernelError>()
             || cause.is::<tlblab_studies::StudyError>()
+            || cause.downcast_ref::<tlblab_bench::BenchError>().is_some_and(|e| {
+                !matches!(
+                    e,
+                    tlblab_bench::BenchError::Io { .. } | tlblab_bench::BenchError::Run { .. }
+                )
+            })
     });
     if bad_input {
         2
