@@ -96,8 +96,30 @@ impl Error {
 }
 
 /// Reads a whole tracefs file as text.
+///
+/// NOTE: `events/header_page` and `header_event` answer only the *first* read() (a later read
+/// at a non-zero offset returns 0, seen on 6.18), and `std::fs::read_to_string` starts with a
+/// 32-byte probe read on files that report size 0. So read with a buffer large enough for
+/// any control file in one go, then keep reading until EOF for the files that do continue.
 pub(crate) fn read_text(path: &Path) -> Result<String> {
-    std::fs::read_to_string(path).map_err(|e| Error::io("read", path, e))
+    use std::io::Read;
+    let err = |e| Error::io("read", path, e);
+    let mut file = std::fs::File::open(path).map_err(err)?;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            buf.resize(len * 2, 0);
+        }
+        match file.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(err(e)),
+        }
+    }
+    buf.truncate(len);
+    String::from_utf8(buf).map_err(|e| Error::format(path, 0, format!("not UTF-8: {e}")))
 }
 
 /// Writes a tracefs control file (one write, as the kernel parses it per write).

@@ -280,6 +280,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn header_page_of_this_machine() {
+        let text = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\
+                    \tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\
+                    \tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\
+                    \tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n";
+        let h = parse_header_page(text, Path::new("header_page")).unwrap();
+        assert_eq!(h, HeaderPage { timestamp: (0, 8), commit: (8, 8), data: (16, 4080) });
+    }
+
+    #[test]
     fn event_names() {
         let e: EventName = "tlb/tlb_flush".parse().unwrap();
         assert_eq!(e, EventName::tlb_flush());

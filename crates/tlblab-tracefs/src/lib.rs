@@ -49,5 +49,5 @@ pub use instance::{
     INSTANCE_PREFIX,
 };
 pub use mount::{online_cpus, parse_cpu_list, tracefs_from_mounts, Tracefs, DEFAULT_MOUNT};
-pub use reader::{Progress, Reader, MAX_PAGES_PER_ROUND};
+pub use reader::{CpuStream, Progress, Reader, MAX_PAGES_PER_ROUND};
 pub use ringbuf::PageLayout;

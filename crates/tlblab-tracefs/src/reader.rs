@@ -7,7 +7,6 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
-use std::fs::File;
 use std::io::{self, Read};
 use std::marker::PhantomData;
 use std::os::unix::fs::OpenOptionsExt;
@@ -33,11 +32,22 @@ pub struct Progress {
     pub drained: bool,
 }
 
+/// One CPU's page stream for [`Reader::from_streams`]: anything that returns whole pages per
+/// read (a `trace_pipe_raw` file, or a file of saved pages) and 0 or `WouldBlock` when empty.
+pub struct CpuStream {
+    /// The CPU the pages came from.
+    pub cpu: u32,
+    /// The file name, for error messages.
+    pub path: PathBuf,
+    /// The pages.
+    pub stream: Box<dyn Read + Send>,
+}
+
 struct CpuSource {
     cpu: u32,
     path: PathBuf,
-    stats: PathBuf,
-    file: File,
+    stats: Option<PathBuf>,
+    file: Box<dyn Read + Send>,
     offset: u64,
     loss: CpuLoss,
     /// Merge state: pages read but not yet fully emitted, the cursor in the front one, and
@@ -71,7 +81,8 @@ impl Instance {
     pub fn reader(&self) -> Result<Reader<'_>> {
         let layout = self.page_layout()?;
         let schema = self.schema()?;
-        let mut sources = Vec::new();
+        let mut streams = Vec::new();
+        let mut stats = Vec::new();
         for cpu in self.cpus()? {
             let dir = self.cpu_dir(cpu);
             let path = dir.join("trace_pipe_raw");
@@ -80,28 +91,50 @@ impl Instance {
                 .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
                 .open(&path)
                 .map_err(|e| Error::io("open", &path, e))?;
-            sources.push(CpuSource {
-                cpu,
-                path,
-                stats: dir.join("stats"),
-                file,
+            streams.push(CpuStream { cpu, path, stream: Box::new(file) });
+            stats.push(dir.join("stats"));
+        }
+        let mut reader = Reader::from_streams(layout, schema, streams, self.clock() == "mono");
+        for (src, stats) in reader.core.sources.iter_mut().zip(stats) {
+            src.stats = Some(stats);
+        }
+        Ok(Reader { core: reader.core, _instance: PhantomData })
+    }
+}
+
+impl Reader<'static> {
+    /// A reader over page streams not tied to an instance (saved pages, tests, benchmarks).
+    /// `mono_clock` says the timestamps are `CLOCK_MONOTONIC` ns (see [`Reader::read_merged`]).
+    pub fn from_streams(
+        layout: PageLayout,
+        schema: Schema,
+        streams: Vec<CpuStream>,
+        mono_clock: bool,
+    ) -> Reader<'static> {
+        let sources = streams
+            .into_iter()
+            .map(|s| CpuSource {
+                cpu: s.cpu,
+                path: s.path,
+                stats: None,
+                file: s.stream,
                 offset: 0,
-                loss: CpuLoss { cpu, ..CpuLoss::default() },
+                loss: CpuLoss { cpu: s.cpu, ..CpuLoss::default() },
                 pages: VecDeque::new(),
                 cursor: None,
                 head: None,
                 capped: false,
-            });
-        }
+            })
+            .collect();
         let core = ReaderCore {
             sources,
             layout,
             schema,
-            mono_clock: self.clock() == "mono",
+            mono_clock,
             scratch: vec![0; layout.page_size],
             pool: Vec::new(),
         };
-        Ok(Reader { core, _instance: PhantomData })
+        Reader { core, _instance: PhantomData }
     }
 }
 
@@ -120,8 +153,10 @@ impl Reader<'_> {
     /// One round of the merged stream: reads what is available and hands to `f`, in timestamp
     /// order across CPUs, the events that no CPU can still precede. With the `mono` clock that
     /// is everything stamped before the round began (each CPU was then read to its end);
-    /// with another clock, everything read (CPUs may then be slightly out of order across
-    /// rounds). Call [`Reader::finish_merged`] at the end.
+    /// with another clock, everything read (live CPUs may then be slightly out of order across
+    /// rounds; streams of saved pages, read to their end, never are). A CPU that had more than
+    /// [`MAX_PAGES_PER_ROUND`] pages waiting holds the others back to its last page's time.
+    /// Call [`Reader::finish_merged`] at the end.
     pub fn read_merged(&mut self, f: &mut dyn FnMut(&RawEvent<'_>)) -> Result<Progress> {
         let now = if self.core.mono_clock { monotonic_ns() } else { u64::MAX };
         let mut progress = self.core.fill_queues(Some(MAX_PAGES_PER_ROUND))?;
@@ -308,7 +343,7 @@ impl ReaderCore {
             .iter()
             .map(|s| {
                 let mut loss = s.loss.clone();
-                if let Ok(text) = read_text(&s.stats) {
+                if let Some(Ok(text)) = s.stats.as_ref().map(|p| read_text(p)) {
                     let kernel = crate::instance::parse_cpu_stats(s.cpu, &text);
                     loss.overrun = kernel.overrun;
                     loss.dropped_events = kernel.dropped_events;

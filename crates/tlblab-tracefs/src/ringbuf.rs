@@ -8,6 +8,9 @@
 //!   word are the number of data bytes. When the reader was overrun, `ring_buffer_read_page()`
 //!   sets bit 31 (`RB_MISSED_EVENTS`); if the count of lost events fitted after the data it
 //!   stores it there as an `unsigned long` and also sets bit 30 (`RB_MISSED_STORED`).
+//!   NOTE: the kernel adds `RB_MISSED_EVENTS`, an `int` constant `1 << 31`, to a 64-bit
+//!   `local_t`, so it arrives sign-extended: bits 31..=63 are all set (seen in this crate's
+//!   fixtures). Bits 32.. must therefore be copies of bit 31.
 //! * Each event starts with a 32-bit little-endian word: bits 0–4 `type_len`, bits 5–31
 //!   `time_delta` (ns since the previous event, added to the running timestamp).
 //!   - `type_len` 1..=28: a data record of `type_len * 4` bytes follows.
@@ -129,8 +132,11 @@ pub fn parse_page_header(page: &[u8], layout: &PageLayout) -> Result<PageHeader,
     let Some(commit) = uint_at(page, layout.commit_offset, layout.commit_size) else {
         return page_err(layout.commit_offset, "bad commit word size");
     };
-    let data_len =
-        usize::try_from(commit & !(RB_MISSED_EVENTS | RB_MISSED_STORED)).unwrap_or(usize::MAX);
+    let high = commit >> 32;
+    if high != 0 && !(high == u64::from(u32::MAX) && commit & RB_MISSED_EVENTS != 0) {
+        return page_err(layout.commit_offset, format!("corrupt commit word {commit:#x}"));
+    }
+    let data_len = (commit & (RB_MISSED_STORED - 1)) as usize;
     let room = page.len() - layout.data_offset;
     if data_len > room {
         return page_err(
@@ -283,12 +289,16 @@ mod tests {
         let l = PageLayout { page_size: 64, ..PageLayout::X86_64 };
         let mut p = vec![0u8; 64];
         p[0..8].copy_from_slice(&1000u64.to_le_bytes());
-        p[8..16].copy_from_slice(&(8 | RB_MISSED_EVENTS | RB_MISSED_STORED).to_le_bytes());
+        // As the kernel writes it: RB_MISSED_EVENTS sign-extended into the upper half.
+        let flags = RB_MISSED_STORED | RB_MISSED_EVENTS | (u64::from(u32::MAX) << 32);
+        p[8..16].copy_from_slice(&(8 | flags).to_le_bytes());
         p[24..32].copy_from_slice(&77u64.to_le_bytes());
         let h = parse_page_header(&p, &l).unwrap();
         assert_eq!(h, PageHeader { timestamp: 1000, data_len: 8, missed: Missed::Count(77) });
         p[8..16].copy_from_slice(&(8 | RB_MISSED_EVENTS).to_le_bytes());
         assert_eq!(parse_page_header(&p, &l).unwrap().missed, Missed::Unknown);
+        p[8..16].copy_from_slice(&(8u64 | 1 << 40).to_le_bytes());
+        assert!(parse_page_header(&p, &l).is_err(), "high bits without bit 31");
         p[8..16].copy_from_slice(&49u64.to_le_bytes());
         assert_eq!(parse_page_header(&p, &l).unwrap_err().offset, 8, "commit past the page");
         assert!(parse_page_header(&p[..10], &l).is_err());
