@@ -1,4 +1,4 @@
-//! A private tracing instance (`instances/tlblab-<pid>-<n>-<purpose>`), removed on drop.
+//! A private tracing instance (`instances/tlblab-<pid>-<pidns>-<n>-<purpose>`), removed on drop.
 //!
 //! tlblab never touches the top-level buffer or instances it did not create. Every exit path
 //! removes the instance: [`Instance::remove`] (errors returned), `Drop` (also while unwinding
@@ -71,7 +71,8 @@ fn registry() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
 }
 
 impl Instance {
-    /// Creates `instances/tlblab-<pid>-<n>-<purpose>`, configures it and turns tracing on.
+    /// Creates `instances/tlblab-<pid>-<pidns>-<n>-<purpose>` (`pidns`: the inode of our pid
+    /// namespace, as containers share one tracefs), configures it and turns tracing on.
     /// `purpose` (e.g. `bench`, `trace`) is reduced to `[a-z0-9_]`, at most 16 characters. On
     /// any error the instance is removed again.
     pub fn create(tracefs: &Tracefs, purpose: &str, opts: &InstanceOptions) -> Result<Instance> {
@@ -83,7 +84,11 @@ impl Instance {
         let instances = tracefs.root().join("instances");
         let (dir, name) = loop {
             let n = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-            let name = format!("{INSTANCE_PREFIX}{}-{n}-{purpose}", std::process::id());
+            let name = format!(
+                "{INSTANCE_PREFIX}{}-{}-{n}-{purpose}",
+                std::process::id(),
+                own_pid_namespace()
+            );
             let dir = instances.join(&name);
             match std::fs::create_dir(&dir) {
                 Ok(()) => break (dir, name),
@@ -116,10 +121,7 @@ impl Instance {
         }
         self.clock = current_clock(&read_text(&self.dir.join("trace_clock"))?);
         if !opts.pids.is_empty() {
-            let pids: Vec<String> = opts.pids.iter().map(u32::to_string).collect();
-            write_text(&self.dir.join("set_event_pid"), &pids.join(" "))?;
-            let fork = if opts.follow_forks { "1" } else { "0" };
-            write_text(&self.dir.join("options/event-fork"), fork)?;
+            self.set_event_pids(&opts.pids, opts.follow_forks)?;
         }
         let events = opts.required_events.iter().map(|e| (e, true));
         for (event, required) in events.chain(opts.optional_events.iter().map(|e| (e, false))) {
@@ -142,7 +144,7 @@ impl Instance {
         &self.dir
     }
 
-    /// The instance name (`tlblab-<pid>-<n>-<purpose>`).
+    /// The instance name (`tlblab-<pid>-<pidns>-<n>-<purpose>`).
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -160,6 +162,17 @@ impl Instance {
     /// The trace clock in use (`mono`, `local`, ...).
     pub fn clock(&self) -> &str {
         &self.clock
+    }
+
+    /// Records only events of these threads (`set_event_pid`; an empty list clears the filter)
+    /// and, with `follow_forks`, of the threads and processes they create from now on
+    /// (`options/event-fork`). For `-- CMD` tracing: start the child blocked, set its pid here,
+    /// then let it run.
+    pub fn set_event_pids(&self, pids: &[u32], follow_forks: bool) -> Result<()> {
+        let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
+        // Opening with O_TRUNC clears the list; with no pids nothing more is written.
+        write_text(&self.dir.join("set_event_pid"), &pids.join(" "))?;
+        write_text(&self.dir.join("options/event-fork"), if follow_forks { "1" } else { "0" })
     }
 
     /// Writes `tracing_on`.
@@ -295,28 +308,50 @@ pub struct Removed {
     pub result: Result<()>,
 }
 
-/// The pid in an instance name made by [`Instance::create`], if it is one.
-pub fn instance_pid(name: &str) -> Option<u32> {
-    let rest = name.strip_prefix(INSTANCE_PREFIX)?;
-    let (pid, _) = rest.split_once('-')?;
-    pid.parse().ok()
+/// Who created an instance, from its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Owner {
+    /// The creating process.
+    pub pid: u32,
+    /// The inode of its pid namespace (`/proc/self/ns/pid`).
+    pub pid_ns: u64,
 }
 
-/// Removes the `tlblab-<pid>-*` instances whose process is gone (no `/proc/<pid>`); leaves
-/// live ones and everybody else's instances alone.
+/// The owner encoded in an instance name made by [`Instance::create`], if it is one.
+pub fn instance_owner(name: &str) -> Option<Owner> {
+    let mut parts = name.strip_prefix(INSTANCE_PREFIX)?.splitn(3, '-');
+    let pid = parts.next()?.parse().ok()?;
+    let pid_ns = parts.next()?.parse().ok()?;
+    parts.next()?;
+    Some(Owner { pid, pid_ns })
+}
+
+/// The inode of this process's pid namespace; 0 if `/proc/self/ns/pid` is unreadable.
+fn own_pid_namespace() -> u64 {
+    let link = std::fs::read_link("/proc/self/ns/pid").ok();
+    let ino = link
+        .as_ref()
+        .and_then(|l| l.to_str()?.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok());
+    ino.unwrap_or(0)
+}
+
+/// Removes the `tlblab-<pid>-<pidns>-*` instances of our pid namespace whose process is gone
+/// (no `/proc/<pid>`). Live ones, other tools' instances and instances made in other pid
+/// namespaces (containers sharing this kernel: their pids mean nothing here) are left alone.
 pub fn cleanup_stale(tracefs: &Tracefs) -> Result<Vec<Removed>> {
     let instances = tracefs.root().join("instances");
     let entries = std::fs::read_dir(&instances).map_err(|e| Error::io("read", &instances, e))?;
+    let our_ns = own_pid_namespace();
     let mut removed = Vec::new();
     for entry in entries {
         let entry = entry.map_err(|e| Error::io("read", &instances, e))?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(pid) = instance_pid(&name) else { continue };
-        if Path::new(&format!("/proc/{pid}")).exists() {
+        let Some(owner) = instance_owner(&name) else { continue };
+        if owner.pid_ns != our_ns || Path::new(&format!("/proc/{}", owner.pid)).exists() {
             continue;
         }
         let result = remove_instance_dir(&entry.path());
-        removed.push(Removed { name, pid, result });
+        removed.push(Removed { name, pid: owner.pid, result });
     }
     Ok(removed)
 }
@@ -327,11 +362,13 @@ mod tests {
 
     #[test]
     fn instance_names() {
-        assert_eq!(instance_pid("tlblab-1234-0-bench"), Some(1234));
-        assert_eq!(instance_pid("tlblab-1234-7"), Some(1234));
-        assert_eq!(instance_pid("tlblab-x-0"), None);
-        assert_eq!(instance_pid("perf-1234-0"), None);
-        assert_eq!(instance_pid("tlblab-1234"), None);
+        let owner = |pid, pid_ns| Some(Owner { pid, pid_ns });
+        assert_eq!(instance_owner("tlblab-1234-4026531836-0-bench"), owner(1234, 4026531836));
+        assert_eq!(instance_owner("tlblab-1234-5-7-"), owner(1234, 5));
+        assert_eq!(instance_owner("tlblab-1234-0"), None, "no counter");
+        assert_eq!(instance_owner("tlblab-x-1-0-a"), None);
+        assert_eq!(instance_owner("perf-1234-1-0-a"), None);
+        assert!(own_pid_namespace() > 0);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //!
 //! * [`Tracefs`]: find the tracefs mount (`/proc/mounts`, the debugfs `tracing` dir), or mount
 //!   it when we may.
-//! * [`Instance`]: a private `instances/tlblab-<pid>-<n>-<purpose>` buffer with the events we
+//! * [`Instance`]: a private `instances/tlblab-<pid>-<pidns>-<n>-<purpose>` buffer with the events we
 //!   want, removed on drop, on panic unwinding, by [`remove_registered_instances`] from a
 //!   signal-watching thread, or later by [`cleanup_stale`] once its process is dead.
 //! * [`format`]: `events/<sys>/<name>/format` and `events/header_page` parsers.
@@ -45,8 +45,8 @@ pub use error::{Error, Result, NEED_ROOT};
 pub use event::{decode_page, CpuLoss, RawEvent, Schema, TlbFlush, TlbFlushDecoder, TLB_FLUSH_ALL};
 pub use format::{EventFormat, EventName, Field, HeaderPage};
 pub use instance::{
-    cleanup_stale, instance_pid, remove_registered_instances, Instance, InstanceOptions, Removed,
-    INSTANCE_PREFIX,
+    cleanup_stale, instance_owner, remove_registered_instances, Instance, InstanceOptions, Owner,
+    Removed, INSTANCE_PREFIX,
 };
 pub use mount::{online_cpus, parse_cpu_list, tracefs_from_mounts, Tracefs, DEFAULT_MOUNT};
 pub use reader::{CpuStream, Progress, Reader, MAX_PAGES_PER_ROUND};

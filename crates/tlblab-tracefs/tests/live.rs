@@ -170,20 +170,26 @@ fn cleanup_stale_removes_only_dead_tlblab_instances() {
     let mut child = std::process::Command::new("true").spawn().unwrap();
     let dead = child.id();
     child.wait().unwrap();
+    let ns = std::fs::read_link("/proc/self/ns/pid").unwrap();
+    let ns: u64 =
+        ns.to_str().unwrap().trim_start_matches("pid:[").trim_end_matches(']').parse().unwrap();
     let instances = tracefs.root().join("instances");
-    let stale = instances.join(format!("tlblab-{dead}-0-killed"));
-    let live = instances.join(format!("tlblab-{}-999-live", std::process::id()));
-    let foreign = instances.join(format!("other-{dead}-0"));
-    for d in [&stale, &live, &foreign] {
+    let stale = instances.join(format!("tlblab-{dead}-{ns}-0-killed"));
+    let live = instances.join(format!("tlblab-{}-{ns}-999-live", std::process::id()));
+    let foreign = instances.join(format!("other-{dead}-{ns}-0"));
+    // Made in another pid namespace (a container on the same kernel): its pid means nothing here.
+    let elsewhere = instances.join(format!("tlblab-{dead}-{}-0-elsewhere", ns + 1));
+    for d in [&stale, &live, &foreign, &elsewhere] {
         std::fs::create_dir(d).unwrap();
     }
     let removed = cleanup_stale(&tracefs).unwrap();
     let mine: Vec<_> = removed.iter().filter(|r| r.pid == dead).collect();
     assert_eq!(mine.len(), 1);
-    assert!(mine[0].result.is_ok() && mine[0].name == format!("tlblab-{dead}-0-killed"));
-    assert!(!stale.exists() && live.exists() && foreign.exists());
-    std::fs::remove_dir(&live).unwrap();
-    std::fs::remove_dir(&foreign).unwrap();
+    assert!(mine[0].result.is_ok() && mine[0].name == format!("tlblab-{dead}-{ns}-0-killed"));
+    assert!(!stale.exists() && live.exists() && foreign.exists() && elsewhere.exists());
+    for d in [&live, &foreign, &elsewhere] {
+        std::fs::remove_dir(d).unwrap();
+    }
 }
 
 #[test]
