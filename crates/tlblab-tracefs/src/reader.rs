@@ -152,24 +152,35 @@ impl Reader<'_> {
 
     /// One round of the merged stream: reads what is available and hands to `f`, in timestamp
     /// order across CPUs, the events that no CPU can still precede. With the `mono` clock that
-    /// is everything stamped before the round began (each CPU was then read to its end);
-    /// with another clock, everything read (live CPUs may then be slightly out of order across
-    /// rounds; streams of saved pages, read to their end, never are). A CPU that had more than
+    /// is everything stamped more than 1 ms before the round began (each CPU was then read to
+    /// its end); with another clock, everything read (live CPUs may then be slightly out of
+    /// order across rounds; streams of saved pages never are). A CPU that had more than
     /// [`MAX_PAGES_PER_ROUND`] pages waiting holds the others back to its last page's time.
     /// Call [`Reader::finish_merged`] at the end.
     pub fn read_merged(&mut self, f: &mut dyn FnMut(&RawEvent<'_>)) -> Result<Progress> {
-        let now = if self.core.mono_clock { monotonic_ns() } else { u64::MAX };
-        let mut progress = self.core.fill_queues(Some(MAX_PAGES_PER_ROUND))?;
+        // The margin covers events stamped before `now` whose commit was still in flight when
+        // their CPU was read, and the trace clock's fast (slightly lagging) mono reads.
+        const MARGIN_NS: u64 = 1_000_000;
+        let now =
+            if self.core.mono_clock { monotonic_ns().saturating_sub(MARGIN_NS) } else { u64::MAX };
+        let mut progress = self.core.fill_queues(MAX_PAGES_PER_ROUND)?;
         let watermark = self.core.watermark(now);
         progress.events = self.core.emit_merged(watermark, f)?;
         Ok(progress)
     }
 
-    /// Reads everything left and emits all queued events in timestamp order.
+    /// Reads everything left and emits all queued events in timestamp order (in bounded
+    /// rounds; turn tracing off first, or a busy CPU keeps it going).
     pub fn finish_merged(&mut self, f: &mut dyn FnMut(&RawEvent<'_>)) -> Result<Progress> {
-        let mut progress = self.core.fill_queues(None)?;
-        progress.events = self.core.emit_merged(u64::MAX, f)?;
-        Ok(progress)
+        let mut total = Progress { drained: true, ..Progress::default() };
+        loop {
+            let p = self.core.fill_queues(MAX_PAGES_PER_ROUND)?;
+            total.pages += p.pages;
+            total.events += self.core.emit_merged(self.core.watermark(u64::MAX), f)?;
+            if p.drained {
+                return Ok(total);
+            }
+        }
     }
 
     /// Lost events per CPU so far, with the kernel's counters.
@@ -233,11 +244,11 @@ impl ReaderCore {
     }
 
     /// Reads pages into the per-CPU merge queues (at most `cap` per CPU).
-    fn fill_queues(&mut self, cap: Option<usize>) -> Result<Progress> {
+    fn fill_queues(&mut self, cap: usize) -> Result<Progress> {
         let mut p = Progress { drained: true, ..Progress::default() };
         for src in &mut self.sources {
             let mut pages = 0;
-            while cap.is_none_or(|c| pages < c) {
+            while pages < cap {
                 let mut buf = self.pool.pop().unwrap_or_else(|| vec![0; self.layout.page_size]);
                 if !read_page(src, &mut buf)? {
                     self.pool.push(buf);
@@ -247,7 +258,7 @@ impl ReaderCore {
                 src.offset += self.layout.page_size as u64;
                 pages += 1;
             }
-            src.capped = cap.is_some_and(|c| pages >= c);
+            src.capped = pages >= cap;
             p.drained &= !src.capped;
             p.pages += pages as u64;
         }

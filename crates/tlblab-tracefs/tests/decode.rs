@@ -6,7 +6,10 @@ mod support;
 use proptest::prelude::*;
 use support::*;
 use tlblab_tracefs::ringbuf::Missed;
-use tlblab_tracefs::{decode_page, CpuLoss, Error, PageLayout, Schema, TlbFlushDecoder};
+use tlblab_tracefs::{
+    decode_page, CpuLoss, CpuStream, Error, PageLayout, Reader, Schema, TlbFlushDecoder,
+    MAX_PAGES_PER_ROUND,
+};
 
 fn schema() -> Schema {
     load(&fixture_dir("6.18-madvise")).1
@@ -116,6 +119,32 @@ fn corrupt_pages_name_cpu_and_byte_offset() {
         r.unwrap_err().to_string(),
         "tracefs: CPU 3: byte 8212: record shorter than the common fields"
     );
+}
+
+#[test]
+fn merge_holds_back_other_cpus_behind_a_capped_one() {
+    // CPU 0: 600 pages of one event each (ts i·1000 + 10), more than one round may read;
+    // CPU 1: five events spread over the same span.
+    let stream = |pages: Vec<Vec<u8>>| Box::new(std::io::Cursor::new(pages.concat()));
+    let cpu0 = (0..600u64)
+        .map(|i| PageBuilder::new(i * 1000).event(10, &tlb_flush_record(1, 3, 1)).page(None));
+    let cpu1 = (0..5u64)
+        .map(|j| PageBuilder::new(j * 120_000).event(5, &tlb_flush_record(2, 1, 1)).page(None));
+    let streams = vec![
+        CpuStream { cpu: 0, path: "cpu0".into(), stream: stream(cpu0.collect()) },
+        CpuStream { cpu: 1, path: "cpu1".into(), stream: stream(cpu1.collect()) },
+    ];
+    let mut reader = Reader::from_streams(PageLayout::X86_64, schema(), streams, false);
+    let mut ts = Vec::new();
+    let first = reader.read_merged(&mut |e| ts.push(e.ts_ns)).unwrap();
+    assert_eq!((first.pages, first.drained), (MAX_PAGES_PER_ROUND as u64 + 5, false));
+    // CPU 0 may still hold events after its last queued page's time (255 000): nothing later
+    // may come out yet, though CPU 1 had its events at 360 005 and 480 005 queued.
+    assert_eq!(ts.len(), 255 + 3, "CPU 0 up to 254 010, CPU 1 up to 240 005");
+    assert_eq!(ts.last(), Some(&254_010));
+    reader.finish_merged(&mut |e| ts.push(e.ts_ns)).unwrap();
+    assert_eq!(ts.len(), 605);
+    assert!(ts.windows(2).all(|w| w[0] <= w[1]));
 }
 
 proptest! {
