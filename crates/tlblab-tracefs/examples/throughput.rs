@@ -7,7 +7,9 @@
 //! * offline: the captured fixture pages replicated to 64 MiB, decoded per CPU
 //!   (`decode_page` + `TlbFlushDecoder`) and merged across CPUs (`Reader::from_streams`);
 //! * `live` (root): the madvise loop with and without a `FlushCounter`, at several buffer
-//!   sizes: tlb_flush events/s seen, lost events, and the loop's own rate.
+//!   sizes: tlb_flush events/s seen, lost events, and the loop's own rate; then a flood of
+//!   `trace_marker` writes from one thread per CPU, the fastest event source we have, to see
+//!   how many events/s the counter's reader keeps up with.
 
 #[path = "../tests/support/madvise.rs"]
 mod madvise;
@@ -26,6 +28,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     offline()?;
     if std::env::args().any(|a| a == "live") {
         live()?;
+        marker_flood()?;
     }
     Ok(())
 }
@@ -137,6 +140,49 @@ fn live() -> Result<(), Box<dyn std::error::Error>> {
             counts.total() as f64 / t,
             N as f64 / t,
             N as f64 / bare,
+        );
+    }
+    Ok(())
+}
+
+fn marker_flood() -> Result<(), Box<dyn std::error::Error>> {
+    use std::io::Write;
+    let tracefs = Tracefs::find_or_mount()?;
+    for kb in [4096, 16384] {
+        let opts = InstanceOptions { buffer_size_kb: kb, ..InstanceOptions::default() };
+        let inst = Instance::create(&tracefs, "flood", &opts)?;
+        let counter = FlushCounter::start(&inst, Duration::from_millis(10))?;
+        let marker = inst.path().join("trace_marker");
+        let start = Instant::now();
+        let writers: Vec<_> = (0..2)
+            .map(|cpu| {
+                let marker = marker.clone();
+                std::thread::spawn(move || {
+                    madvise::pin_to(cpu);
+                    let mut f = std::fs::OpenOptions::new().write(true).open(marker).unwrap();
+                    let mut n = 0u64;
+                    while start.elapsed() < Duration::from_secs(2) {
+                        for _ in 0..1000 {
+                            f.write_all(b"tlblab flood").unwrap();
+                        }
+                        n += 1000;
+                    }
+                    n
+                })
+            })
+            .collect();
+        let written: u64 = writers.into_iter().map(|w| w.join().unwrap()).sum();
+        let t = start.elapsed().as_secs_f64();
+        let counts = counter.stop()?;
+        inst.remove()?;
+        let lost: u64 =
+            counts.loss.iter().map(|l| l.missed_events.max(l.overrun.unwrap_or(0))).sum();
+        println!(
+            "flood: buffer {kb} KiB/CPU: {written} marker writes in {t:.2} s = {:.0}/s; read {} = {:.0} events/s, lost {lost} ({:.1}%)",
+            written as f64 / t,
+            counts.other_events,
+            counts.other_events as f64 / t,
+            lost as f64 * 100.0 / written as f64,
         );
     }
     Ok(())
