@@ -28,7 +28,7 @@ pub(crate) const VMALLOC_PAGE: Vpn = Vpn(0xffff_c900_0000_0000 >> 12 & Vpn::MAX)
 /// What a kernel flush covers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct KernelFlush {
-    /// First page, and the end page (exclusive) or [`FLUSH_ALL_END`].
+    /// First page.
     pub start: u64,
     /// End page (exclusive), or [`FLUSH_ALL_END`].
     pub end: u64,
