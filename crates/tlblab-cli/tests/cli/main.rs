@@ -5,6 +5,7 @@
 //! parallel.
 
 mod common;
+mod compare;
 mod convert;
 mod demo;
 mod determinism;
