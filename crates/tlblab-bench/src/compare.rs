@@ -76,11 +76,10 @@ fn compare_configs(
         .map_err(|source| BenchError::Stats { config: b.config.key(), source })?;
     let rate = a.config.unit.ends_with("/s");
     let hmean = rate.then(|| Some((harmonic_mean(&va).ok()?, harmonic_mean(&vb).ok()?))).flatten();
-    let names: std::collections::BTreeSet<&String> =
-        a.runs.iter().chain(&b.runs).flat_map(|r| r.counters.keys()).collect();
-    let counters_per_op = names
+    let counters_per_op = a
+        .counter_names()
         .into_iter()
-        .filter_map(|n| Some((n.clone(), a.counter_per_op(n)?, b.counter_per_op(n)?)))
+        .filter_map(|n| Some((n.to_string(), a.counter_per_op(n)?, b.counter_per_op(n)?)))
         .collect();
     Ok(ConfigComparison {
         a: a.config.key(),

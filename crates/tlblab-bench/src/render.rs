@@ -81,9 +81,8 @@ pub fn session_table(results: &BenchResults) -> String {
                 number(values[i])
             );
         }
-        let names: std::collections::BTreeSet<&String> =
-            c.runs.iter().flat_map(|r| r.counters.keys()).collect();
-        let per_op: Vec<String> = names
+        let per_op: Vec<String> = c
+            .counter_names()
             .into_iter()
             .filter_map(|n| Some(format!("{n} {}", number(c.counter_per_op(n)?))))
             .collect();

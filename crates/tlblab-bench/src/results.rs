@@ -110,6 +110,11 @@ impl ConfigResult {
         self.runs.iter().map(|r| r.value).collect()
     }
 
+    /// The names of the counters any run has, sorted.
+    pub fn counter_names(&self) -> std::collections::BTreeSet<&str> {
+        self.runs.iter().flat_map(|r| r.counters.keys().map(String::as_str)).collect()
+    }
+
     /// The mean over runs of a counter per operation, if every run has it.
     pub fn counter_per_op(&self, name: &str) -> Option<f64> {
         let mut sum = 0.0;

@@ -7,10 +7,6 @@ use crate::vmstat::TlbFlushCounters;
 use crate::{pmu, Source};
 use serde::{Deserialize, Serialize};
 use std::fmt;
-use std::path::Path;
-
-/// Where tracefs may be mounted, in the order tried.
-pub const TRACEFS_CANDIDATES: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 
 /// Availability of each counter source; `Available` carries a short note.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,26 +75,21 @@ impl fmt::Display for Sources {
     }
 }
 
-/// Finds a mounted tracefs whose `instances/` this process may write. Only checks; the tracer
-/// crate creates and removes its instance.
+/// Finds the mounted tracefs (as the tracer does, through `/proc/mounts`) and checks that this
+/// process may write its `instances/`. Only checks; the tracer crate creates and removes its
+/// instance.
 pub fn probe_tracefs() -> Source<String> {
-    for dir in TRACEFS_CANDIDATES {
-        let dir = Path::new(dir);
-        if !dir.join("trace").exists() {
-            continue;
-        }
-        let instances = dir.join("instances");
-        return match nix::unistd::access(&instances, nix::unistd::AccessFlags::W_OK) {
-            Ok(()) => Source::Available(format!("{} (instances/ writable)", dir.display())),
-            Err(e) => Source::unavailable(format!(
-                "tracefs at {} but {} is not writable: {e} (needs root)",
-                dir.display(),
-                instances.display()
-            )),
-        };
+    let tracefs = match tlblab_tracefs::Tracefs::find() {
+        Ok(t) => t,
+        Err(e) => return Source::unavailable(e.to_string()),
+    };
+    let instances = tracefs.root().join("instances");
+    match nix::unistd::access(&instances, nix::unistd::AccessFlags::W_OK) {
+        Ok(()) => Source::Available(format!("{} (instances/ writable)", tracefs.root().display())),
+        Err(e) => Source::unavailable(format!(
+            "tracefs at {} but {} is not writable: {e} (needs root)",
+            tracefs.root().display(),
+            instances.display()
+        )),
     }
-    Source::unavailable(format!(
-        "no tracefs at {} (not mounted, or not readable without root)",
-        TRACEFS_CANDIDATES.join(" or ")
-    ))
 }

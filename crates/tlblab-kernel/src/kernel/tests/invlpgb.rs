@@ -5,10 +5,7 @@ use super::*;
 /// A process on CPU 0 with threads spinning on CPUs 1–4 (five CPUs run its mm), on a 6-CPU
 /// Zen 4 (CPU 5 is free).
 fn five_cpus_on_one_mm(policy: &str) -> (Kernel<TraceLog>, TaskId, MmId) {
-    let spec = tlblab_sim::machine::builtin("zen4").unwrap();
-    let config = KernelConfig { nr_cpus: 6, seed: 7, time_limit: Cycles(u64::MAX) };
-    let mut k =
-        Kernel::new(&spec, &Policy::named(policy).unwrap(), config, TraceLog::default()).unwrap();
+    let mut k = kernel_on("zen4", &Policy::named(policy).unwrap(), 6);
     let main = k.spawn_process(
         script(vec![Step::Mmap(1), Step::Store(0, 0, 1), Step::Compute(1 << 40)]),
         C0,

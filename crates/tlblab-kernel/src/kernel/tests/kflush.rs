@@ -13,10 +13,7 @@ struct Outcome {
 }
 
 fn run(machine: &str, policy: &str, flush: Option<Step>) -> Kernel<TraceLog> {
-    let spec = tlblab_sim::machine::builtin(machine).unwrap();
-    let config = KernelConfig { nr_cpus: 2, seed: 7, time_limit: Cycles(u64::MAX) };
-    let mut k =
-        Kernel::new(&spec, &Policy::named(policy).unwrap(), config, TraceLog::default()).unwrap();
+    let mut k = kernel_on(machine, &Policy::named(policy).unwrap(), 2);
     let reader =
         vec![Step::Mmap(16), Step::Store(0, 0, 16), Step::Compute(4_000_000), Step::Load(0, 0, 16)];
     k.spawn_process(script(reader), C1, true);
@@ -98,10 +95,7 @@ fn with_invlpgb_kernel_flushes_send_no_ipi_and_still_reach_every_cpu() {
 /// everything.
 #[test]
 fn reclaim_with_invlpgb_broadcasts_and_leaves_the_generations_behind() {
-    let spec = tlblab_sim::machine::builtin("zen4").unwrap();
-    let config = KernelConfig { nr_cpus: 3, seed: 7, time_limit: Cycles(u64::MAX) };
-    let policy = Policy::named("linux-6.18+invlpgb").unwrap();
-    let mut k = Kernel::new(&spec, &policy, config, TraceLog::default()).unwrap();
+    let mut k = kernel_on("zen4", &Policy::named("linux-6.18+invlpgb").unwrap(), 3);
     let victim = k.spawn_process(
         script(vec![
             Step::Mmap(4),

@@ -81,9 +81,14 @@ fn script(steps: Vec<Step>) -> Box<dyn Program> {
 }
 
 fn kernel(policy: &str, cpus: usize) -> Kernel<TraceLog> {
-    let spec = tlblab_sim::machine::builtin("skylake").unwrap();
+    kernel_on("skylake", &Policy::named(policy).unwrap(), cpus)
+}
+
+/// A kernel of `cpus` CPUs of a built-in machine under `policy`, seed 7, no time limit.
+fn kernel_on(machine: &str, policy: &Policy, cpus: usize) -> Kernel<TraceLog> {
+    let spec = tlblab_sim::machine::builtin(machine).unwrap();
     let config = KernelConfig { nr_cpus: cpus, seed: 7, time_limit: Cycles(u64::MAX) };
-    Kernel::new(&spec, &Policy::named(policy).unwrap(), config, TraceLog::default()).unwrap()
+    Kernel::new(&spec, policy, config, TraceLog::default()).unwrap()
 }
 
 const C0: CpuId = CpuId(0);

@@ -40,9 +40,7 @@ fn munmap_that_frees_page_tables_widens_the_range() {
 #[test]
 fn madvise_dontneed_of_whole_blocks_frees_their_tables_and_reaches_lazy_cpus() {
     let lazy_cpu_interrupts = |policy: Policy, pages: u64| {
-        let spec = tlblab_sim::machine::builtin("skylake").unwrap();
-        let config = KernelConfig { nr_cpus: 2, seed: 7, time_limit: Cycles(u64::MAX) };
-        let mut k = Kernel::new(&spec, &policy, config, TraceLog::default()).unwrap();
+        let mut k = kernel_on("skylake", &policy, 2);
         run_with_lazy_cpu1(&mut k, 2048, Step::Madvise(0, 0, pages));
         k.counters.irq_tlb[1]
     };
