@@ -69,6 +69,14 @@ pub enum LiveError {
         /// What happened (e.g. "(pid 123) exited with status 9").
         what: String,
     },
+    /// Tasks did not answer in time.
+    #[error("live: tasks did not {what} within {secs} s")]
+    Timeout {
+        /// What they were asked to do.
+        what: &'static str,
+        /// The time allowed.
+        secs: u64,
+    },
     /// A file could not be read.
     #[error("live: reading {path}: {source}")]
     Io {

@@ -53,6 +53,6 @@ pub use measure::{RunLength, RunSample, StopHandle, BATCH};
 pub use overhead::{calibrate_overhead, Overhead};
 pub use prepared::{prepare, Placement, Prepared};
 pub use spec::{
-    scenario, scenarios, LiveParams, LiveScenarioInfo, Mode, Param, ScenarioSpec, StormOp, Unit,
+    scenario, scenarios, LiveParams, LiveScenarioInfo, Mode, ScenarioSpec, StormOp, Unit,
     MAX_PAGES, MAX_TASKS,
 };

@@ -173,10 +173,17 @@ enum Body {
 
 /// A scenario ready to run: tasks started and pinned, memory mapped and touched once.
 ///
+/// After an error from [`run`](Self::run), drop it: its tasks may be mid-run.
+///
 /// Dropping it ends every task (threads via the shared stop flag and joined, child processes
 /// killed with SIGKILL and reaped) and restores the calling thread's CPU affinity. It is not
 /// `Send`: it pins, and restores, the thread that prepared it. Forked children also die when
 /// that thread exits (`PR_SET_PDEATHSIG`), should it end without dropping this.
+///
+/// ```compile_fail
+/// fn send<T: Send>() {}
+/// send::<tlblab_live::Prepared>();
+/// ```
 pub struct Prepared {
     body: Body,
     slot: AddrSlot,

@@ -114,62 +114,6 @@ impl Unit {
     }
 }
 
-/// A parameter, for validation messages.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Param {
-    /// `--touch`.
-    Touch,
-    /// `--busy`.
-    Busy,
-    /// `--tasks`.
-    Tasks,
-    /// `--mode`.
-    Mode,
-    /// `--pages`.
-    Pages,
-    /// `--iterations`.
-    Iterations,
-    /// `--op`.
-    Op,
-}
-
-impl Param {
-    /// The option's spelling, e.g. `--busy`.
-    pub fn option(self) -> &'static str {
-        match self {
-            Param::Touch => "--touch",
-            Param::Busy => "--busy",
-            Param::Tasks => "--tasks",
-            Param::Mode => "--mode",
-            Param::Pages => "--pages",
-            Param::Iterations => "--iterations",
-            Param::Op => "--op",
-        }
-    }
-
-    fn is_set(self, p: &LiveParams) -> bool {
-        match self {
-            Param::Touch => p.touch.is_some(),
-            Param::Busy => p.busy.is_some(),
-            Param::Tasks => p.tasks.is_some(),
-            Param::Mode => p.mode.is_some(),
-            Param::Pages => p.pages.is_some(),
-            Param::Iterations => p.iterations.is_some(),
-            Param::Op => p.op.is_some(),
-        }
-    }
-}
-
-const ALL_PARAMS: [Param; 7] = [
-    Param::Touch,
-    Param::Busy,
-    Param::Tasks,
-    Param::Mode,
-    Param::Pages,
-    Param::Iterations,
-    Param::Op,
-];
-
 /// Which program a scenario runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -194,8 +138,8 @@ pub struct LiveScenarioInfo {
     /// Whether one run is a fixed amount of work set by the parameters (`pthread-mmap`): the
     /// run length is then ignored.
     pub fixed_work: bool,
-    /// The parameters it takes.
-    pub params: &'static [Param],
+    /// The options it takes, e.g. `["--busy"]`.
+    pub params: &'static [&'static str],
     defaults: LiveParams,
     pub(crate) kind: Kind,
 }
@@ -224,7 +168,7 @@ static SCENARIOS: [LiveScenarioInfo; 7] = [
         description: "two forked processes pinned to one CPU pass a token through two eventfds, each reading --touch never-written (zero-page) pages per round; reports µs per round trip (S2)",
         unit: Unit::MicrosPerOp,
         fixed_work: false,
-        params: &[Param::Touch],
+        params: &["--touch"],
         defaults: LiveParams { touch: Some(0), ..defaults(None, None, None) },
         kind: Kind::PingPong,
     },
@@ -233,7 +177,7 @@ static SCENARIOS: [LiveScenarioInfo; 7] = [
         description: "one thread loops { write a page; madvise(MADV_DONTNEED) it } while --busy sibling threads of the process spin in user space on other CPUs (S4)",
         unit: Unit::MicrosPerOp,
         fixed_work: false,
-        params: &[Param::Busy],
+        params: &["--busy"],
         defaults: defaults(Some(3), None, None),
         kind: Kind::MadviseBusy,
     },
@@ -242,7 +186,7 @@ static SCENARIOS: [LiveScenarioInfo; 7] = [
         description: "will-it-scale tlb_flush2: --tasks tasks, one per CPU, loop { write --pages pages; madvise(MADV_DONTNEED) them all }, as threads of one process or as forked processes (--mode); reports ops/s summed over tasks",
         unit: Unit::OpsPerSecond,
         fixed_work: false,
-        params: &[Param::Tasks, Param::Mode, Param::Pages],
+        params: &["--tasks", "--mode", "--pages"],
         defaults: LiveParams { mode: Some(Mode::Threads), ..defaults(None, Some(4), Some(256)) },
         kind: Kind::MunmapThreads,
     },
@@ -251,7 +195,7 @@ static SCENARIOS: [LiveScenarioInfo; 7] = [
         description: "stress-ng madvise-like: --tasks forked worker processes spread over the CPUs loop { write a page; madvise(MADV_DONTNEED) it }; reports ops/s summed over tasks (S4)",
         unit: Unit::OpsPerSecond,
         fixed_work: false,
-        params: &[Param::Tasks],
+        params: &["--tasks"],
         defaults: defaults(None, Some(4), None),
         kind: Kind::MadviseScale,
     },
@@ -260,7 +204,7 @@ static SCENARIOS: [LiveScenarioInfo; 7] = [
         description: "--tasks threads spread over the CPUs each do --iterations rounds of { mmap --pages pages; write them; munmap }; reports the seconds until all are done (S2)",
         unit: Unit::Seconds,
         fixed_work: true,
-        params: &[Param::Tasks, Param::Pages, Param::Iterations],
+        params: &["--tasks", "--pages", "--iterations"],
         // S2's 100 rounds, rather than the simulator's generic 2000: one run then takes
         // tenths of a second on a small VM, and the harness repeats runs.
         defaults: LiveParams { iterations: Some(100), ..defaults(None, Some(4), Some(256)) },
@@ -271,7 +215,7 @@ static SCENARIOS: [LiveScenarioInfo; 7] = [
         description: "one thread loops { mmap, write and munmap --pages pages } (--op munmap) or { mprotect them read-only, then read-write, and write them } (--op mprotect) while --busy sibling threads spin on other CPUs",
         unit: Unit::MicrosPerOp,
         fixed_work: false,
-        params: &[Param::Op, Param::Busy, Param::Pages],
+        params: &["--op", "--busy", "--pages"],
         defaults: LiveParams { op: Some(StormOp::Munmap), ..defaults(Some(3), None, Some(1)) },
         kind: Kind::Storm,
     },
@@ -315,12 +259,18 @@ impl LiveScenarioInfo {
     /// of range.
     pub fn resolve(&self, p: &LiveParams) -> Result<LiveParams, LiveError> {
         let bad = |message: String| LiveError::BadParameter { scenario: self.name, message };
-        for param in ALL_PARAMS {
-            if param.is_set(p) && !self.params.contains(&param) {
-                let takes: Vec<_> = self.params.iter().map(|p| p.option()).collect();
-                let takes = if takes.is_empty() { "none".to_string() } else { takes.join(", ") };
-                return Err(bad(format!("does not take {} (it takes: {takes})", param.option())));
-            }
+        let given = [
+            ("--touch", p.touch.is_some()),
+            ("--busy", p.busy.is_some()),
+            ("--tasks", p.tasks.is_some()),
+            ("--mode", p.mode.is_some()),
+            ("--pages", p.pages.is_some()),
+            ("--iterations", p.iterations.is_some()),
+            ("--op", p.op.is_some()),
+        ];
+        if let Some((option, _)) = given.iter().find(|(o, set)| *set && !self.params.contains(o)) {
+            let takes = if self.params.is_empty() { "none".into() } else { self.params.join(", ") };
+            return Err(bad(format!("does not take {option} (it takes: {takes})")));
         }
         let d = &self.defaults;
         let r = LiveParams {

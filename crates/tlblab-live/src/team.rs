@@ -305,7 +305,10 @@ impl Team {
             std::thread::yield_now();
             if Instant::now() > give_up {
                 self.check_alive()?;
-                return Err(LiveError::TaskLost { task: 0, what: "never started spinning".into() });
+                return Err(LiveError::Timeout {
+                    what: "start spinning",
+                    secs: ANSWER_TIMEOUT.as_secs(),
+                });
             }
         }
         Ok(())
@@ -372,9 +375,9 @@ impl Team {
             if got < n as u64 {
                 self.check_alive()?;
                 if give_up.is_some_and(|g| Instant::now() > g) {
-                    return Err(LiveError::TaskLost {
-                        task: 0,
-                        what: "(or another) did not answer in 30 s".into(),
+                    return Err(LiveError::Timeout {
+                        what: "finish setting up or stop",
+                        secs: ANSWER_TIMEOUT.as_secs(),
                     });
                 }
             }

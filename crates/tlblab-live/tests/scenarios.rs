@@ -238,9 +238,10 @@ fn overhead_calibration_gives_finite_figures() {
     let _g = serial();
     let s = spec("madvise-busy", LiveParams { busy: Some(0), ..Default::default() });
     let mut p = prepare(&s, &Placement::default()).unwrap();
-    let o = p.calibrate_overhead(2000, 3).unwrap();
+    let o = p.calibrate_overhead(Duration::from_millis(2), 3).unwrap();
     assert_eq!((o.repeats, o.per_repeat_percent.len()), (3, 3));
     assert!(o.bare_ns_per_op > 0.0 && o.harness_ns_per_op > 0.0 && o.percent.is_finite(), "{o:?}");
+    assert!(o.machinery_ns_per_op >= 0.0 && o.machinery_percent.is_finite(), "{o:?}");
     assert!(o.percent_p25 <= o.percent && o.percent <= o.percent_p75);
     let err = calibrate_overhead(
         &spec("madvise-scale", LiveParams { tasks: Some(1), ..Default::default() }),
