@@ -193,7 +193,10 @@ fn task_main(
                 Ok(0)
             }
             (Work::Madvise { pages }, Some(r)) => {
-                run_ops(target, &ctl.stop, crate::measure::BATCH, || {
+                // About BATCH pages of work between checks, so a stop is seen as soon after
+                // the deadline with 256 pages per op as with one.
+                let batch = (crate::measure::BATCH / *pages as u64).max(1);
+                run_ops(target, &ctl.stop, batch, || {
                     r.write(0..*pages)?;
                     r.dontneed(0..*pages)
                 })

@@ -277,3 +277,60 @@ fn madvise_busy_shootdowns_show_in_proc_interrupts() {
     assert!(after >= before);
     eprintln!("madvise-busy --busy 1: {} ops, TLB shootdowns received: {}", s.ops, after - before);
 }
+
+const PDEATH_ENV: &str = "TLBLAB_LIVE_PDEATH_HELPER";
+
+/// Not a test on its own: run by `children_die_with_a_killed_harness` in a child process, it
+/// prepares a scenario with forked tasks, prints their pids and waits to be killed.
+#[test]
+fn pdeathsig_helper() {
+    if std::env::var(PDEATH_ENV).is_err() {
+        return;
+    }
+    let p = LiveParams { tasks: Some(2), ..Default::default() };
+    let prepared = prepare(&spec("madvise-scale", p), &Placement::default()).unwrap();
+    println!("pids {:?}", prepared.child_pids());
+    std::thread::sleep(Duration::from_secs(3600));
+}
+
+/// Whether `pid` has ended (gone, or a zombie that its new parent has not reaped yet).
+fn ended(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => {
+            stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+        }
+    }
+}
+
+#[test]
+fn children_die_with_a_killed_harness() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    if std::env::var(PDEATH_ENV).is_ok() {
+        return;
+    }
+    let mut harness = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "pdeathsig_helper", "--nocapture", "--test-threads=1"])
+        .env(PDEATH_ENV, "1")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = BufReader::new(harness.stdout.take().unwrap());
+    // libtest prints "test pdeathsig_helper ... " on the same line before the helper's output.
+    let line =
+        out.lines().map_while(Result::ok).find_map(|l| Some(l.split_once("pids [")?.1.to_string()));
+    let pids: Vec<i32> =
+        line.unwrap().trim_end_matches(']').split(", ").map(|p| p.parse().unwrap()).collect();
+    eprintln!("forked tasks of the killed harness: {pids:?}");
+    assert_eq!(pids.len(), 2);
+    assert!(pids.iter().all(|&p| !ended(p)));
+    harness.kill().unwrap(); // SIGKILL: no destructor runs, only PR_SET_PDEATHSIG can act
+    harness.wait().unwrap();
+    // Not a timing assertion: the signal is delivered at once; the wait only bounds a failure.
+    let give_up = std::time::Instant::now() + Duration::from_secs(20);
+    while !pids.iter().all(|&p| ended(p)) && std::time::Instant::now() < give_up {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(pids.iter().all(|&p| ended(p)), "children {pids:?} outlived their killed parent");
+}
