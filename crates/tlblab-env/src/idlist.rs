@@ -35,31 +35,12 @@ impl From<Vec<u32>> for IdList {
     }
 }
 
-/// Parses a non-empty list such as "0", "0-3,8-11" (surrounding whitespace and the trailing newline
-/// of a sysfs file are ignored). The kernel's input-only stride syntax ("0-7:2/4") is refused.
+/// Parses a non-empty list such as "0", "0-3,8-11" with [`tlblab_types::parse_cpu_list`]
+/// (the one parser every tlblab crate uses for this format).
 pub fn parse_id_list(text: &str) -> Result<IdList, Error> {
-    let err = |message: String| Error::IdList { input: text.to_owned(), message };
-    let trimmed = text.trim();
-    if trimmed.is_empty() {
-        return Err(err("empty list".to_owned()));
-    }
-    let mut ids = Vec::new();
-    for part in trimmed.split(',') {
-        let number = |s: &str| {
-            s.parse::<u32>().map_err(|_| err(format!("{s:?} is not a non-negative integer")))
-        };
-        match part.split_once('-') {
-            None => ids.push(number(part)?),
-            Some((lo, hi)) => {
-                let (lo, hi) = (number(lo)?, number(hi)?);
-                if lo > hi {
-                    return Err(err(format!("range {part:?} runs backwards")));
-                }
-                ids.extend(lo..=hi);
-            }
-        }
-    }
-    Ok(IdList::from(ids))
+    tlblab_types::parse_cpu_list(text)
+        .map(IdList)
+        .map_err(|e| Error::IdList { input: e.input, message: e.message })
 }
 
 impl FromStr for IdList {

@@ -47,7 +47,7 @@ mod sys;
 mod team;
 
 pub use aslr::{aslr_state, disable_aslr_for_exec, AslrState};
-pub use cpu::{online_cpus, parse_cpu_list, thread_affinity};
+pub use cpu::{online_cpus, thread_affinity};
 pub use error::LiveError;
 pub use measure::{RunLength, RunSample, StopHandle, BATCH};
 pub use overhead::{calibrate_overhead, Overhead};

@@ -48,6 +48,6 @@ pub use instance::{
     cleanup_stale, instance_owner, remove_registered_instances, Instance, InstanceOptions, Owner,
     Removed, INSTANCE_PREFIX,
 };
-pub use mount::{online_cpus, parse_cpu_list, tracefs_from_mounts, Tracefs, DEFAULT_MOUNT};
+pub use mount::{online_cpus, tracefs_from_mounts, Tracefs, DEFAULT_MOUNT};
 pub use reader::{CpuStream, Progress, Reader, MAX_PAGES_PER_ROUND};
 pub use ringbuf::PageLayout;

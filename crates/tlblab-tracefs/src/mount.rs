@@ -127,26 +127,8 @@ fn unescape_mount_path(s: &str) -> String {
 /// The online CPUs, from `/sys/devices/system/cpu/online`.
 pub fn online_cpus() -> Result<Vec<u32>> {
     let path = Path::new("/sys/devices/system/cpu/online");
-    parse_cpu_list(read_text(path)?.trim()).map_err(|msg| Error::format(path, 1, msg))
-}
-
-/// Parses a kernel CPU list such as `0-3,5,7-8`.
-pub fn parse_cpu_list(s: &str) -> std::result::Result<Vec<u32>, String> {
-    let mut cpus = Vec::new();
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let num = |t: &str| t.trim().parse::<u32>().map_err(|_| format!("bad CPU number {t:?}"));
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b) = (num(a)?, num(b)?);
-                if a > b {
-                    return Err(format!("bad CPU range {part:?}"));
-                }
-                cpus.extend(a..=b);
-            }
-            None => cpus.push(num(part)?),
-        }
-    }
-    Ok(cpus)
+    tlblab_types::parse_cpu_list(&read_text(path)?)
+        .map_err(|e| Error::format(path, 1, e.to_string()))
 }
 
 #[cfg(test)]
@@ -174,13 +156,5 @@ mod tests {
         assert_eq!(tracefs_from_mounts(m), Some(PathBuf::from("/mnt/my trace")));
         assert_eq!(unescape_mount_path("a\\134b\\011"), "a\\b\t");
         assert_eq!(unescape_mount_path("trailing\\04"), "trailing\\04");
-    }
-
-    #[test]
-    fn cpu_lists() {
-        assert_eq!(parse_cpu_list("0-1").unwrap(), vec![0, 1]);
-        assert_eq!(parse_cpu_list("0,2-4,7\n".trim()).unwrap(), vec![0, 2, 3, 4, 7]);
-        assert!(parse_cpu_list("3-1").is_err());
-        assert!(parse_cpu_list("x").is_err());
     }
 }

@@ -16,10 +16,12 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod cpulist;
 mod event;
 mod ids;
 mod page;
 
+pub use cpulist::{parse_cpu_list, CpuListError};
 pub use event::{Access, AccessKind, InvlpgbRange, InvlpgbScope, InvpcidType, TlbOp, TraceEvent};
 pub use ids::{CpuId, Cycles, Pcid};
 pub use page::{Page, PageSize, VirtAddr, Vpn};

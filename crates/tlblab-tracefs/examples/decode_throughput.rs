@@ -1,7 +1,7 @@
 //! Measures the reader (run with `--release`):
 //!
 //! ```text
-//! cargo run --release -p tlblab-tracefs --example throughput [-- live]
+//! cargo run --release -p tlblab-tracefs --example decode_throughput [-- live]
 //! ```
 //!
 //! * offline: the captured fixture pages replicated to 64 MiB, decoded per CPU
