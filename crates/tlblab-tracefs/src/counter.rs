@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::event::{CpuLoss, TlbFlushDecoder};
 use crate::instance::Instance;
+use crate::reader::Reader;
 
 /// Flush sizes: full flushes, zero-page ones, and powers of two.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -98,38 +99,19 @@ impl<'i> FlushCounter<'i> {
     /// between reads when the buffers are drained (10 ms is plenty for MiB-sized buffers).
     pub fn start(instance: &'i Instance, poll: Duration) -> Result<FlushCounter<'i>> {
         let reader = instance.reader()?;
-        let format =
-            reader.schema().format_named("tlb_flush").ok_or_else(|| Error::MissingEvent {
-                event: "tlb/tlb_flush".into(),
-                path: instance.path().join("events/tlb/tlb_flush"),
-            })?;
-        let decoder = TlbFlushDecoder::new(format).map_err(|msg| {
-            Error::format(&instance.path().join("events/tlb/tlb_flush/format"), 0, msg)
-        })?;
+        let decoder = flush_decoder(instance, &reader)?;
         let mut core = reader.core;
         let stop = Arc::new(AtomicBool::new(false));
         let stop_flag = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
             .name("tlblab-flushcount".into())
             .spawn(move || {
-                let mut counts = FlushCounts {
-                    reason_names: decoder.reason_names().clone(),
-                    ..FlushCounts::default()
-                };
-                let mut bad: Option<String> = None;
-                let mut count = |ev: &crate::RawEvent<'_>| match decoder.decode(ev) {
-                    Ok(Some(f)) => {
-                        *counts.by_cpu.entry(f.cpu).or_default().entry(f.reason).or_default() += 1;
-                        counts.pages.add(f.pages);
-                    }
-                    Ok(None) => counts.other_events += 1,
-                    Err(msg) => bad = bad.take().or(Some(format!("CPU {}: {msg}", ev.cpu))),
-                };
+                let mut tally = FlushTally::new(decoder);
                 loop {
                     // Read the flag first: a round that starts after it was set drains all
                     // events of the finished workload.
                     let stopping = stop_flag.load(Ordering::Acquire);
-                    let p = core.read_available(&mut count)?;
+                    let p = core.read_available(&mut |ev| tally.add(ev))?;
                     if stopping && p.drained {
                         break;
                     }
@@ -137,11 +119,7 @@ impl<'i> FlushCounter<'i> {
                         std::thread::sleep(poll);
                     }
                 }
-                if let Some(msg) = bad {
-                    return Err(Error::format(std::path::Path::new("tlb_flush record"), 0, msg));
-                }
-                counts.loss = core.losses();
-                Ok(counts)
+                tally.finish(core.losses())
             })
             .map_err(|e| Error::io("spawn reader thread for", instance.path(), e))?;
         Ok(FlushCounter { stop, thread: Some(thread), _instance: PhantomData })
@@ -164,6 +142,65 @@ impl Drop for FlushCounter<'_> {
         // Join so the trace_pipe_raw files are closed before the instance can be removed.
         let _ = self.finish();
     }
+}
+
+/// The `tlb_flush` decoder of an instance's reader.
+fn flush_decoder(instance: &Instance, reader: &Reader<'_>) -> Result<TlbFlushDecoder> {
+    let format = reader.schema().format_named("tlb_flush").ok_or_else(|| Error::MissingEvent {
+        event: "tlb/tlb_flush".into(),
+        path: instance.path().join("events/tlb/tlb_flush"),
+    })?;
+    TlbFlushDecoder::new(format)
+        .map_err(|msg| Error::format(&instance.path().join("events/tlb/tlb_flush/format"), 0, msg))
+}
+
+/// Adds decoded events up into [`FlushCounts`] (shared by [`FlushCounter`] and
+/// [`count_buffered_flushes`]).
+struct FlushTally {
+    decoder: TlbFlushDecoder,
+    counts: FlushCounts,
+    bad: Option<String>,
+}
+
+impl FlushTally {
+    fn new(decoder: TlbFlushDecoder) -> FlushTally {
+        let counts =
+            FlushCounts { reason_names: decoder.reason_names().clone(), ..FlushCounts::default() };
+        FlushTally { decoder, counts, bad: None }
+    }
+
+    fn add(&mut self, ev: &crate::RawEvent<'_>) {
+        match self.decoder.decode(ev) {
+            Ok(Some(f)) => {
+                *self.counts.by_cpu.entry(f.cpu).or_default().entry(f.reason).or_default() += 1;
+                self.counts.pages.add(f.pages);
+            }
+            Ok(None) => self.counts.other_events += 1,
+            // Keep the first bad record's message; later ones add nothing a reader needs.
+            Err(msg) => self.bad = self.bad.take().or(Some(format!("CPU {}: {msg}", ev.cpu))),
+        }
+    }
+
+    fn finish(mut self, loss: Vec<CpuLoss>) -> Result<FlushCounts> {
+        if let Some(msg) = self.bad {
+            return Err(Error::format(std::path::Path::new("tlb_flush record"), 0, msg));
+        }
+        self.counts.loss = loss;
+        Ok(self.counts)
+    }
+}
+
+/// Counts the `tlb_flush` events the instance's buffers hold now, reading them to the end, with
+/// the losses since the buffers were last cleared ([`Instance::clear`]).
+///
+/// The no-thread way for a benchmark that must not share its CPUs with a reader during a run:
+/// clear the buffers, turn tracing on, run, turn tracing off, count. Whatever the buffers could
+/// not hold shows up in [`FlushCounts::loss`] (size them with `InstanceOptions::buffer_size_kb`).
+pub fn count_buffered_flushes(instance: &Instance) -> Result<FlushCounts> {
+    let mut reader = instance.reader()?;
+    let mut tally = FlushTally::new(flush_decoder(instance, &reader)?);
+    while !reader.read_available(&mut |ev| tally.add(ev))?.drained {}
+    tally.finish(reader.losses())
 }
 
 #[cfg(test)]

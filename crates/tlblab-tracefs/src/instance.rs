@@ -180,6 +180,12 @@ impl Instance {
         write_text(&self.dir.join("tracing_on"), if on { "1" } else { "0" })
     }
 
+    /// Empties this instance's buffers and zeroes their loss counters (truncates its `trace`
+    /// file), so that the next reading holds only what is recorded from now on.
+    pub fn clear(&self) -> Result<()> {
+        write_text(&self.dir.join("trace"), "")
+    }
+
     /// The page layout of this instance's buffers (`events/header_page`).
     pub fn page_layout(&self) -> Result<PageLayout> {
         let path = self.dir.join("events/header_page");

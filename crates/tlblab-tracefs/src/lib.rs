@@ -9,7 +9,8 @@
 //! * [`ringbuf`]: the binary pages of `per_cpu/cpuN/trace_pipe_raw`, with lost-event flags.
 //! * [`Reader`]: per-CPU streaming, or a k-way merge by timestamp; [`RawEvent`],
 //!   [`TlbFlush`] and [`TlbFlushDecoder`] (keyed on the reason integer, never its text).
-//! * [`FlushCounter`]: counts `tlb_flush` per CPU and reason on a background thread.
+//! * [`FlushCounter`]: counts `tlb_flush` per CPU and reason on a background thread;
+//!   [`count_buffered_flushes`] counts what the buffers hold, with no thread (for benchmarks).
 //!
 //! Everything about event layout is read from the kernel's format files at run time.
 //!
@@ -40,7 +41,7 @@ mod mount;
 mod reader;
 pub mod ringbuf;
 
-pub use counter::{FlushCounter, FlushCounts, PagesHistogram};
+pub use counter::{count_buffered_flushes, FlushCounter, FlushCounts, PagesHistogram};
 pub use error::{Error, Result, NEED_ROOT};
 pub use event::{decode_page, CpuLoss, RawEvent, Schema, TlbFlush, TlbFlushDecoder, TLB_FLUSH_ALL};
 pub use format::{EventFormat, EventName, Field, HeaderPage};

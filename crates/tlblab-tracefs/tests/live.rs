@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use support::madvise::madvise_loop;
 use tlblab_tracefs::{
-    cleanup_stale, online_cpus, remove_registered_instances, Error, EventName, FlushCounter,
-    Instance, InstanceOptions, Tracefs,
+    cleanup_stale, count_buffered_flushes, online_cpus, remove_registered_instances, Error,
+    EventName, FlushCounter, Instance, InstanceOptions, Tracefs,
 };
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -84,6 +84,37 @@ fn madvise_loop_counts_flush_reasons() {
     assert!(!counts.lost_any(), "{:?}", counts.loss);
     assert_eq!(counts.total(), counts.pages.total());
     assert_eq!(counts.reason_names.get(&3).map(String::as_str), Some("local MM shootdown"));
+}
+
+#[test]
+fn buffered_count_holds_only_what_ran_between_clear_and_tracing_off() {
+    let _serial = serial();
+    let Some(tracefs) = tracefs_or_skip("buffered_count") else { return };
+    let opts = InstanceOptions {
+        pids: vec![this_thread()],
+        follow_forks: true,
+        ..InstanceOptions::default()
+    };
+    let inst = Instance::create(&tracefs, "test", &opts).unwrap();
+    // Flushes before the clear must not be counted.
+    madvise_loop(1_000, (0, 1));
+    inst.clear().unwrap();
+    inst.set_tracing_on(true).unwrap();
+    const N: u64 = 10_000;
+    assert_eq!(madvise_loop(N, (0, 1)), N);
+    inst.set_tracing_on(false).unwrap();
+    // Nor those after tracing was turned off.
+    madvise_loop(1_000, (0, 1));
+    let counts = count_buffered_flushes(&inst).unwrap();
+    let r3 = counts.reason_total(3);
+    // One local-MM flush per madvise (see madvise_loop_counts_flush_reasons for the 5%), plus
+    // the loop's own final munmap.
+    assert!((N * 95 / 100..=N + 2).contains(&r3), "reason 3: {r3} for {N} madvise calls");
+    assert!(!counts.lost_any(), "{:?}", counts.loss);
+    // Read to the end: a second count finds nothing new, and a cleared buffer nothing at all.
+    assert_eq!(count_buffered_flushes(&inst).unwrap().total(), 0);
+    inst.clear().unwrap();
+    assert_eq!(count_buffered_flushes(&inst).unwrap().total(), 0);
 }
 
 #[test]
