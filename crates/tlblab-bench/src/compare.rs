@@ -53,7 +53,7 @@ pub struct ResultsComparison {
     pub b_label: String,
     /// One row per configuration, in A's order.
     pub rows: Vec<ConfigComparison>,
-    /// Where the two environments differ.
+    /// Where the two environments, or the measurement settings (`method.*`), differ.
     pub environment_differences: Vec<Difference>,
     /// The noise threshold used.
     pub noise_threshold: f64,
@@ -124,9 +124,21 @@ pub fn compare_results(
         a_label: a_label.to_string(),
         b_label: b_label.to_string(),
         rows,
-        environment_differences: Environment::differences(&a.environment, &b.environment),
+        environment_differences: differences(a, b),
         noise_threshold: settings.noise_threshold,
     })
+}
+
+/// Where two sessions' machines, kernels or measurement settings differ.
+fn differences(a: &BenchResults, b: &BenchResults) -> Vec<Difference> {
+    let mut diffs = Environment::differences(&a.environment, &b.environment);
+    let (ma, mb) = (a.method.measurement_settings(), b.method.measurement_settings());
+    for ((field, va), (_, vb)) in ma.into_iter().zip(mb) {
+        if va != vb {
+            diffs.push(Difference { field: field.to_string(), a: va, b: vb });
+        }
+    }
+    diffs
 }
 
 /// Compares every configuration of one session with its first configuration of the same

@@ -8,7 +8,7 @@
 
 use std::fmt::Write;
 
-use tlblab_stats::{outliers, Group, Summary, Verdict};
+use tlblab_stats::{bootstrap_ci, mean, outliers, Group, Summary, Verdict};
 
 use crate::compare::{ConfigComparison, ResultsComparison};
 use crate::results::BenchResults;
@@ -42,8 +42,50 @@ fn number(x: f64) -> String {
     }
 }
 
-/// A session's configurations: mean ± sd over N runs, median, range, CV, outliers, and the
-/// counters per operation.
+/// Bootstrap resamples behind a session table's confidence intervals.
+const CI_RESAMPLES: usize = 10_000;
+
+/// What a session measured with: the method, the counter sources and the harness overhead.
+pub fn session_header(results: &BenchResults) -> String {
+    let m = &results.method;
+    let mut out = format!(
+        "method: {} measured runs per configuration, {}, {} ms each after {} ms of warm-up; \
+         seed {}; CPUs {}; tlb_flush tracepoint {}\n",
+        m.runs,
+        if m.interleaved {
+            "interleaved in seeded random rounds"
+        } else {
+            "one configuration after another"
+        },
+        m.run_ms,
+        m.warmup_ms,
+        m.seed,
+        m.cpus.as_deref().unwrap_or("default placement"),
+        if m.flush_trace { "on during runs" } else { "off" },
+    );
+    let _ = writeln!(out, "counter sources: {}", results.sources);
+    if let Some(o) = &results.harness_overhead {
+        let _ = writeln!(
+            out,
+            "harness overhead ({}): median {:+.2}% of the op over {} paired slices \
+             (quartiles {:+.2}% … {:+.2}%; bare {:.1} ns/op, through the harness {:.1} ns/op); \
+             the harness's own work {:.2} ns/op = {:.3}% of the op",
+            o.config,
+            o.percent,
+            o.repeats,
+            o.percent_p25,
+            o.percent_p75,
+            o.bare_ns_per_op,
+            o.harness_ns_per_op,
+            o.machinery_ns_per_op,
+            o.machinery_percent
+        );
+    }
+    out
+}
+
+/// A session's configurations: mean ± sd over N runs with the bootstrap 95% CI of the mean,
+/// median, range, CV, outliers, and the counters per operation.
 pub fn session_table(results: &BenchResults) -> String {
     let mut out = String::new();
     for c in &results.configs {
@@ -65,6 +107,15 @@ pub fn session_table(results: &BenchResults) -> String {
             number(s.stddev),
             s.n
         );
+        let ci = |v: &[f64]| mean(v).unwrap_or(f64::NAN);
+        if let Ok(ci) = bootstrap_ci(&values, ci, CI_RESAMPLES, 0.95, results.method.seed) {
+            let _ = writeln!(
+                out,
+                "  95% CI of the mean {} … {} (bootstrap, {CI_RESAMPLES} resamples)",
+                number(ci.low),
+                number(ci.high)
+            );
+        }
         let cv = s.cv.map_or("-".to_string(), |cv| format!("{:.1}%", cv * 100.0));
         let _ = writeln!(
             out,
@@ -238,9 +289,10 @@ pub fn comparison(cmp: &ResultsComparison, format: Format) -> String {
 /// "environment differences" as lines (or a line saying there are none).
 pub fn environment_differences(cmp: &ResultsComparison) -> String {
     if cmp.environment_differences.is_empty() {
-        return "environment: no differences\n".to_string();
+        return "environment and method: no differences\n".to_string();
     }
-    let mut out = format!("environment differences ({} → {}):\n", cmp.a_label, cmp.b_label);
+    let mut out =
+        format!("environment and method differences ({} → {}):\n", cmp.a_label, cmp.b_label);
     for d in &cmp.environment_differences {
         let _ = writeln!(out, "  {}: {} → {}", d.field, d.a, d.b);
     }

@@ -64,11 +64,41 @@ pub struct Method {
     pub interleaved: bool,
     /// Seed of the run order (and of the statistics' bootstrap).
     pub seed: u64,
+    /// The CPUs the tasks were placed on, in the kernel's list format, if given (else each
+    /// scenario's default placement).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<String>,
+    /// Whether the `tlb:tlb_flush` tracepoint was enabled during the measured runs (it adds the
+    /// cost of recording an event to every flush, on both sides of a comparison).
+    #[serde(default)]
+    pub flush_trace: bool,
 }
 
 impl Default for Method {
     fn default() -> Method {
-        Method { runs: 10, warmup_ms: 100, run_ms: 500, interleaved: true, seed: 0 }
+        Method {
+            runs: 10,
+            warmup_ms: 100,
+            run_ms: 500,
+            interleaved: true,
+            seed: 0,
+            cpus: None,
+            flush_trace: false,
+        }
+    }
+}
+
+impl Method {
+    /// The settings that make two sessions' values comparable, as (name, value) for listing
+    /// where they differ: run length, warm-up, placement, tracing. (Run count, order and seed
+    /// only change the precision.)
+    pub fn measurement_settings(&self) -> [(&'static str, String); 4] {
+        [
+            ("method.run_ms", self.run_ms.to_string()),
+            ("method.warmup_ms", self.warmup_ms.to_string()),
+            ("method.cpus", self.cpus.clone().unwrap_or_else(|| "default".into())),
+            ("method.flush_trace", self.flush_trace.to_string()),
+        ]
     }
 }
 
@@ -134,10 +164,20 @@ pub struct HarnessOverhead {
     pub bare_ns_per_op: f64,
     /// Median ns per operation with the harness.
     pub harness_ns_per_op: f64,
-    /// `harness / bare − 1`, in percent (negative values are noise).
+    /// Median over the paired repeats of `harness / bare − 1`, in percent (negative values are
+    /// noise).
     pub percent: f64,
+    /// First quartile of the per-repeat percentages.
+    pub percent_p25: f64,
+    /// Third quartile of the per-repeat percentages.
+    pub percent_p75: f64,
     /// Paired repeats behind the medians.
     pub repeats: usize,
+    /// The harness's own cost per operation, timed around an empty operation, ns.
+    pub machinery_ns_per_op: f64,
+    /// `machinery_ns_per_op` as a percentage of `bare_ns_per_op`: the overhead's bound, far
+    /// below what the noisy paired repeats can resolve.
+    pub machinery_percent: f64,
 }
 
 /// A benchmark session's results.

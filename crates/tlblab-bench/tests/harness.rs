@@ -198,6 +198,25 @@ fn comparing_different_scenarios_or_parameters_is_refused_with_the_differences()
 }
 
 #[test]
+fn a_comparison_lists_measurement_settings_that_differ_but_not_the_run_count() {
+    let m = Method { runs: 3, ..Method::default() };
+    let (a, _) = session(&[(cfg("0"), vec![1.0, 2.0, 1.5])], m.clone());
+    let other = Method { runs: 4, run_ms: 250, flush_trace: true, seed: 9, ..m };
+    let (b, _) = session(&[(cfg("0"), vec![1.0, 2.0, 1.5, 1.2])], other);
+    let cmp =
+        compare_results(("base", a.results()), ("new", b.results()), &CompareSettings::default())
+            .unwrap();
+    let diffs: Vec<String> = cmp
+        .environment_differences
+        .iter()
+        .map(|d| format!("{}: {} → {}", d.field, d.a, d.b))
+        .collect();
+    assert_eq!(diffs, ["method.run_ms: 500 → 250", "method.flush_trace: false → true"]);
+    let text = render::comparison(&cmp, Format::Table);
+    assert!(text.contains("method.run_ms: 500 → 250"), "{text}");
+}
+
+#[test]
 fn baselines_round_trip_and_bad_files_get_clear_errors() {
     let dir = tmp("baselines");
     let store = BaselineStore::new(dir.join("b"));

@@ -28,7 +28,7 @@ fn compare_prints_the_table_the_verdict_and_refuses_other_parameters() {
     let amean = text.lines().find(|l| l.trim_start().starts_with("Amean")).unwrap();
     assert!(amean.contains('*') && amean.contains("10.74%"), "{amean}");
     assert!(text.contains(": improved"), "{text}");
-    assert!(text.contains("environment: no differences"), "{text}");
+    assert!(text.contains("environment and method: no differences"), "{text}");
 
     let busy0 = BenchConfig::new("madvise-busy", [("busy", "0")], "µs/op", true);
     let c = results_file(dir.path(), "c.json", &busy0, &[2.0, 2.1]);
