@@ -64,6 +64,11 @@ pub fn session_header(results: &BenchResults) -> String {
         if m.flush_trace { "on during runs" } else { "off" },
     );
     let _ = writeln!(out, "counter sources: {}", results.sources);
+    if !results.flush_reasons.is_empty() {
+        let legend: Vec<String> =
+            results.flush_reasons.iter().map(|(r, name)| format!("{r} {name}")).collect();
+        let _ = writeln!(out, "tlb_flush reasons (this kernel's): {}", legend.join(", "));
+    }
     if let Some(o) = &results.harness_overhead {
         let _ = writeln!(
             out,
@@ -132,19 +137,42 @@ pub fn session_table(results: &BenchResults) -> String {
                 number(values[i])
             );
         }
-        let per_op: Vec<String> = c
-            .counter_names()
-            .into_iter()
-            .filter_map(|n| Some(format!("{n} {}", number(c.counter_per_op(n)?))))
-            .collect();
-        if !per_op.is_empty() {
-            let _ = writeln!(out, "  per op (mean of runs): {}", per_op.join(" · "));
+        let per_op = |per_cpu: bool| -> Vec<String> {
+            c.counter_names()
+                .into_iter()
+                .filter(|n| is_per_cpu(n) == per_cpu)
+                .filter_map(|n| Some((n, c.counter_per_op(n)?)))
+                .filter(|&(_, v)| !per_cpu || v != 0.0)
+                .map(|(n, v)| format!("{n} {}", number(v)))
+                .collect()
+        };
+        for (label, list) in [("per op", per_op(false)), ("per op, by CPU", per_op(true))] {
+            if !list.is_empty() {
+                let _ = writeln!(out, "  {label} (mean of runs): {}", list.join(" · "));
+            }
+        }
+        let warned: Vec<&crate::RunRecord> =
+            c.runs.iter().filter(|r| !r.warnings.is_empty()).collect();
+        if let Some(first) = warned.first() {
+            let _ = writeln!(
+                out,
+                "  warning: {} of {} runs have warnings, e.g. {}",
+                warned.len(),
+                c.runs.len(),
+                first.warnings[0]
+            );
         }
     }
     if results.interrupted {
         out.push_str("interrupted: the results hold the runs finished before the stop\n");
     }
     out
+}
+
+/// Whether a counter is one CPU's share (`irq.tlb.cpu1`), shown only where there is room.
+fn is_per_cpu(name: &str) -> bool {
+    name.rsplit_once(".cpu")
+        .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// The signed percentage of a statistic, positive = better.
@@ -217,7 +245,7 @@ pub fn comparison_table(rows_of: &[ConfigComparison], a: &str, b: &str) -> Strin
             let a_cell = format!("{} ({:>7.2}%)", number(va), 0.0);
             let _ = writeln!(out, "  {name:<9} {a_cell:>22} {b_cell:>22}");
         }
-        for (name, pa, pb) in &c.counters_per_op {
+        for (name, pa, pb) in c.counters_per_op.iter().filter(|(n, _, _)| !is_per_cpu(n)) {
             let _ = writeln!(
                 out,
                 "  {:<9} {:>22} {:>22}   {name} per op",

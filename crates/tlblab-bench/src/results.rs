@@ -191,6 +191,10 @@ pub struct BenchResults {
     pub sources: Sources,
     /// How the runs were made.
     pub method: Method,
+    /// The kernel's labels of the `tlb_flush` reasons counted as `tlb_flush.reasonR` (from the
+    /// tracepoint's format), when the tracepoint was used.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub flush_reasons: BTreeMap<i32, String>,
     /// The harness overhead, if it was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harness_overhead: Option<HarnessOverhead>,
@@ -213,6 +217,7 @@ impl BenchResults {
             environment,
             sources,
             method,
+            flush_reasons: BTreeMap::new(),
             harness_overhead: None,
             configs: configs
                 .into_iter()

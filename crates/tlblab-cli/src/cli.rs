@@ -32,6 +32,106 @@ pub enum Command {
     /// differences between the two environments. Results of different scenarios or parameters
     /// are refused.
     Compare(CompareArgs),
+    /// Measure the scenarios on the running kernel: pinned threads and processes, warm-up,
+    /// interleaved measured runs, counters per run, statistics and a significance verdict.
+    ///
+    /// Every option that takes values accepts a comma-separated list, and each combination is
+    /// one configuration: `tlblab bench madvise-busy --busy 0,1` measures both, in interleaved
+    /// rounds, and compares `--busy 1` with `--busy 0` (Welch's t-test and Mann-Whitney U, the
+    /// 95% bootstrap interval of the change, and the verdict: improved / regressed / no
+    /// significant change). With no scenario, every scenario runs at its defaults (those this
+    /// machine has too few CPUs for are skipped, with the reason). Per run it records
+    /// /proc/interrupts TLB and CAL deltas per CPU, page faults and context switches,
+    /// tlb:tlb_flush counts by reason and CPU (when tracefs is writable: needs root), and PMU
+    /// dTLB misses where perf_event_open offers them. Ctrl-C stops cleanly and keeps the runs
+    /// finished so far. docs/bench-output.md describes the result file.
+    Bench(BenchArgs),
+}
+
+/// `tlblab bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Scenarios to measure (default: all; `--list` shows them).
+    #[arg(value_name = "SCENARIO")]
+    pub scenarios: Vec<String>,
+    /// List the scenarios, their options and defaults, and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// Sibling threads spinning on other CPUs (madvise-busy, storm).
+    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    pub busy: Vec<String>,
+    /// Pages read per round trip (pingpong).
+    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    pub touch: Vec<String>,
+    /// Tasks (munmap-threads, madvise-scale, pthread-mmap).
+    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    pub tasks: Vec<String>,
+    /// threads or processes (munmap-threads).
+    #[arg(long, value_delimiter = ',', value_name = "MODE,...")]
+    pub mode: Vec<String>,
+    /// Pages per task and operation (munmap-threads, pthread-mmap, storm).
+    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    pub pages: Vec<String>,
+    /// Rounds per thread (pthread-mmap).
+    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    pub iterations: Vec<String>,
+    /// munmap or mprotect (storm).
+    #[arg(long, value_delimiter = ',', value_name = "OP,...")]
+    pub op: Vec<String>,
+    /// CPUs for the tasks, in order (kernel list format, e.g. 0-1); default: each scenario's
+    /// own placement (task i on online CPU i).
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// Measured runs per configuration.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub runs: usize,
+    /// Warm-up before each measured run, ms (0: none).
+    #[arg(long, default_value_t = 100, value_name = "MS")]
+    pub warmup_ms: u64,
+    /// Length of each measured run, ms (pthread-mmap does its fixed work instead).
+    #[arg(long, default_value_t = 500, value_name = "MS")]
+    pub run_ms: u64,
+    /// Run each configuration's runs back to back instead of in interleaved rounds.
+    #[arg(long)]
+    pub no_interleave: bool,
+    /// Seed of the run order and of the bootstrap.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Write the results (JSON, rewritten after every run) to FILE.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Save the results as baseline NAME (for `--baseline` and `tlblab compare`).
+    #[arg(long, value_name = "NAME")]
+    pub save_baseline: Option<String>,
+    /// Compare the results with baseline NAME (or a result file) at the end.
+    #[arg(long, value_name = "NAME")]
+    pub baseline: Option<String>,
+    /// Replace an existing output file or baseline.
+    #[arg(long)]
+    pub force: bool,
+    /// Where baselines are kept (default: $TLBLAB_BASELINES, else
+    /// $XDG_DATA_HOME/tlblab/baselines, else ~/.local/share/tlblab/baselines).
+    #[arg(long, value_name = "DIR")]
+    pub baseline_dir: Option<PathBuf>,
+    /// Noise threshold in percent: smaller changes are never called significant.
+    #[arg(long, default_value_t = 1.0, value_name = "PCT")]
+    pub noise: f64,
+    /// Do not enable the tlb:tlb_flush tracepoint during runs (recording each flush costs
+    /// time; the interrupt and fault counters stay).
+    #[arg(long)]
+    pub no_trace: bool,
+    /// Trace buffer per CPU, KiB (runs that flush more than it holds report lost events).
+    #[arg(long, default_value_t = 16384, value_name = "KIB")]
+    pub trace_buffer_kb: u32,
+    /// Skip measuring the harness overhead (against a bare loop of the same system calls).
+    #[arg(long)]
+    pub no_overhead: bool,
+    /// Print the results as JSON on stdout instead of tables (no progress).
+    #[arg(long)]
+    pub json: bool,
+    /// No progress or notes on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 /// `tlblab compare`.

@@ -1,7 +1,7 @@
 //! `tlblab compare A B`: two saved benchmark results, configuration by configuration.
 
 use crate::cli::{CompareArgs, CompareFormat};
-use crate::commands::BadInput;
+use crate::commands::noise_fraction;
 use anyhow::{Context, Result};
 use std::process::ExitCode;
 use tlblab_bench::render::{self, Format};
@@ -9,17 +9,12 @@ use tlblab_bench::{compare_results, BaselineStore, CompareSettings};
 
 /// Runs `tlblab compare`.
 pub fn run(args: &CompareArgs) -> Result<ExitCode> {
-    if !(args.noise.is_finite() && (0.0..100.0).contains(&args.noise)) {
-        return Err(
-            BadInput(format!("--noise {}: give a percentage from 0 to 100", args.noise)).into()
-        );
-    }
+    let noise_threshold = noise_fraction(args.noise)?;
     let store =
         args.baseline_dir.as_ref().map_or_else(BaselineStore::default_location, BaselineStore::new);
     let a = store.load(&args.a).with_context(|| format!("loading {}", args.a))?;
     let b = store.load(&args.b).with_context(|| format!("loading {}", args.b))?;
-    let settings =
-        CompareSettings { noise_threshold: args.noise / 100.0, ..CompareSettings::default() };
+    let settings = CompareSettings { noise_threshold, ..CompareSettings::default() };
     let cmp = compare_results((&args.a, &a), (&args.b, &b), &settings)?;
     let format = match args.format {
         CompareFormat::Table => Format::Table,

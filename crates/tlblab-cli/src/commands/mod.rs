@@ -1,5 +1,6 @@
 //! One module per subcommand, and what they share: loading the machine, exit statuses.
 
+mod bench;
 mod compare;
 mod convert;
 mod demo;
@@ -27,6 +28,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Sim(SimCommand::Run(args)) => run::run(&args),
         Command::Sim(SimCommand::Study(args)) => study::run(&args),
         Command::Compare(args) => compare::run(&args),
+        Command::Bench(args) => bench::run(&args),
     }
 }
 
@@ -41,6 +43,15 @@ pub fn exit_status(error: &anyhow::Error) -> u8 {
             || cause.is::<tlblab_kernel::workloads::ScenarioError>()
             || cause.is::<tlblab_kernel::KernelError>()
             || cause.is::<tlblab_studies::StudyError>()
+            || cause.downcast_ref::<tlblab_live::LiveError>().is_some_and(|e| {
+                matches!(
+                    e,
+                    tlblab_live::LiveError::UnknownScenario { .. }
+                        | tlblab_live::LiveError::BadParameter { .. }
+                        | tlblab_live::LiveError::TooFewCpus { .. }
+                        | tlblab_live::LiveError::CpuNotOnline { .. }
+                )
+            })
             || cause.downcast_ref::<tlblab_bench::BenchError>().is_some_and(|e| {
                 !matches!(
                     e,
@@ -52,6 +63,15 @@ pub fn exit_status(error: &anyhow::Error) -> u8 {
         2
     } else {
         1
+    }
+}
+
+/// `--noise PCT` as a fraction, or a usage error.
+pub fn noise_fraction(pct: f64) -> Result<f64, BadInput> {
+    if pct.is_finite() && (0.0..100.0).contains(&pct) {
+        Ok(pct / 100.0)
+    } else {
+        Err(BadInput(format!("--noise {pct}: give a percentage from 0 to 100")))
     }
 }
 

@@ -1,9 +1,10 @@
 //! End-to-end tests of the `tlblab` binary: every test runs the real executable, as a user would.
 //!
 //! One test binary with a module per area (golden counts, bad input, determinism, conversion,
-//! help, machine presets, the demo, the output doc, warm-up, sim run and sim study), so that the suite links once and runs in
-//! parallel.
+//! help, machine presets, the demo, the output doc, warm-up, sim run and sim study, live
+//! benchmarks and their comparison), so that the suite links once and runs in parallel.
 
+mod bench;
 mod common;
 mod compare;
 mod convert;

@@ -1,0 +1,187 @@
+//! The counters around one measured run: system-wide interrupt and vmstat deltas, the faults and
+//! switches of the benchmark's own tasks, `tlb:tlb_flush` events from tlblab's tracefs instance,
+//! and PMU counts. Names are those of docs/bench-output.md. A source that fails during a run
+//! leaves its counters out and adds a warning to the run; it never fails the run.
+
+use std::collections::BTreeMap;
+
+use tlblab_env::{
+    InterruptDelta, InterruptSnapshot, PmuCounters, ProcessCounters, RusageSnapshot, Source,
+    TlbFlushCounters,
+};
+use tlblab_tracefs::{count_buffered_flushes, Instance};
+
+/// What the counter sources held before the run.
+pub struct Before {
+    interrupts: Result<InterruptSnapshot, String>,
+    vmstat: Option<Result<TlbFlushCounters, String>>,
+    tasks: Result<ProcessCounters, String>,
+    tracing: Result<(), String>,
+    pmu: Result<(), String>,
+}
+
+/// The counters the run's tasks have so far: this process (all threads), its children that
+/// have exited and been waited for, and those still alive.
+fn task_counters(children: &[i32]) -> Result<ProcessCounters, String> {
+    let own = RusageSnapshot::read().map_err(|e| e.to_string())?;
+    let mut sum = own.process.plus(&own.children);
+    for &pid in children {
+        let pid = u32::try_from(pid).map_err(|_| format!("bad child pid {pid}"))?;
+        sum = sum.plus(&ProcessCounters::of_pid(pid).map_err(|e| e.to_string())?);
+    }
+    Ok(sum)
+}
+
+/// Reads every source and starts the trace and the PMU; call right before the measured run.
+pub fn before(children: &[i32], trace: Option<&Instance>, pmu: Option<&mut PmuCounters>) -> Before {
+    let tracing = match trace {
+        Some(instance) => instance
+            .clear()
+            .and_then(|()| instance.set_tracing_on(true))
+            .map_err(|e| format!("tlb_flush trace not started: {e}")),
+        None => Ok(()),
+    };
+    let pmu = match pmu {
+        Some(pmu) => pmu.reset().and_then(|()| pmu.enable()).map_err(|e| e.to_string()),
+        None => Ok(()),
+    };
+    Before {
+        interrupts: InterruptSnapshot::read().map_err(|e| e.to_string()),
+        vmstat: match TlbFlushCounters::read() {
+            Ok(Source::Available(c)) => Some(Ok(c)),
+            Ok(Source::Unavailable { .. }) => None,
+            Err(e) => Some(Err(e.to_string())),
+        },
+        tasks: task_counters(children),
+        tracing,
+        pmu,
+    }
+}
+
+/// Reads every source again, stops the trace and the PMU, and returns the deltas by name with
+/// warnings for the sources that failed. Call right after the measured run, whatever it
+/// returned.
+pub fn after(
+    before: Before,
+    children: &[i32],
+    trace: Option<&Instance>,
+    pmu: Option<&mut PmuCounters>,
+) -> (BTreeMap<String, u64>, Vec<String>) {
+    let mut out = BTreeMap::new();
+    let mut warnings = Vec::new();
+    let mut put = |name: String, value: u64| {
+        out.insert(name, value);
+    };
+    // First what the run itself left: the trace (stopped at once) and the PMU.
+    if let Some(instance) = trace {
+        let stopped = instance.set_tracing_on(false);
+        match before.tracing.and_then(|()| stopped.map_err(|e| e.to_string())) {
+            Err(e) => warnings.push(e),
+            Ok(()) => match count_buffered_flushes(instance) {
+                Err(e) => warnings.push(format!("tlb_flush events not counted: {e}")),
+                Ok(counts) => {
+                    for (cpu, reasons) in &counts.by_cpu {
+                        for (reason, n) in reasons {
+                            put(format!("tlb_flush.reason{reason}.cpu{cpu}"), *n);
+                        }
+                    }
+                    // Every reason the kernel defines, zeros included, so that a comparison
+                    // shows a reason that only one side had.
+                    let reasons: std::collections::BTreeSet<i32> = counts
+                        .by_cpu
+                        .values()
+                        .flat_map(|m| m.keys().copied())
+                        .chain(counts.reason_names.keys().copied())
+                        .collect();
+                    for reason in reasons {
+                        put(format!("tlb_flush.reason{reason}"), counts.reason_total(reason));
+                    }
+                    let lost: u64 = counts
+                        .loss
+                        .iter()
+                        .map(|l| {
+                            l.missed_events
+                                + l.overrun.unwrap_or(0)
+                                + l.dropped_events.unwrap_or(0)
+                                + l.pages_with_unknown_loss
+                        })
+                        .sum();
+                    put("tlb_flush.lost".into(), lost);
+                    if counts.lost_any() {
+                        warnings.push(format!(
+                            "the trace buffers lost tlb_flush events ({lost} or more): the \
+                             tlb_flush counts are low; use a larger --trace-buffer-kb or a \
+                             shorter --run-ms"
+                        ));
+                    }
+                }
+            },
+        }
+    }
+    if let Some(pmu) = pmu {
+        let reading = before
+            .pmu
+            .and_then(|()| pmu.disable().and_then(|()| pmu.read()).map_err(|e| e.to_string()));
+        match reading {
+            Err(e) => warnings.push(format!("PMU counters not read: {e}")),
+            Ok(r) => {
+                put("pmu.dtlb_load_misses".into(), r.dtlb_load_misses);
+                if let Some(c) = r.cycles {
+                    put("pmu.cycles".into(), c);
+                }
+                if r.time_running_ns < r.time_enabled_ns {
+                    warnings.push(format!(
+                        "the PMU was multiplexed: counted {} of {} ns",
+                        r.time_running_ns, r.time_enabled_ns
+                    ));
+                }
+            }
+        }
+    }
+    match before.interrupts.and_then(|b| {
+        let a = InterruptSnapshot::read().map_err(|e| e.to_string())?;
+        InterruptDelta::between(&b, &a).map_err(|e| e.to_string())
+    }) {
+        Err(e) => warnings.push(format!("/proc/interrupts deltas: {e}")),
+        Ok(d) => {
+            for (row, name) in [(&d.tlb, "irq.tlb"), (&d.cal, "irq.cal")] {
+                if let Source::Available(row) = row {
+                    put(name.to_string(), row.total);
+                    for (cpu, n) in d.cpus.iter().zip(&row.per_cpu) {
+                        put(format!("{name}.cpu{cpu}"), *n);
+                    }
+                }
+            }
+        }
+    }
+    if let Some(vmstat) = before.vmstat {
+        let delta = vmstat.and_then(|b| match TlbFlushCounters::read() {
+            Ok(Source::Available(a)) => TlbFlushCounters::delta(&b, &a).map_err(|e| e.to_string()),
+            Ok(Source::Unavailable { reason }) => Err(reason),
+            Err(e) => Err(e.to_string()),
+        });
+        match delta {
+            Err(e) => warnings.push(format!("/proc/vmstat deltas: {e}")),
+            Ok(d) => {
+                let values =
+                    [d.remote_flush, d.remote_flush_received, d.local_flush_all, d.local_flush_one];
+                for (name, v) in TlbFlushCounters::NAMES.iter().zip(values) {
+                    put(format!("vmstat.{name}"), v);
+                }
+            }
+        }
+    }
+    match before.tasks.and_then(|b| {
+        let a = task_counters(children)?;
+        ProcessCounters::delta("tasks", &b, &a).map_err(|e| e.to_string())
+    }) {
+        Err(e) => warnings.push(format!("fault and switch counts: {e}")),
+        Ok(d) => {
+            put("rusage.minor_faults".into(), d.minor_faults);
+            put("rusage.major_faults".into(), d.major_faults);
+            put("rusage.voluntary_switches".into(), d.voluntary_switches);
+            put("rusage.involuntary_switches".into(), d.involuntary_switches);
+        }
+    }
+    (out, warnings)
+}

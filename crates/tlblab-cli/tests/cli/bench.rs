@@ -1,0 +1,237 @@
+//! `tlblab bench`: the real scenarios on the running kernel, with short settings. What depends
+//! on the machine (tracefs and root, two CPUs) is checked when the results say it was there;
+//! without it the command must degrade and say so, never fail.
+
+use crate::common::{one_error, tlblab};
+use serde_json::Value;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Short settings: three 60-ms runs per configuration after 10 ms of warm-up.
+const SHORT: [&str; 7] = ["--runs", "3", "--run-ms", "60", "--warmup-ms", "10", "--no-overhead"];
+
+fn json_of(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// The mean over runs of `counter / ops`, if every run has it.
+fn per_op(config: &Value, counter: &str) -> Option<f64> {
+    let runs = config["runs"].as_array()?;
+    let mut sum = 0.0;
+    for r in runs {
+        sum += r["counters"][counter].as_f64()? / r["ops"].as_f64()?;
+    }
+    Some(sum / runs.len() as f64)
+}
+
+#[test]
+fn madvise_busy_measures_the_shootdown_with_counters_and_a_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("busy.json");
+    let out = tlblab()
+        .args(["bench", "madvise-busy", "--busy", "0,1", "--json", "-o"])
+        .arg(&file)
+        .args(SHORT)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // --json prints the very results that were written to the file.
+    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json_of(&file);
+    assert_eq!(printed, v);
+    assert_eq!(v["schema"], "tlblab.bench/1");
+    assert_eq!(v["interrupted"], false);
+    let configs = v["configs"].as_array().unwrap();
+    assert_eq!(configs.len(), 2);
+    assert_eq!(configs[0]["config"]["params"]["busy"], "0");
+    let busy0 = &configs[0];
+    assert_eq!(busy0["runs"].as_array().unwrap().len(), 3);
+    for r in busy0["runs"].as_array().unwrap() {
+        assert!(r["ops"].as_u64().unwrap() > 0 && r["value"].as_f64().unwrap() > 0.0, "{r}");
+        // µs per op is the elapsed time over the ops.
+        let implied = r["elapsed_ns"].as_f64().unwrap() / r["ops"].as_f64().unwrap() / 1e3;
+        assert!((implied / r["value"].as_f64().unwrap() - 1.0).abs() < 1e-9, "{r}");
+    }
+    // Each op writes the page that the previous madvise zapped: one minor fault per op.
+    let faults = per_op(busy0, "rusage.minor_faults").unwrap();
+    assert!((0.95..1.1).contains(&faults), "minor faults per op {faults}");
+    let traced = v["method"]["flush_trace"] == true;
+    if traced {
+        // One local flush of the mm per madvise (reason 3, TLB_LOCAL_MM_SHOOTDOWN), on the
+        // measuring CPU only, and nothing lost.
+        let local = per_op(busy0, "tlb_flush.reason3").unwrap();
+        assert!((0.95..1.05).contains(&local), "reason 3 per op {local}");
+        assert_eq!(per_op(busy0, "tlb_flush.lost"), Some(0.0));
+        assert_eq!(v["flush_reasons"]["1"], "remote shootdown");
+    } else {
+        assert!(per_op(busy0, "tlb_flush.reason3").is_none());
+        eprintln!("tlb_flush counts not checked: {}", v["sources"]["tracefs"]);
+    }
+    let busy1 = &configs[1];
+    if let Some(reason) = busy1["skipped"].as_str() {
+        assert!(reason.contains("needs 2 CPUs"), "{reason}");
+        return;
+    }
+    // A sibling spinning on the other CPU holds the mm there: every madvise must reach it.
+    if traced {
+        let sent = per_op(busy1, "tlb_flush.reason4").unwrap();
+        assert!(sent > 0.5, "IPIs sent per op {sent}");
+    }
+    if let Some(received) = per_op(busy1, "irq.tlb") {
+        assert!(received > 0.0, "no TLB shootdown interrupts counted");
+    }
+    let mean = |c: &Value| {
+        let runs = c["runs"].as_array().unwrap();
+        runs.iter().map(|r| r["value"].as_f64().unwrap()).sum::<f64>() / runs.len() as f64
+    };
+    assert!(mean(busy1) > mean(busy0), "a shootdown per op must cost time");
+}
+
+#[test]
+fn tables_compare_each_configuration_with_the_first_and_say_what_every_number_is() {
+    let out = tlblab().args(["bench", "madvise-busy", "--busy", "0,1", "-q"]).args(SHORT).output();
+    let out = out.unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "--quiet: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("method: 3 measured runs per configuration, interleaved"), "{text}");
+    assert!(text.contains("counter sources: interrupts: "), "{text}");
+    assert!(text.contains("(mean ± sd of 3 runs; lower is better)"), "{text}");
+    assert!(text.contains("95% CI of the mean"), "{text}");
+    if !text.contains("not run:") {
+        assert!(text.contains("madvise-busy --busy 0 → madvise-busy --busy 1"), "{text}");
+        assert!(text.contains("Welch p = "), "{text}");
+        assert!(
+            ["regressed", "improved", "no significant change"].iter().any(|v| text.contains(v)),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn baselines_are_saved_compared_and_refused_when_they_exist() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = ["--baseline-dir", dir.path().to_str().unwrap()];
+    let bench = |extra: &[&str]| {
+        let mut cmd = tlblab();
+        cmd.args(["bench", "madvise-busy", "--busy", "0", "-q"]).args(SHORT).args(base);
+        cmd.args(extra);
+        cmd
+    };
+    assert!(bench(&["--save-baseline", "before"]).output().unwrap().status.success());
+    assert!(dir.path().join("before.json").is_file());
+    let out = bench(&["--save-baseline", "after", "--baseline", "before"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("against baseline before:"), "{text}");
+    assert!(text.contains("environment and method: no differences"), "{text}");
+    let out = tlblab().args(["compare", "before", "after"]).args(base).output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Amean"));
+    let e = one_error(&mut bench(&["--save-baseline", "before"]), 2);
+    assert!(e.contains("before.json exists (use --force to replace it)"), "{e}");
+    // Another scenario cannot be compared with the baseline: the error comes after the results.
+    let out = tlblab()
+        .args(["bench", "madv-migrate", "-q", "--baseline", "before"])
+        .args(SHORT)
+        .args(base)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("madv-migrate"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("different scenarios or parameters"));
+}
+
+#[test]
+fn bad_requests_are_refused_before_anything_runs() {
+    let e = one_error(tlblab().args(["bench", "madvise-bust"]), 2);
+    assert!(e.contains("unknown scenario \"madvise-bust\"") && e.contains("madvise-busy"), "{e}");
+    let e = one_error(tlblab().args(["bench", "madvise-busy", "--tasks", "2"]), 2);
+    assert!(e.contains("--tasks: none of the scenarios takes it (madvise-busy"), "{e}");
+    let e = one_error(tlblab().args(["bench", "madvise-busy", "--busy", "0,x"]), 2);
+    assert!(e.contains("--busy x"), "{e}");
+    let e = one_error(tlblab().args(["bench", "munmap-threads", "--mode", "fibers"]), 2);
+    assert!(e.contains("--mode fibers"), "{e}");
+    let e = one_error(tlblab().args(["bench", "madvise-busy", "--busy", "1,1"]), 2);
+    assert!(e.contains("asked for twice"), "{e}");
+    let e = one_error(tlblab().args(["bench", "madvise-busy", "--noise", "150"]), 2);
+    assert!(e.contains("--noise 150"), "{e}");
+    let e = one_error(tlblab().args(["bench", "madvise-busy", "--cpus", "1-0"]), 2);
+    assert!(e.contains("--cpus") && e.contains("backwards"), "{e}");
+    // A configuration that cannot run here is skipped with the reason; if none can, it is an
+    // error that gives the reasons.
+    let e = one_error(tlblab().args(["bench", "madvise-busy", "--busy", "4096", "-q"]), 2);
+    assert!(e.contains("outside 0..1024"), "{e}");
+    let e = one_error(tlblab().args(["bench", "madvise-busy", "--busy", "1000", "-q"]), 2);
+    assert!(e.contains("nothing was measured") && e.contains("needs 1001 CPUs"), "{e}");
+}
+
+#[test]
+fn list_names_every_scenario_with_its_unit_and_defaults() {
+    let out = tlblab().args(["bench", "--list"]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for (name, unit) in [
+        ("madv-migrate", "µs/op"),
+        ("pingpong", "µs/op"),
+        ("madvise-busy", "µs/op"),
+        ("munmap-threads", "ops/s"),
+        ("madvise-scale", "ops/s"),
+        ("pthread-mmap", "s"),
+        ("storm", "µs/op"),
+    ] {
+        assert!(text.contains(&format!("{name}  [{unit}]")), "{name}: {text}");
+    }
+    assert!(text.contains("--busy 3"), "{text}");
+}
+
+#[test]
+fn ctrl_c_stops_cleanly_and_keeps_the_finished_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("long.json");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_tlblab"))
+        .args(["bench", "madvise-busy", "--busy", "0", "--runs", "1000", "--run-ms", "50"])
+        .args(["--warmup-ms", "0", "--no-overhead", "-q", "-o"])
+        .arg(&file)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Wait for two finished runs on disk.
+    let start = Instant::now();
+    let runs = |v: &Value| v["configs"][0]["runs"].as_array().map_or(0, Vec::len);
+    while std::fs::read(&file)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .map_or(0, |v| runs(&v))
+        < 2
+    {
+        assert!(start.elapsed() < Duration::from_secs(60), "no runs written");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let kill = std::process::Command::new("kill").args(["-INT", &pid.to_string()]).status();
+    assert!(kill.unwrap().success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "exit status after Ctrl-C");
+    let v = json_of(&file);
+    assert_eq!(v["interrupted"], true);
+    let n = runs(&v);
+    assert!((2..1000).contains(&n), "{n} runs kept");
+    // The tables were still printed, and no temporary file is left beside the results.
+    assert!(String::from_utf8_lossy(&out.stdout).contains("interrupted"));
+    let names: Vec<_> =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names, ["long.json"]);
+    // Its tracefs instance, if it had one, is gone.
+    if let Ok(tracefs) = tlblab_tracefs::Tracefs::find() {
+        let prefix = format!("tlblab-{pid}-");
+        let left = std::fs::read_dir(tracefs.root().join("instances"))
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .any(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+            })
+            .unwrap_or(false);
+        assert!(!left, "tracefs instance of pid {pid} left behind");
+    }
+}
