@@ -46,6 +46,9 @@ pub enum Command {
     /// dTLB misses where perf_event_open offers them. Ctrl-C stops cleanly and keeps the runs
     /// finished so far. docs/bench-output.md describes the result file.
     Bench(BenchArgs),
+    /// Internal: one configuration's process of `tlblab bench` (JSON requests on stdin).
+    #[command(hide = true)]
+    BenchWorker,
 }
 
 /// `tlblab bench`.

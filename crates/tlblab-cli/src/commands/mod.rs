@@ -29,6 +29,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Sim(SimCommand::Study(args)) => study::run(&args),
         Command::Compare(args) => compare::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::BenchWorker => bench::serve_worker(),
     }
 }
 

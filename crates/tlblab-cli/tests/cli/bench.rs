@@ -63,6 +63,10 @@ fn madvise_busy_measures_the_shootdown_with_counters_and_a_verdict() {
         let local = per_op(busy0, "tlb_flush.reason3").unwrap();
         assert!((0.95..1.05).contains(&local), "reason 3 per op {local}");
         assert_eq!(per_op(busy0, "tlb_flush.lost"), Some(0.0));
+        // Alone in its process (each configuration has its own), the measuring thread's mm is
+        // on no other CPU: no flush IPI is sent, although --busy 1 ran in the same session.
+        let sent = per_op(busy0, "tlb_flush.reason4").unwrap();
+        assert!(sent < 0.001, "IPI sends per op with no sibling: {sent}");
         assert_eq!(v["flush_reasons"]["1"], "remote shootdown");
     } else {
         assert!(per_op(busy0, "tlb_flush.reason3").is_none());

@@ -1,12 +1,12 @@
 //! The counters around one measured run: system-wide interrupt and vmstat deltas, the faults and
 //! switches of the benchmark's own tasks, `tlb:tlb_flush` events from tlblab's tracefs instance,
-//! and PMU counts. Names are those of docs/bench-output.md. A source that fails during a run
+//! and the PMU counts a worker took. Names are those of docs/bench-output.md. A source that fails during a run
 //! leaves its counters out and adds a warning to the run; it never fails the run.
 
 use std::collections::BTreeMap;
 
 use tlblab_env::{
-    InterruptDelta, InterruptSnapshot, PmuCounters, ProcessCounters, RusageSnapshot, Source,
+    InterruptDelta, InterruptSnapshot, PmuReading, ProcessCounters, RusageSnapshot, Source,
     TlbFlushCounters,
 };
 use tlblab_tracefs::{count_buffered_flushes, Instance};
@@ -17,32 +17,27 @@ pub struct Before {
     vmstat: Option<Result<TlbFlushCounters, String>>,
     tasks: Result<ProcessCounters, String>,
     tracing: Result<(), String>,
-    pmu: Result<(), String>,
 }
 
 /// The counters the run's tasks have so far: this process (all threads), its children that
-/// have exited and been waited for, and those still alive.
-fn task_counters(children: &[i32]) -> Result<ProcessCounters, String> {
+/// have exited and been waited for, and the live processes `tasks` (the workers and theirs).
+fn task_counters(tasks: &[i32]) -> Result<ProcessCounters, String> {
     let own = RusageSnapshot::read().map_err(|e| e.to_string())?;
     let mut sum = own.process.plus(&own.children);
-    for &pid in children {
+    for &pid in tasks {
         let pid = u32::try_from(pid).map_err(|_| format!("bad child pid {pid}"))?;
         sum = sum.plus(&ProcessCounters::of_pid(pid).map_err(|e| e.to_string())?);
     }
     Ok(sum)
 }
 
-/// Reads every source and starts the trace and the PMU; call right before the measured run.
-pub fn before(children: &[i32], trace: Option<&Instance>, pmu: Option<&mut PmuCounters>) -> Before {
+/// Reads every source and starts the trace; call right before the measured run.
+pub fn before(tasks: &[i32], trace: Option<&Instance>) -> Before {
     let tracing = match trace {
         Some(instance) => instance
             .clear()
             .and_then(|()| instance.set_tracing_on(true))
             .map_err(|e| format!("tlb_flush trace not started: {e}")),
-        None => Ok(()),
-    };
-    let pmu = match pmu {
-        Some(pmu) => pmu.reset().and_then(|()| pmu.enable()).map_err(|e| e.to_string()),
         None => Ok(()),
     };
     Before {
@@ -52,20 +47,17 @@ pub fn before(children: &[i32], trace: Option<&Instance>, pmu: Option<&mut PmuCo
             Ok(Source::Unavailable { .. }) => None,
             Err(e) => Some(Err(e.to_string())),
         },
-        tasks: task_counters(children),
+        tasks: task_counters(tasks),
         tracing,
-        pmu,
     }
 }
 
-/// Reads every source again, stops the trace and the PMU, and returns the deltas by name with
-/// warnings for the sources that failed. Call right after the measured run, whatever it
-/// returned.
+/// Reads every source again, stops the trace, and returns the deltas by name with warnings for
+/// the sources that failed. Call right after the measured run, whatever it returned.
 pub fn after(
     before: Before,
-    children: &[i32],
+    tasks: &[i32],
     trace: Option<&Instance>,
-    pmu: Option<&mut PmuCounters>,
 ) -> (BTreeMap<String, u64>, Vec<String>) {
     let mut out = BTreeMap::new();
     let mut warnings = Vec::new();
@@ -118,26 +110,6 @@ pub fn after(
             },
         }
     }
-    if let Some(pmu) = pmu {
-        let reading = before
-            .pmu
-            .and_then(|()| pmu.disable().and_then(|()| pmu.read()).map_err(|e| e.to_string()));
-        match reading {
-            Err(e) => warnings.push(format!("PMU counters not read: {e}")),
-            Ok(r) => {
-                put("pmu.dtlb_load_misses".into(), r.dtlb_load_misses);
-                if let Some(c) = r.cycles {
-                    put("pmu.cycles".into(), c);
-                }
-                if r.time_running_ns < r.time_enabled_ns {
-                    warnings.push(format!(
-                        "the PMU was multiplexed: counted {} of {} ns",
-                        r.time_running_ns, r.time_enabled_ns
-                    ));
-                }
-            }
-        }
-    }
     match before.interrupts.and_then(|b| {
         let a = InterruptSnapshot::read().map_err(|e| e.to_string())?;
         InterruptDelta::between(&b, &a).map_err(|e| e.to_string())
@@ -172,7 +144,7 @@ pub fn after(
         }
     }
     match before.tasks.and_then(|b| {
-        let a = task_counters(children)?;
+        let a = task_counters(tasks)?;
         ProcessCounters::delta("tasks", &b, &a).map_err(|e| e.to_string())
     }) {
         Err(e) => warnings.push(format!("fault and switch counts: {e}")),
@@ -184,4 +156,19 @@ pub fn after(
         }
     }
     (out, warnings)
+}
+
+/// The PMU counts a worker took around its measured run, by name, with a warning when the
+/// kernel multiplexed the counters.
+pub fn pmu(reading: &PmuReading, out: &mut BTreeMap<String, u64>, warnings: &mut Vec<String>) {
+    out.insert("pmu.dtlb_load_misses".into(), reading.dtlb_load_misses);
+    if let Some(c) = reading.cycles {
+        out.insert("pmu.cycles".into(), c);
+    }
+    if reading.time_running_ns < reading.time_enabled_ns {
+        warnings.push(format!(
+            "the PMU was multiplexed: counted {} of {} ns",
+            reading.time_running_ns, reading.time_enabled_ns
+        ));
+    }
 }

@@ -3,6 +3,9 @@
 mod configs;
 mod counters;
 mod executor;
+mod worker;
+
+pub use worker::serve as serve_worker;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal;
@@ -17,8 +20,7 @@ use tlblab_bench::{
     compare_results, compare_within, BaselineStore, BenchConfig, BenchResults, CompareSettings,
     ExecError, Method, Progress, RunRecord, Session,
 };
-use tlblab_env::{PmuCounters, Source};
-use tlblab_live::{online_cpus, Placement, StopHandle};
+use tlblab_live::{online_cpus, Placement};
 use tlblab_tracefs::{
     cleanup_stale, EventName, Instance, InstanceOptions, TlbFlushDecoder, Tracefs,
 };
@@ -74,9 +76,10 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         }
     };
 
-    // Ctrl-C (or SIGTERM) sets the flag: the current run ends within a few operations, the
-    // session stops, and everything is torn down by the drops below. A second one exits at once
-    // (children die with their parent; the next session removes a left-over trace instance).
+    // Ctrl-C (or SIGTERM) sets the flag: the session stops after the current run (which a
+    // Ctrl-C from the terminal also ends in the workers, within a few operations), and the
+    // drops below tear everything down. A second one exits at once (the workers end when their
+    // stdin closes; the next session removes a left-over trace instance).
     let flag = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register_conditional_shutdown(signal, INTERRUPTED as i32, flag.clone())
@@ -86,10 +89,6 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     }
 
     let trace = if args.no_trace { None } else { flush_trace(args.trace_buffer_kb, &note) };
-    let pmu = match PmuCounters::open() {
-        Source::Available(p) => Some(p),
-        Source::Unavailable { .. } => None,
-    };
     let method = Method {
         runs: args.runs,
         warmup_ms: args.warmup_ms,
@@ -104,8 +103,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     if let Some(instance) = &trace {
         session.results_mut().flush_reasons = flush_reasons(instance);
     }
-    let mut executor =
-        LiveExecutor::new(placement, StopHandle::from_flag(flag.clone()), trace, pmu);
+    let mut executor = LiveExecutor::new(placement, trace);
     let mut result = Ok(());
     if !args.no_overhead {
         note("measuring the harness overhead (about 3 s)");
