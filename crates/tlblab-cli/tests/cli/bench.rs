@@ -239,3 +239,46 @@ fn ctrl_c_stops_cleanly_and_keeps_the_finished_runs() {
         assert!(!left, "tracefs instance of pid {pid} left behind");
     }
 }
+
+/// Object keys at any depth, except under maps whose keys are data (counter names, parameters,
+/// kernel vulnerability files, reason numbers).
+fn field_names(value: &Value, out: &mut std::collections::BTreeSet<String>) {
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map {
+                out.insert(k.clone());
+                if !["counters", "params", "mitigations", "flush_reasons"].contains(&k.as_str()) {
+                    field_names(v, out);
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| field_names(v, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn the_output_doc_names_every_field_of_a_result_file() {
+    let out = tlblab()
+        .args(["bench", "madvise-busy", "--busy", "0", "--json", "--runs", "2", "--run-ms", "20"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["harness_overhead"].is_object(), "the overhead is measured by default");
+    let mut names = std::collections::BTreeSet::new();
+    field_names(&v, &mut names);
+    let doc_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/bench-output.md");
+    let doc = std::fs::read_to_string(doc_path).unwrap();
+    let missing: Vec<&String> = names.iter().filter(|n| !doc.contains(&format!("`{n}`"))).collect();
+    assert!(missing.is_empty(), "docs/bench-output.md does not name {missing:?}");
+    // And every counter name follows a documented pattern.
+    for config in v["configs"].as_array().unwrap() {
+        for run in config["runs"].as_array().unwrap() {
+            for name in run["counters"].as_object().unwrap().keys() {
+                let family = name.split('.').next().unwrap();
+                assert!(doc.contains(&format!("`{family}.")), "counter {name} undocumented");
+            }
+        }
+    }
+}
