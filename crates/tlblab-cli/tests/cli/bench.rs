@@ -63,10 +63,7 @@ fn madvise_busy_measures_the_shootdown_with_counters_and_a_verdict() {
         let local = per_op(busy0, "tlb_flush.reason3").unwrap();
         assert!((0.95..1.05).contains(&local), "reason 3 per op {local}");
         assert_eq!(per_op(busy0, "tlb_flush.lost"), Some(0.0));
-        // Alone in its process (each configuration has its own), the measuring thread's mm is
-        // on no other CPU: no flush IPI is sent, although --busy 1 ran in the same session.
-        let sent = per_op(busy0, "tlb_flush.reason4").unwrap();
-        assert!(sent < 0.001, "IPI sends per op with no sibling: {sent}");
+
         assert_eq!(v["flush_reasons"]["1"], "remote shootdown");
     } else {
         assert!(per_op(busy0, "tlb_flush.reason3").is_none());
@@ -81,6 +78,12 @@ fn madvise_busy_measures_the_shootdown_with_counters_and_a_verdict() {
     if traced {
         let sent = per_op(busy1, "tlb_flush.reason4").unwrap();
         assert!(sent > 0.5, "IPIs sent per op {sent}");
+        // --busy 0 runs alone in its own process, so --busy 1's sibling is not in its mm. Its
+        // mm may still list a CPU the worker ran on before it was pinned (the kernel trims
+        // mm_cpumask lazily; seen on a loaded machine: 0.25 sends per op), but never one that
+        // holds the mm for good.
+        let alone = per_op(busy0, "tlb_flush.reason4").unwrap();
+        assert!(alone < sent / 2.0, "IPI sends per op: {alone} alone, {sent} with a sibling");
     }
     if let Some(received) = per_op(busy1, "irq.tlb") {
         assert!(received > 0.0, "no TLB shootdown interrupts counted");

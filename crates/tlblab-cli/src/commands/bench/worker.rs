@@ -15,12 +15,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
+use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 use tlblab_bench::{BenchConfig, ExecError};
 use tlblab_env::{PmuCounters, PmuReading, Source};
 use tlblab_live::{
-    prepare, LiveError, Overhead, Placement, Prepared, RunLength, RunSample, ScenarioSpec,
-    StopHandle,
+    online_cpus, prepare, LiveError, Overhead, Placement, Prepared, RunLength, RunSample,
+    ScenarioSpec, StopHandle,
 };
 
 use super::configs::live_params;
@@ -162,14 +164,21 @@ impl Worker {
         let exe = std::env::current_exe().map_err(|e| {
             ExecError::Failed(format!("finding this program to start a worker: {e}"))
         })?;
-        let mut child = Command::new(&exe)
-            .arg("bench-worker")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .map_err(|e| {
-                ExecError::Failed(format!("starting {} bench-worker: {e}", exe.display()))
-            })?;
+        // Start the worker on its first task's CPU: an mm remembers every CPU it ran on until
+        // the kernel trims its cpumask, and a CPU it started on would draw flush IPIs.
+        let first_cpu = match &placement.cpus {
+            Some(cpus) => cpus.first().copied(),
+            None => online_cpus().ok().and_then(|c| c.first().copied()),
+        };
+        let spawn = || {
+            let mut command = Command::new(&exe);
+            command.arg("bench-worker").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn()
+        };
+        let mut child = match first_cpu {
+            Some(cpu) => with_affinity(cpu, spawn),
+            None => spawn(),
+        }
+        .map_err(|e| ExecError::Failed(format!("starting {} bench-worker: {e}", exe.display())))?;
         let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
         let stdout = BufReader::new(stdout.expect("stdout is piped"));
         let pid = i32::try_from(child.id()).unwrap_or(i32::MAX);
@@ -230,6 +239,19 @@ impl Worker {
             Err(e) => Err(lost("reading", &e)),
         }
     }
+}
+
+/// Runs `f` with this thread pinned to `cpu`, then restores its affinity (children started in
+/// `f` inherit the pinning).
+fn with_affinity<T>(cpu: usize, f: impl FnOnce() -> std::io::Result<T>) -> std::io::Result<T> {
+    let this = Pid::from_raw(0);
+    let saved = sched_getaffinity(this)?;
+    let mut one = CpuSet::new();
+    one.set(cpu)?;
+    sched_setaffinity(this, &one)?;
+    let result = f();
+    sched_setaffinity(this, &saved)?;
+    result
 }
 
 fn unexpected(response: Response) -> ExecError {
