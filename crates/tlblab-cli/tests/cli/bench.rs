@@ -285,3 +285,27 @@ fn the_output_doc_names_every_field_of_a_result_file() {
         }
     }
 }
+
+#[test]
+fn cpus_place_the_measuring_task_first_in_the_order_given() {
+    if tlblab_live::online_cpus().unwrap().len() < 2 {
+        eprintln!("skipped: needs two CPUs");
+        return;
+    }
+    let out = tlblab()
+        .args(["bench", "madvise-busy", "--busy", "0", "--cpus", "1,0", "--json"])
+        .args(SHORT)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["method"]["cpus"], "1,0");
+    if v["method"]["flush_trace"] != true {
+        eprintln!("flush CPU not checked: no tracefs");
+        return;
+    }
+    let config = &v["configs"][0];
+    // The madvise loop ran on CPU 1: its local flushes are there, none on CPU 0.
+    assert!(per_op(config, "tlb_flush.reason3.cpu1").unwrap() > 0.95, "{config}");
+    assert!(per_op(config, "tlb_flush.reason3.cpu0").is_none(), "{config}");
+}

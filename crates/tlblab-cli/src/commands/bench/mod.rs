@@ -46,10 +46,14 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     let configs = configs::configurations(args)?;
     let placement = match &args.cpus {
         None => Placement::default(),
+        // In the order given (the first CPU is the measuring task's), so piece by piece.
         Some(list) => Placement::on(
-            tlblab_types::parse_cpu_list(list)
-                .map_err(|e| BadInput(format!("--cpus: {e}")))?
+            list.split(',')
+                .map(tlblab_types::parse_cpu_list)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| BadInput(format!("--cpus {list}: {e}")))?
                 .into_iter()
+                .flatten()
                 .map(|c| c as usize)
                 .collect(),
         ),
