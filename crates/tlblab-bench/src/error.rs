@@ -2,10 +2,12 @@
 
 use std::path::PathBuf;
 
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-/// Why one run could not be measured.
-#[derive(Debug, Error)]
+/// Why one run could not be measured. Serializable, so that a run made in another process can
+/// report it.
+#[derive(Debug, Error, Serialize, Deserialize)]
 pub enum ExecError {
     /// The run was stopped (Ctrl-C); nothing was measured.
     #[error("interrupted")]

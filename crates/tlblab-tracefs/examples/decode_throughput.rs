@@ -130,9 +130,7 @@ fn live() -> Result<(), Box<dyn std::error::Error>> {
         let t = timed();
         let counts = counter.stop()?;
         inst.remove()?;
-        // The pages' stored counts and the kernel's overrun counter describe the same events.
-        let lost: u64 =
-            counts.loss.iter().map(|l| l.missed_events.max(l.overrun.unwrap_or(0))).sum();
+        let lost = counts.lost_events();
         println!(
             "live: buffer {kb:>4} KiB/CPU, poll {poll_ms:>2} ms: {:>7} tlb_flush in {t:.2} s = {:>6.0} events/s, \
              lost {lost:>6}; loop {:>6.0} it/s counted vs {:>6.0} bare",
@@ -175,8 +173,7 @@ fn marker_flood() -> Result<(), Box<dyn std::error::Error>> {
         let t = start.elapsed().as_secs_f64();
         let counts = counter.stop()?;
         inst.remove()?;
-        let lost: u64 =
-            counts.loss.iter().map(|l| l.missed_events.max(l.overrun.unwrap_or(0))).sum();
+        let lost = counts.lost_events();
         println!(
             "flood: buffer {kb} KiB/CPU: {written} marker writes in {t:.2} s = {:.0}/s; read {} = {:.0} events/s, lost {lost} ({:.1}%)",
             written as f64 / t,

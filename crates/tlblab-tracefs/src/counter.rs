@@ -78,6 +78,11 @@ impl FlushCounts {
         self.by_cpu.values().flat_map(|m| m.values()).sum()
     }
 
+    /// Events known to be lost, summed over CPUs (see [`CpuLoss::lost_events`]).
+    pub fn lost_events(&self) -> u64 {
+        self.loss.iter().map(CpuLoss::lost_events).sum()
+    }
+
     /// Whether any CPU reported lost events.
     pub fn lost_any(&self) -> bool {
         self.loss.iter().any(CpuLoss::any)
@@ -206,6 +211,20 @@ pub fn count_buffered_flushes(instance: &Instance) -> Result<FlushCounts> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn overwritten_events_counted_twice_are_lost_once() {
+        let loss = |missed, overrun, dropped| CpuLoss {
+            missed_events: missed,
+            overrun: Some(overrun),
+            dropped_events: Some(dropped),
+            ..CpuLoss::default()
+        };
+        let counts =
+            FlushCounts { loss: vec![loss(10, 12, 3), loss(7, 0, 0)], ..Default::default() };
+        // CPU 0: max(10, 12) overwritten + 3 refused; CPU 1: 7 from the page headers alone.
+        assert_eq!(counts.lost_events(), 15 + 7);
+    }
 
     #[test]
     fn histogram_buckets() {

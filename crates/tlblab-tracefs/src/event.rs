@@ -91,6 +91,13 @@ impl CpuLoss {
             || self.dropped_events.unwrap_or(0) > 0
     }
 
+    /// Events known to be lost: overwritten ones (the pages' stored counts and the kernel's
+    /// `overrun` counter describe the same events, so the larger of the two) plus those refused
+    /// when the buffer was full. A lower bound when `pages_with_unknown_loss` is not zero.
+    pub fn lost_events(&self) -> u64 {
+        self.missed_events.max(self.overrun.unwrap_or(0)) + self.dropped_events.unwrap_or(0)
+    }
+
     pub(crate) fn note_page(&mut self, missed: Missed) {
         self.pages += 1;
         match missed {

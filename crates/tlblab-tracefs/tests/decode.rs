@@ -30,13 +30,7 @@ fn flushes(events: &[Owned]) -> Vec<(u64, i32, i64)> {
     events
         .iter()
         .map(|e| {
-            let ev = tlblab_tracefs::RawEvent {
-                cpu: e.cpu,
-                ts_ns: e.ts_ns,
-                event_id: e.event_id,
-                pid: e.pid,
-                payload: &e.payload,
-            };
+            let ev = e.raw();
             let f = d.decode(&ev).unwrap().unwrap();
             (f.ts_ns, f.reason, f.pages)
         })

@@ -58,13 +58,7 @@ fn check_against_text(name: &str) -> BTreeMap<(u32, i32), u64> {
     for cpu in [0, 1] {
         let (events, _) = decode_file(&dir, cpu, &layout, &schema);
         for e in &events {
-            let ev = tlblab_tracefs::RawEvent {
-                cpu: e.cpu,
-                ts_ns: e.ts_ns,
-                event_id: e.event_id,
-                pid: e.pid,
-                payload: &e.payload,
-            };
+            let ev = e.raw();
             let fields = if let Some(f) = tlb.decode(&ev).unwrap() {
                 ("tlb_flush", vec![f.pages, i64::from(f.reason)])
             } else {

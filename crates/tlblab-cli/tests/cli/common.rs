@@ -10,6 +10,18 @@ pub fn tlblab() -> Command {
     Command::new(env!("CARGO_BIN_EXE_tlblab"))
 }
 
+/// The built-in machine presets, in the order `sim machines` lists them.
+pub const PRESETS: [&str; 8] = [
+    "skylake",
+    "skylake-server",
+    "ivybridge",
+    "icelake-server",
+    "sapphire-rapids",
+    "zen2",
+    "zen3",
+    "zen4",
+];
+
 /// A file of `tests/data/`.
 pub fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)

@@ -1,7 +1,7 @@
 //! Bad input gives one clear error that names the file and the position in it, exit status 2
 //! (bad input; 1 is any other failure), and never a panic. Results of good files are kept.
 
-use crate::common::{golden_machine, golden_trace, json_of, one_error, tlblab};
+use crate::common::{golden_machine, golden_trace, json_of, one_error, tlblab, PRESETS};
 use std::fs;
 use std::io::Write;
 use std::path::Path;
@@ -157,16 +157,7 @@ fn unknown_preset_name_lists_the_built_in_ones() {
         BAD_INPUT,
     );
     assert!(stderr.contains("\"pentium\""), "{stderr}");
-    for name in [
-        "skylake",
-        "skylake-server",
-        "ivybridge",
-        "icelake-server",
-        "sapphire-rapids",
-        "zen2",
-        "zen3",
-        "zen4",
-    ] {
+    for name in PRESETS {
         assert!(stderr.contains(name), "{stderr}");
     }
     one_error(tlblab().args(["sim", "machines", "show", "pentium"]), BAD_INPUT);

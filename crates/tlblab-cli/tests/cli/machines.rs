@@ -1,18 +1,7 @@
 //! `sim machines`: the eight built-in presets, their sources, and `--toml` round trips.
 
-use crate::common::{golden_machine, golden_trace, json_of, stdout_of};
+use crate::common::{golden_machine, golden_trace, json_of, stdout_of, PRESETS};
 use std::path::Path;
-
-const PRESETS: [&str; 8] = [
-    "skylake",
-    "skylake-server",
-    "ivybridge",
-    "icelake-server",
-    "sapphire-rapids",
-    "zen2",
-    "zen3",
-    "zen4",
-];
 
 fn text_of(args: &[&std::ffi::OsStr]) -> String {
     String::from_utf8(stdout_of(args)).expect("UTF-8")

@@ -47,6 +47,19 @@ impl From<&RawEvent<'_>> for Owned {
     }
 }
 
+impl Owned {
+    /// The event borrowed back, for a decoder.
+    pub fn raw(&self) -> RawEvent<'_> {
+        RawEvent {
+            cpu: self.cpu,
+            ts_ns: self.ts_ns,
+            event_id: self.event_id,
+            pid: self.pid,
+            payload: &self.payload,
+        }
+    }
+}
+
 /// Decodes every page of a saved `cpuN.raw`.
 pub fn decode_file(
     dir: &Path,

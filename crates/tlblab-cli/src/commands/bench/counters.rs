@@ -88,16 +88,7 @@ pub fn after(
                     for reason in reasons {
                         put(format!("tlb_flush.reason{reason}"), counts.reason_total(reason));
                     }
-                    let lost: u64 = counts
-                        .loss
-                        .iter()
-                        .map(|l| {
-                            l.missed_events
-                                + l.overrun.unwrap_or(0)
-                                + l.dropped_events.unwrap_or(0)
-                                + l.pages_with_unknown_loss
-                        })
-                        .sum();
+                    let lost = counts.lost_events();
                     put("tlb_flush.lost".into(), lost);
                     if counts.lost_any() {
                         warnings.push(format!(

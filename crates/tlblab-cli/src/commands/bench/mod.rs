@@ -103,7 +103,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         flush_trace: trace.is_some(),
     };
     let output = args.output.clone().or(baseline_path.clone());
-    let mut session = Session::new(configs.clone(), method, output.clone());
+    let mut session = Session::new(configs.clone(), method, output);
     if let Some(instance) = &trace {
         session.results_mut().flush_reasons = flush_reasons(instance);
     }
@@ -126,7 +126,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         result = session.run(&mut executor, &flag, &mut progress).map(|_| ());
         progress.finish();
     }
-    // Stop the tasks, restore the affinity and remove the trace instance before reporting.
+    // End the workers (and their tasks) and remove the trace instance before reporting.
     drop(executor);
     session.save()?;
     let results = session.results();
@@ -155,7 +155,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         return Err(BadInput(format!("nothing was measured ({})", reasons.join("; "))).into());
     }
     if let (Some(base), Some(name)) = (&baseline, &args.baseline) {
-        let settings = CompareSettings { noise_threshold, ..CompareSettings::default() };
+        let settings = compare_settings(results, noise_threshold);
         let cmp = compare_results((name, base), ("this session", results), &settings)?;
         if !args.json {
             println!("\nagainst baseline {name}:");
@@ -211,17 +211,17 @@ fn flush_reasons(instance: &Instance) -> BTreeMap<i32, String> {
         .unwrap_or_default()
 }
 
+/// Comparison settings: the `--noise` threshold, and the session's seed for the bootstrap.
+fn compare_settings(results: &BenchResults, noise_threshold: f64) -> CompareSettings {
+    CompareSettings { noise_threshold, seed: results.method.seed, ..CompareSettings::default() }
+}
+
 /// The session's tables, and each configuration compared with the first of its scenario.
 fn report(results: &BenchResults, noise_threshold: f64) -> Result<String> {
     let mut out = render::session_header(results);
     out.push('\n');
     out.push_str(&render::session_table(results));
-    let settings = CompareSettings {
-        noise_threshold,
-        seed: results.method.seed,
-        ..CompareSettings::default()
-    };
-    for row in compare_within(results, &settings)? {
+    for row in compare_within(results, &compare_settings(results, noise_threshold))? {
         out.push('\n');
         out.push_str(&render::comparison_table(std::slice::from_ref(&row), &row.a, &row.b));
     }

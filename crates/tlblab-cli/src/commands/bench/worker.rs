@@ -42,34 +42,26 @@ enum Request {
     Overhead,
 }
 
-/// How a request failed, in the harness's terms.
-#[derive(Debug, Serialize, Deserialize)]
-enum Failure {
-    Interrupted,
-    Unsupported(String),
-    Failed(String),
-}
-
 /// What the worker answers.
 #[derive(Debug, Serialize, Deserialize)]
 enum Response {
     Prepared { child_pids: Vec<i32> },
     Sample { sample: RunSample, pmu: Option<Result<PmuReading, String>> },
     Overhead(Overhead),
-    Error(Failure),
+    Error(ExecError),
 }
 
 /// How a live error ends a request: the configuration cannot run here, the user stopped, or a
 /// failure.
-fn failure(e: LiveError) -> Failure {
+fn failure(e: LiveError) -> ExecError {
     match e {
-        LiveError::Interrupted => Failure::Interrupted,
+        LiveError::Interrupted => ExecError::Interrupted,
         LiveError::UnknownScenario { .. }
         | LiveError::BadParameter { .. }
         | LiveError::TooFewCpus { .. }
         | LiveError::CpuNotOnline { .. }
-        | LiveError::Unsupported { .. } => Failure::Unsupported(e.to_string()),
-        e => Failure::Failed(e.to_string()),
+        | LiveError::Unsupported { .. } => ExecError::Unsupported(e.to_string()),
+        e => ExecError::Failed(e.to_string()),
     }
 }
 
@@ -120,9 +112,9 @@ pub fn serve() -> Result<ExitCode> {
                 Ok(o) => Response::Overhead(o),
                 Err(e) => Response::Error(failure(e)),
             },
-            (request, _) => {
-                Response::Error(Failure::Failed(format!("bench-worker: {request:?} out of order")))
-            }
+            (request, _) => Response::Error(ExecError::Failed(format!(
+                "bench-worker: {request:?} out of order"
+            ))),
         };
         serde_json::to_writer(&mut out, &response)?;
         out.write_all(b"\n")?;
@@ -135,8 +127,8 @@ fn prepare_config(
     config: &BenchConfig,
     placement: &Placement,
     flag: &Arc<AtomicBool>,
-) -> Result<Prepared, Failure> {
-    let params = live_params(&config.params).map_err(Failure::Unsupported)?;
+) -> Result<Prepared, ExecError> {
+    let params = live_params(&config.params).map_err(ExecError::Unsupported)?;
     let spec = ScenarioSpec { name: config.scenario.clone(), params };
     let mut prepared = prepare(&spec, placement).map_err(failure)?;
     prepared.set_stop_handle(StopHandle::from_flag(flag.clone()));
@@ -231,9 +223,7 @@ impl Worker {
                 )))
             }
             Ok(_) => match serde_json::from_str(&answer).map_err(|e| lost("answer", &e))? {
-                Response::Error(Failure::Interrupted) => Err(ExecError::Interrupted),
-                Response::Error(Failure::Unsupported(m)) => Err(ExecError::Unsupported(m)),
-                Response::Error(Failure::Failed(m)) => Err(ExecError::Failed(m)),
+                Response::Error(e) => Err(e),
                 response => Ok(response),
             },
             Err(e) => Err(lost("reading", &e)),
