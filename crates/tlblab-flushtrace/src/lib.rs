@@ -1,0 +1,13 @@
+//! tlblab's flush traces: the kernel's `tlb:tlb_flush` stream (with, on request, context
+//! switches and IPI events) as a versioned file that `tlblab trace record` writes, text imports
+//! write, `tlblab trace report` summarises and `tlblab sim replay` replays.
+//!
+//! * [`model`]: the records, the header and the trailer.
+#![deny(missing_docs)]
+
+pub mod model;
+
+pub use model::{
+    reason, CallFunction, End, Flush, Header, IpiSend, Loss, Origin, Other, Record, Switch, Task,
+    Trailer, FLUSH_ALL,
+};
