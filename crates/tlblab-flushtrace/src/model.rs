@@ -290,11 +290,30 @@ pub struct Trailer {
     pub duration_ns: Option<u64>,
     /// The traced command's exit status (`-- CMD`): its exit code, or 128 + signal.
     pub command_status: Option<i32>,
+    /// Reason labels learnt while writing (imports spell them in the text; a recorded trace has
+    /// them all in the header). [`Header::reason_label`] should look here too: see
+    /// [`Trailer::merge_into`].
+    pub reason_names: BTreeMap<i32, String>,
+    /// CPUs seen in the records.
+    pub cpus_seen: Vec<u32>,
 }
 
 impl Trailer {
     /// Events known lost on all CPUs.
     pub fn lost_events(&self) -> u64 {
         self.losses.iter().map(|l| l.events).sum()
+    }
+
+    /// Adds what the trailer learnt (reason labels, CPUs) to `header`, keeping the header's own
+    /// where both have one.
+    pub fn merge_into(&self, header: &mut Header) {
+        for (r, name) in &self.reason_names {
+            header.reason_names.entry(*r).or_insert_with(|| name.clone());
+        }
+        for cpu in &self.cpus_seen {
+            if let Err(at) = header.cpus.binary_search(cpu) {
+                header.cpus.insert(at, *cpu);
+            }
+        }
     }
 }
