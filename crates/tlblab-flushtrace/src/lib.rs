@@ -3,10 +3,13 @@
 //! write, `tlblab trace report` summarises and `tlblab sim replay` replays.
 //!
 //! * [`model`]: the records, the header and the trailer.
+//! * [`file`]: the versioned binary file ([`TraceWriter`], [`TraceReader`]).
 #![deny(missing_docs)]
 
+pub mod file;
 pub mod model;
 
+pub use file::{FileError, TraceReader, TraceWriter};
 pub use model::{
     reason, CallFunction, End, Flush, Header, IpiSend, Loss, Origin, Other, Record, Switch, Task,
     Trailer, FLUSH_ALL,
