@@ -49,6 +49,83 @@ pub enum Command {
     /// Internal: one configuration's process of `tlblab bench` (JSON requests on stdin).
     #[command(hide = true)]
     BenchWorker,
+    /// Record the kernel's tlb:tlb_flush events (and, on request, context switches and IPIs),
+    /// summarise a trace, import ftrace or perf text, remove left-over tracing instances.
+    #[command(subcommand)]
+    Trace(TraceCommand),
+    /// Internal: stops itself, then (once `tlblab trace record` has set up tracing and lets it
+    /// continue) executes the command.
+    #[command(hide = true)]
+    TraceExec {
+        /// The command and its arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        command: Vec<String>,
+    },
+}
+
+/// `tlblab trace …`
+#[derive(Debug, Subcommand)]
+pub enum TraceCommand {
+    /// Record tlb:tlb_flush into a trace file, system-wide or for one command.
+    ///
+    /// Uses its own tracefs instance (never the top-level buffer or anyone else's instance),
+    /// reads the per-CPU binary buffers, decodes them by this kernel's format files, merges the
+    /// CPUs by timestamp and writes the trace as it goes. Without --duration or a command it
+    /// records until Ctrl-C. Lost events are counted and reported. Needs root (tracefs).
+    /// Exit status: the command's (its exit code, or 128 + the signal that ended it), 130/143
+    /// when interrupted, 1 on error.
+    Record(TraceRecordArgs),
+    /// Print a trace's records as ftrace `trace` text (or JSON lines), like `perf script`.
+    Dump(TraceDumpArgs),
+    /// Remove tracing instances left by tlblab processes that no longer exist.
+    Cleanup,
+}
+
+/// `tlblab trace dump`.
+#[derive(Debug, Args)]
+pub struct TraceDumpArgs {
+    /// The trace file.
+    #[arg(value_name = "FILE")]
+    pub input: PathBuf,
+    /// One JSON object per line (`{"kind":"flush",...}`), then the header and trailer.
+    #[arg(long)]
+    pub json: bool,
+    /// Read a truncated trace (a recorder that was killed) up to its last complete record.
+    #[arg(long)]
+    pub allow_truncated: bool,
+}
+
+/// `tlblab trace record`.
+#[derive(Debug, Args)]
+pub struct TraceRecordArgs {
+    /// Stop after this many seconds (with a command: stop the recording, not the command).
+    #[arg(long, value_name = "S")]
+    pub duration: Option<f64>,
+    /// Event groups: tlb (always on), sched (sched:sched_switch), ipi (ipi:ipi_send_cpu,
+    /// ipi:ipi_send_cpumask, irq_vectors:call_function*).
+    #[arg(long, value_delimiter = ',', default_value = "tlb", value_name = "GROUP,...")]
+    pub events: Vec<String>,
+    /// Record only the command's process tree (its threads and every task it creates).
+    #[arg(long, requires = "command")]
+    pub only_cmd: bool,
+    /// The trace file.
+    #[arg(short, long, default_value = "tlblab.flushtrace", value_name = "FILE")]
+    pub output: PathBuf,
+    /// Replace an existing trace file.
+    #[arg(long)]
+    pub force: bool,
+    /// Ring buffer per CPU, KiB.
+    #[arg(long, default_value_t = 8192, value_name = "KIB")]
+    pub buffer_kb: u32,
+    /// How often to read the buffers when they are drained, ms.
+    #[arg(long, default_value_t = 50, value_name = "MS")]
+    pub poll_ms: u64,
+    /// No progress or summary on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// The command to run and trace (after `--`).
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
 }
 
 /// `tlblab bench`.

@@ -3,12 +3,15 @@
 //! write, `tlblab trace report` summarises and `tlblab sim replay` replays.
 //!
 //! * [`model`]: the records, the header and the trailer.
+//! * [`dump`]: records as ftrace `trace` text ([`FtraceText`]).
 //! * [`file`]: the versioned binary file ([`TraceWriter`], [`TraceReader`]).
 #![deny(missing_docs)]
 
+pub mod dump;
 pub mod file;
 pub mod model;
 
+pub use dump::FtraceText;
 pub use file::{FileError, TraceReader, TraceWriter};
 pub use model::{
     reason, CallFunction, End, Flush, Header, IpiSend, Loss, Origin, Other, Record, Switch, Task,

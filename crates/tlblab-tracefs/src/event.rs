@@ -50,6 +50,11 @@ impl Schema {
         self.formats.get(&id)
     }
 
+    /// Every format, by id.
+    pub fn formats(&self) -> impl Iterator<Item = &EventFormat> {
+        self.formats.values()
+    }
+
     /// The format of the event called `name` (the `name:` line, e.g. `tlb_flush`).
     pub fn format_named(&self, name: &str) -> Option<&EventFormat> {
         self.formats.values().find(|f| f.name == name)

@@ -8,8 +8,11 @@ mod machines;
 mod run;
 mod study;
 mod trace;
+mod tracer;
 
-use crate::cli::{Cli, Command, FormatArg, InputArgs, MachineArgs, ReplacementArg, SimCommand};
+use crate::cli::{
+    Cli, Command, FormatArg, InputArgs, MachineArgs, ReplacementArg, SimCommand, TraceCommand,
+};
 use anyhow::Result;
 use std::process::ExitCode;
 use tlblab_memtrace::{Format, ReadOptions, TraceError};
@@ -30,6 +33,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Compare(args) => compare::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::BenchWorker => bench::serve_worker(),
+        Command::Trace(TraceCommand::Record(args)) => tracer::record(&args),
+        Command::Trace(TraceCommand::Dump(args)) => tracer::dump(&args),
+        Command::Trace(TraceCommand::Cleanup) => tracer::cleanup(),
+        Command::TraceExec { command } => tracer::exec(&command),
     }
 }
 

@@ -1,0 +1,85 @@
+//! `tlblab trace`: record the kernel's tlb:tlb_flush events, remove left-over instances.
+
+mod child;
+mod record;
+
+pub use record::record;
+
+use crate::cli::TraceDumpArgs;
+use anyhow::{Context, Result};
+use std::io::Write;
+use std::process::ExitCode;
+use tlblab_flushtrace::{FtraceText, TraceReader};
+use tlblab_tracefs::{cleanup_stale, Tracefs};
+
+/// `tlblab trace cleanup`: removes the instances of tlblab processes that are gone.
+pub fn cleanup() -> Result<ExitCode> {
+    let tracefs = Tracefs::find()?;
+    let removed = cleanup_stale(&tracefs).context("looking for left-over instances")?;
+    if removed.is_empty() {
+        println!("no left-over tlblab instances under {}", tracefs.root().display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut failed = 0;
+    for r in &removed {
+        match &r.result {
+            Ok(()) => println!("removed {} (pid {} is gone)", r.name, r.pid),
+            Err(e) => {
+                failed += 1;
+                eprintln!("tlblab: could not remove {}: {e}", r.name);
+            }
+        }
+    }
+    Ok(if failed > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// `tlblab trace dump`: every record as a line of ftrace text or JSON.
+pub fn dump(args: &TraceDumpArgs) -> Result<ExitCode> {
+    let mut reader = TraceReader::open(&args.input)?.allow_truncated(args.allow_truncated);
+    match write_dump(&mut reader, args.json) {
+        // A closed pipe (`tlblab trace dump | head`): the reader has stopped reading.
+        Err(e)
+            if e.downcast_ref::<std::io::Error>().map(|e| e.kind())
+                == Some(std::io::ErrorKind::BrokenPipe) =>
+        {
+            return Ok(ExitCode::SUCCESS)
+        }
+        other => other?,
+    }
+    if let Some(at) = reader.truncated_at() {
+        eprintln!(
+            "tlblab: {} is truncated at byte offset {at}: {} complete records shown",
+            args.input.display(),
+            reader.records()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_dump<R: std::io::Read>(reader: &mut TraceReader<R>, json: bool) -> Result<()> {
+    let header = reader.header().clone();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut text = FtraceText::new(&header);
+    if !json {
+        write!(out, "{}", FtraceText::preamble(&header))?;
+    }
+    while let Some(record) = reader.next_record()? {
+        if json {
+            serde_json::to_writer(&mut out, &record)?;
+            writeln!(out)?;
+        } else {
+            writeln!(out, "{}", text.line(&record))?;
+        }
+    }
+    if json {
+        let ends = serde_json::json!({ "header": header, "trailer": reader.trailer() });
+        writeln!(out, "{ends}")?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// The hidden `tlblab trace-exec -- CMD`: see [`child::exec`].
+pub fn exec(command: &[String]) -> Result<ExitCode> {
+    child::exec(command)
+}
