@@ -569,7 +569,7 @@ impl<R: Read> Iterator for TraceReader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{End, Origin};
+    use crate::model::Origin;
     use proptest::prelude::*;
 
     fn sample() -> Vec<Record> {
@@ -598,15 +598,7 @@ mod tests {
     }
 
     fn trailer() -> Trailer {
-        Trailer {
-            end: End::Complete,
-            records: 0,
-            losses: Vec::new(),
-            duration_ns: Some(5),
-            command_status: None,
-            reason_names: Default::default(),
-            cpus_seen: vec![0, 1],
-        }
+        Trailer { duration_ns: Some(5), cpus_seen: vec![0, 1], ..Trailer::default() }
     }
 
     fn write(records: &[Record]) -> Vec<u8> {

@@ -14,6 +14,6 @@ pub mod model;
 pub use dump::FtraceText;
 pub use file::{FileError, TraceReader, TraceWriter};
 pub use model::{
-    reason, CallFunction, End, Flush, Header, IpiSend, Loss, Origin, Other, Record, Switch, Task,
-    Trailer, FLUSH_ALL,
+    reason, CallFunction, End, Flush, Header, InterruptCounts, IpiSend, Loss, Origin, Other,
+    Record, Switch, Task, Trailer, FLUSH_ALL,
 };

@@ -260,10 +260,11 @@ pub struct Loss {
 }
 
 /// How a recording ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum End {
     /// The duration elapsed, the command exited, or the input ended.
+    #[default]
     Complete,
     /// Stopped by a signal (SIGINT/SIGTERM); everything read until then is kept.
     Interrupted {
@@ -278,7 +279,7 @@ pub enum End {
 }
 
 /// What a trace says at its end; stored as JSON after the last record.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Trailer {
     /// How the recording ended.
     pub end: End,
@@ -296,6 +297,22 @@ pub struct Trailer {
     pub reason_names: BTreeMap<i32, String>,
     /// CPUs seen in the records.
     pub cpus_seen: Vec<u32>,
+    /// The kernel's own count of shootdowns received while recording (recorded traces).
+    #[serde(default)]
+    pub interrupts: Option<InterruptCounts>,
+}
+
+/// `/proc/interrupts` increments from the start of tracing to its end: the kernel's own count
+/// to check the trace against.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InterruptCounts {
+    /// The CPUs of the columns.
+    pub cpus: Vec<u32>,
+    /// `TLB` ("TLB shootdowns": remote `flush_tlb_func()` calls) per CPU; `None` without the
+    /// row (not x86).
+    pub tlb: Option<Vec<u64>>,
+    /// `CAL` (function-call IPIs) per CPU.
+    pub cal: Option<Vec<u64>>,
 }
 
 impl Trailer {

@@ -4,7 +4,8 @@ use std::collections::BTreeSet;
 use std::io::Write;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use tlblab_flushtrace::{End, Header, Loss, Origin, Record, TraceWriter, Trailer};
+use tlblab_env::{InterruptDelta, InterruptSnapshot, PerCpuDelta, Source};
+use tlblab_flushtrace::{End, Header, InterruptCounts, Loss, Origin, Record, TraceWriter, Trailer};
 use tlblab_tracefs::{Instance, RawEvent, Reader};
 
 use crate::decode::{Decoded, Decoders};
@@ -28,8 +29,9 @@ pub struct RecordStats {
     pub busy_rounds: u64,
 }
 
-/// Reads an instance into a trace file. Create it right after the instance (tracing on),
-/// call [`Recorder::poll`] until done, then [`Recorder::finish`].
+/// Reads an instance into a trace file: create it while the instance has tracing off, then
+/// [`Recorder::start`], [`Recorder::poll`] or [`Recorder::run`] until done, [`Recorder::stop`],
+/// [`Recorder::finish`].
 pub struct Recorder<'i, W: Write> {
     instance: &'i Instance,
     reader: Reader<'i>,
@@ -41,6 +43,10 @@ pub struct Recorder<'i, W: Write> {
     /// The first error met inside the reader's callback (which cannot return one).
     error: Option<Error>,
     started: Instant,
+    /// `/proc/interrupts` when tracing was turned on, and the increments when it was turned off.
+    interrupts_at_start: Option<InterruptSnapshot>,
+    interrupts: Option<InterruptCounts>,
+    stopped: bool,
 }
 
 /// The header of a recording from `instance`: clock, CPUs, the kernel's reason labels (from
@@ -87,7 +93,42 @@ impl<'i, W: Write> Recorder<'i, W> {
             cpus_seen: BTreeSet::new(),
             error: None,
             started: Instant::now(),
+            interrupts_at_start: None,
+            interrupts: None,
+            stopped: false,
         })
+    }
+
+    /// Turns tracing on (the instance should have it off until now, so that the trace and the
+    /// interrupt counts cover the same interval).
+    pub fn start(&mut self) -> Result<(), Error> {
+        self.interrupts_at_start = InterruptSnapshot::read().ok();
+        self.instance.set_tracing_on(true)?;
+        self.started = Instant::now();
+        Ok(())
+    }
+
+    /// Turns tracing off (what the buffers hold is read by [`Recorder::finish`]) and takes the
+    /// interrupt counts of the interval.
+    pub fn stop(&mut self) -> Result<(), Error> {
+        if !self.stopped {
+            self.stopped = true;
+            self.instance.set_tracing_on(false)?;
+            self.interrupts = self.interrupts_at_start.take().and_then(|before| {
+                let delta =
+                    InterruptDelta::between(&before, &InterruptSnapshot::read().ok()?).ok()?;
+                let per_cpu = |s: &Source<PerCpuDelta>| match s {
+                    Source::Available(d) => Some(d.per_cpu.clone()),
+                    _ => None,
+                };
+                Some(InterruptCounts {
+                    cpus: delta.cpus.clone(),
+                    tlb: per_cpu(&delta.tlb),
+                    cal: per_cpu(&delta.cal),
+                })
+            });
+        }
+        Ok(())
     }
 
     /// Counts so far.
@@ -153,13 +194,14 @@ impl<'i, W: Write> Recorder<'i, W> {
         Ok(())
     }
 
-    /// Turns tracing off, reads everything left, and writes the trailer.
+    /// Stops tracing if [`Recorder::stop`] has not, reads everything left, and writes the
+    /// trailer.
     pub fn finish(
         mut self,
         end: End,
         command_status: Option<i32>,
     ) -> Result<(W, RecordStats, Trailer), Error> {
-        self.instance.set_tracing_on(false)?;
+        self.stop()?;
         let Recorder { reader, decoders, tasks, writer, stats, cpus_seen, error, .. } = &mut self;
         let mut sink = |ev: &RawEvent<'_>| {
             if error.is_none() {
@@ -181,6 +223,7 @@ impl<'i, W: Write> Recorder<'i, W> {
             command_status,
             reason_names: Default::default(),
             cpus_seen: self.cpus_seen.iter().copied().collect(),
+            interrupts: self.interrupts.take(),
         };
         self.stats.records = self.writer.records();
         let out = self.writer.finish(trailer.clone())?;

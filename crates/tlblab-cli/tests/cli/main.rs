@@ -2,7 +2,8 @@
 //!
 //! One test binary with a module per area (golden counts, bad input, determinism, conversion,
 //! help, machine presets, the demo, the output doc, warm-up, sim run and sim study, live
-//! benchmarks and their comparison), so that the suite links once and runs in parallel.
+//! benchmarks and their comparison, the tracer), so that the suite links once and runs in
+//! parallel.
 
 mod bench;
 mod common;
@@ -17,4 +18,5 @@ mod help;
 mod machines;
 mod sim_run;
 mod sim_study;
+mod trace;
 mod warmup;

@@ -85,7 +85,7 @@ pub fn record(args: &TraceRecordArgs) -> Result<ExitCode> {
     }
     let writer = TraceWriter::create(&args.output, &header)?;
     let mut recorder = Recorder::new(&instance, writer)?;
-    instance.set_tracing_on(true)?;
+    recorder.start()?;
     if let Some(c) = &child {
         c.start()?;
     }
@@ -121,7 +121,7 @@ pub fn record(args: &TraceRecordArgs) -> Result<ExitCode> {
     };
     // Stop recording before waiting for the command, so its teardown is not in the trace
     // (tracing off keeps what the buffers hold for the final read).
-    let tracing_off = instance.set_tracing_on(false);
+    let tracing_off = recorder.stop();
     let command_status = child.as_mut().map(|c| match caught {
         0 => c.poll().unwrap_or_else(|| {
             note("the recording ended; waiting for the command to finish");
