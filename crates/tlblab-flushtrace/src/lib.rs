@@ -3,10 +3,13 @@
 //! write, `tlblab trace report` summarises and `tlblab sim replay` replays.
 //!
 //! * [`model`]: the records, the header and the trailer.
+//! * [`import`]: streaming importers of ftrace `trace`/`trace_pipe` text and `perf script` output.
 #![deny(missing_docs)]
 
+pub mod import;
 pub mod model;
 
+pub use import::{ImportError, TextFormat, TextImporter};
 pub use model::{
     reason, CallFunction, End, Flush, Header, IpiSend, Loss, Origin, Other, Record, Switch, Task,
     Trailer, FLUSH_ALL,
