@@ -19,8 +19,8 @@
 //! left. If a comm itself contains such a `TS: NAME:` sequence, later candidates are tried.
 
 use super::num::{
-    dec_i32, dec_u32, dec_u64, is_space, looks_like_timestamp, timestamp_ns, trim, trim_end,
-    trim_start,
+    dec_i32, dec_u32, dec_u64, find_byte, is_space, looks_like_timestamp, timestamp_ns, trim,
+    trim_end, trim_start,
 };
 use super::{LineProblem, TextFormat};
 
@@ -125,7 +125,7 @@ fn is_stack(line: &[u8], trimmed: &[u8]) -> bool {
 /// Finds the `TS: EVENT:` split and reads the context in `format` (or either, if unknown).
 fn event(line: &[u8], format: Option<TextFormat>) -> Option<(Context<'_>, TextFormat)> {
     let mut from = 0;
-    while let Some(i) = line[from..].iter().position(|&b| b == b':') {
+    while let Some(i) = find_byte(&line[from..], b':') {
         let colon = from + i;
         from = colon + 1;
         if let Some(found) = event_at(line, colon, format) {

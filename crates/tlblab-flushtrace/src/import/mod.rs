@@ -293,7 +293,7 @@ impl<R: BufRead> TextImporter<R> {
                 return Ok(any.then_some(cut));
             }
             any = true;
-            let (n, end) = match available.iter().position(|&b| b == b'\n') {
+            let (n, end) = match num::find_byte(available, b'\n') {
                 Some(i) => (i + 1, true),
                 None => (available.len(), false),
             };
