@@ -423,6 +423,7 @@ fn ftrace_edge_cases_record_by_record() {
             comments: 12,
             lost_reports: 2,
             stack: 2,
+            untagged: 0,
             other_events: [("sched_wakeup".to_string(), 1)].into()
         }
     );
@@ -535,6 +536,21 @@ fn a_line_past_the_cap_is_refused_and_the_next_one_read() {
         Err(ImportError::Line { line: 1, problem: LineProblem::TooLong(_), .. })
     ));
     assert_eq!(out[2].as_ref().unwrap(), &flush(1_000_002_000, 0, 1, 1, 1));
+}
+
+#[test]
+fn odd_bytes_bom_crlf_and_function_tracer_lines() {
+    // A byte-order mark, CRLF ends, a comm that is not UTF-8, a function-tracer line.
+    let text = b"\xef\xbb\xbf# tracer: function\r\n  caf\xe9-5 [001] d..1. 2.000001: tlb_flush: pages:1 reason:remote shootdown (1)\r\n  caf\xe9-5 [001] ..... 2.000002: do_madvise <-__x64_sys_madvise\r\n";
+    let mut imp = TextImporter::new(&text[..], "odd.txt", None);
+    let records: Vec<Record> = imp.by_ref().collect::<Result<_, _>>().unwrap();
+    assert_eq!(
+        records,
+        vec![task(2_000_001_000, 5, -1, "caf\u{fffd}"), flush(2_000_001_000, 1, 5, 1, 1)]
+    );
+    assert_eq!(imp.reason_names()[&1], "remote shootdown");
+    assert_eq!((imp.skipped().comments, imp.skipped().untagged), (1, 1));
+    assert_eq!(imp.ftrace_header().tracer.as_deref(), Some("function"));
 }
 
 #[test]

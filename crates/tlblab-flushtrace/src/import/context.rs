@@ -43,6 +43,9 @@ pub(super) enum LineKind<'a> {
     },
     /// An event.
     Event(Context<'a>),
+    /// A context and a timestamp but no `NAME:` after them: the function tracer's
+    /// `fn <-parent` lines.
+    Untagged,
 }
 
 /// The context and text of one event line.
@@ -83,11 +86,14 @@ pub(super) fn classify(
     if let Some(lost) = lost(trimmed) {
         return Ok((lost, format));
     }
-    if let Some((ctx, found)) = event(line, format) {
+    if let Some((ctx, found)) = event(line, format, true) {
         return Ok((LineKind::Event(ctx), Some(found)));
     }
     if is_stack(line, trimmed) {
         return Ok((LineKind::Stack, format));
+    }
+    if let Some((_, found)) = event(line, format, false) {
+        return Ok((LineKind::Untagged, Some(found)));
     }
     Err(match format {
         Some(f) => LineProblem::NotFormat(f),
@@ -122,13 +128,18 @@ fn is_stack(line: &[u8], trimmed: &[u8]) -> bool {
     is_space(line[0]) && first.len() >= 6 && first.iter().all(u8::is_ascii_hexdigit)
 }
 
-/// Finds the `TS: EVENT:` split and reads the context in `format` (or either, if unknown).
-fn event(line: &[u8], format: Option<TextFormat>) -> Option<(Context<'_>, TextFormat)> {
+/// Finds the `TS: EVENT:` split (`TS: ` if not `named`) and reads the context in `format` (or
+/// either, if unknown).
+fn event(
+    line: &[u8],
+    format: Option<TextFormat>,
+    named: bool,
+) -> Option<(Context<'_>, TextFormat)> {
     let mut from = 0;
     while let Some(i) = find_byte(&line[from..], b':') {
         let colon = from + i;
         from = colon + 1;
-        if let Some(found) = event_at(line, colon, format) {
+        if let Some(found) = event_at(line, colon, format, named) {
             return Some(found);
         }
     }
@@ -140,6 +151,7 @@ fn event_at(
     line: &[u8],
     colon: usize,
     format: Option<TextFormat>,
+    named: bool,
 ) -> Option<(Context<'_>, TextFormat)> {
     let after = &line[colon + 1..];
     if !after.first().is_none_or(|&b| is_space(b)) {
@@ -151,12 +163,16 @@ fn event_at(
         return None;
     }
     let after = trim_start(after);
-    let name_end = after.iter().position(|&b| is_space(b)).unwrap_or(after.len());
-    let event = after[..name_end].strip_suffix(b":")?;
-    if event.is_empty() {
-        return None;
-    }
-    let body = trim(&after[name_end..]);
+    let (event, body) = if named {
+        let name_end = after.iter().position(|&b| is_space(b)).unwrap_or(after.len());
+        let event = after[..name_end].strip_suffix(b":")?;
+        if event.is_empty() {
+            return None;
+        }
+        (event, trim(&after[name_end..]))
+    } else {
+        (&after[..0], trim(after))
+    };
     let ts_ns = timestamp_ns(ts_token)?;
     let prefix = trim_end(&line[..ts_start]);
     let try_ftrace = format != Some(TextFormat::PerfScript);
@@ -365,6 +381,10 @@ mod tests {
             Ok(LineKind::Stack)
         );
         assert_eq!(kind("hello world"), Err(LineProblem::Unrecognised));
+        assert_eq!(
+            kind("  bash-1 [000] ..... 1.000001: do_sys_open <-__x64_sys_openat"),
+            Ok(LineKind::Untagged)
+        );
         assert_eq!(kind("CPU:x [LOST 1 EVENTS]"), Err(LineProblem::Unrecognised));
     }
 }

@@ -2,7 +2,7 @@
 //! `ipi:ipi_send_cpu` and `ipi:ipi_send_cpumask`.
 
 use super::num::{
-    dec_i32, dec_u32, field, find, hex_digits, hex_u64, is_space, long_value, rfind, trim,
+    dec_i32, dec_i64, dec_u32, field, find, hex_digits, hex_u64, is_space, long_value, rfind, trim,
 };
 use super::LineProblem;
 use crate::model::reason;
@@ -82,7 +82,7 @@ pub(super) fn tlb_flush(body: &[u8]) -> Result<FlushBody<'_>, LineProblem> {
             let reason = dec_i32(trim(&inner[open + 1..]))
                 .ok_or(LineProblem::BadNumber { event: EV, field: "reason" })?;
             let label = trim(&inner[..open]);
-            let named = !label.is_empty() && hex_u64(label).is_none();
+            let named = !label.is_empty() && hex_u64(label).is_none() && dec_i64(label).is_none();
             return Ok(FlushBody { pages, reason, label: named.then_some(label) });
         }
     }
@@ -294,6 +294,7 @@ mod tests {
         // Reason 5 before the enum fix: the kernel's `0x%lx` fallback, or nothing.
         assert_eq!(flush("pages:0 reason:0x5 (5)"), (0, 5, None));
         assert_eq!(flush("pages:0 reason: (5)"), (0, 5, None));
+        assert_eq!(flush("pages:0 reason:5 (5)"), (0, 5, None));
         // Keyed on the integer even when the label disagrees.
         assert_eq!(flush("pages:0 reason:remote shootdown (4)"), (0, 4, some("remote shootdown")));
         // No integer at all: known spellings, case-insensitive; bare numbers.

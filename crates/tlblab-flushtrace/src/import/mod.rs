@@ -14,9 +14,9 @@
 //! * A thread seen for the first time, or seen with a new comm or tgid, → a [`Record::Task`]
 //!   just before the event that showed it, with the same timestamp (rules in `tasks.rs`:
 //!   placeholders `<...>` and `:PID` never replace a name; pid 0 is announced once).
-//! * Other events, blank lines, `#` comments, stack-trace lines and `CPU:N [LOST M EVENTS]`
-//!   reports are counted in [`TextImporter::skipped`]; losses per CPU are in
-//!   [`TextImporter::lost_events`].
+//! * Other events, function-tracer lines, blank lines, `#` comments, stack-trace lines and
+//!   `CPU:N [LOST M EVENTS]` reports are counted in [`TextImporter::skipped`]; losses per CPU
+//!   are in [`TextImporter::lost_events`].
 //!
 //! ## `prev_state`
 //!
@@ -132,6 +132,9 @@ pub struct Skipped {
     pub lost_reports: u64,
     /// Stack-trace lines (ftrace's `=> fn`, perf callchains).
     pub stack: u64,
+    /// Lines with a thread, CPU and timestamp but no event name (the function tracer's
+    /// `fn <-parent`).
+    pub untagged: u64,
     /// Events not decoded, by name as printed (`sched_wakeup`, `sched:sched_wakeup`).
     pub other_events: BTreeMap<String, u64>,
 }
@@ -143,6 +146,7 @@ impl Skipped {
             + self.comments
             + self.lost_reports
             + self.stack
+            + self.untagged
             + self.other_events.values().sum::<u64>()
     }
 }
@@ -309,6 +313,9 @@ impl<R: BufRead> TextImporter<R> {
 
     /// Turns one line into records (pushed on `pending`) or counts it.
     fn handle(&mut self, line: &[u8]) -> Result<(), LineProblem> {
+        // A UTF-8 byte-order mark, if an editor added one.
+        let line =
+            if self.line == 1 { line.strip_prefix(b"\xef\xbb\xbf").unwrap_or(line) } else { line };
         let (kind, found) = classify(line, self.format)?;
         match kind {
             LineKind::Blank => self.skipped.blank += 1,
@@ -317,6 +324,10 @@ impl<R: BufRead> TextImporter<R> {
                 self.header_line(line);
             }
             LineKind::Stack => self.skipped.stack += 1,
+            LineKind::Untagged => {
+                self.skipped.untagged += 1;
+                self.format = found;
+            }
             LineKind::Lost { cpu, events } => {
                 self.skipped.lost_reports += 1;
                 let lost = self.lost.entry(cpu).or_default();
