@@ -12,11 +12,32 @@
 //!   with `%pS`, i.e. as a symbol when the kernel knows one: then `callback` is 0 and the symbol
 //!   is counted in [`TextImporter::callback_symbols`].
 //! * A thread seen for the first time, or seen with a new comm or tgid, → a [`Record::Task`]
-//!   just before the event that showed it, with the same timestamp (rules in `tasks.rs`:
-//!   placeholders `<...>` and `:PID` never replace a name; pid 0 is announced once).
+//!   just before the event that showed it, with the same timestamp. Threads are seen in the
+//!   context of every event line and as prev/next of `sched_switch`; the placeholders `<...>`
+//!   (ftrace's comm cache lost the pid) and `:PID` (perf) never replace a name; pid 0 (every
+//!   CPU's idle task, `swapper/N`) is announced once.
 //! * Other events, function-tracer lines, blank lines, `#` comments, stack-trace lines and
 //!   `CPU:N [LOST M EVENTS]` reports are counted in [`TextImporter::skipped`]; losses per CPU
 //!   are in [`TextImporter::lost_events`].
+//!
+//! ## Formats
+//!
+//! * ftrace: `COMM-PID [(TGID)] [CPU] [FLAGS] TS: EVENT: BODY`, with or without the `# tracer`
+//!   header block, with 4- or 5-character irq-info flags or none, with or without the
+//!   record-tgid column (`(1234)`; `(-------)` gives tgid -1). The pid is the digits after the
+//!   *last* dash before the CPU, so comms may hold dashes, spaces and colons; `<...>` and
+//!   `<idle>` are comms like any other.
+//! * perf script: `COMM TID [CPU] TS: SYSTEM:EVENT: BODY`, or `PID/TID` (the PID is the tgid);
+//!   a single number is the thread, tgid -1. Without the CPU field, records carry
+//!   [`UNKNOWN_CPU`].
+//! * Timestamps `SECS.FRACTION` with 1 to 9 digits (µs, or ns with `perf script --ns`) become
+//!   `ts_ns` digit for digit, without floating point; a bare integer (ftrace's `counter` and
+//!   `x86-tsc` clocks) is kept as it is.
+//! * A reason label that is empty, `0x5` (the kernel's and libtraceevent's fallback for a value
+//!   without a name) or a number is not a name and is not kept.
+//! * cpumasks: the kernel's default hex bitmap (`00000000,0000000e`: every comma-separated
+//!   group 8 hex digits) or the `bitmask-list` option's list (`1-3`); CPUs above [`MAX_CPU`]
+//!   are refused.
 //!
 //! ## `prev_state`
 //!
@@ -95,8 +116,7 @@ pub const UNKNOWN_CPU: u32 = u32::MAX;
 /// The text formats read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TextFormat {
-    /// ftrace's `trace` or `trace_pipe` text (also `trace-cmd report`, which prints the same
-    /// context).
+    /// ftrace's `trace` or `trace_pipe` text.
     FtraceText,
     /// `perf script` output.
     PerfScript,
