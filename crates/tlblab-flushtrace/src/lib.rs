@@ -3,16 +3,19 @@
 //! write, `tlblab trace report` summarises and `tlblab sim replay` replays.
 //!
 //! * [`model`]: the records, the header and the trailer.
-//! * [`dump`]: records as ftrace `trace` text ([`FtraceText`]).
 //! * [`file`]: the versioned binary file ([`TraceWriter`], [`TraceReader`]).
+//! * [`dump`]: records as ftrace `trace` text ([`FtraceText`]).
+//! * [`import`]: streaming importers of ftrace `trace`/`trace_pipe` text and `perf script` output.
 #![deny(missing_docs)]
 
 pub mod dump;
 pub mod file;
+pub mod import;
 pub mod model;
 
 pub use dump::FtraceText;
 pub use file::{FileError, TraceReader, TraceWriter};
+pub use import::{ImportError, TextFormat, TextImporter};
 pub use model::{
     reason, CallFunction, End, Flush, Header, InterruptCounts, IpiSend, Loss, Origin, Other,
     Record, Switch, Task, Trailer, FLUSH_ALL,

@@ -70,7 +70,8 @@ pub struct Switch {
     pub cpu: u32,
     /// The thread switched out (0: idle).
     pub prev_pid: i32,
-    /// Its state (`prev_state`; 0 = still runnable, i.e. preempted).
+    /// Its state as the kernel stores it (`prev_state`: the `TASK_REPORT` bits, 0 = runnable,
+    /// 0x100 = `TASK_REPORT_MAX` = preempted, printed `R+`).
     pub prev_state: i64,
     /// The thread switched in (0: idle).
     pub next_pid: i32,
