@@ -77,8 +77,44 @@ pub enum TraceCommand {
     Record(TraceRecordArgs),
     /// Print a trace's records as ftrace `trace` text (or JSON lines), like `perf script`.
     Dump(TraceDumpArgs),
+    /// Convert ftrace text (`trace`, `trace_pipe`; any kernel) or `perf script` output of
+    /// tlb:tlb_flush (with sched_switch and IPI events if present) into a trace file.
+    ///
+    /// Reasons are read from the integer in parentheses, whatever the label says; `pages:-1` is
+    /// a full flush. Lines of other events are counted and skipped. The first line that cannot
+    /// be read stops the import with its file and line number (`--skip-bad-lines` goes on).
+    Import(TraceImportArgs),
     /// Remove tracing instances left by tlblab processes that no longer exist.
     Cleanup,
+}
+
+/// `tlblab trace import`.
+#[derive(Debug, Args)]
+pub struct TraceImportArgs {
+    /// The text trace.
+    #[arg(value_name = "TEXT")]
+    pub input: PathBuf,
+    /// The trace file to write.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// The text's format (default: detected from the first event line).
+    #[arg(long, value_enum)]
+    pub format: Option<TextFormatArg>,
+    /// Report lines that cannot be read and go on, instead of stopping at the first.
+    #[arg(long)]
+    pub skip_bad_lines: bool,
+    /// Replace an existing output file.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Text trace formats.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum TextFormatArg {
+    /// The kernel's `trace` or `trace_pipe` file (or `trace-cmd report`-like lines).
+    Ftrace,
+    /// `perf script` output.
+    Perf,
 }
 
 /// `tlblab trace dump`.

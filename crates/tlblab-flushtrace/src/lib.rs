@@ -6,12 +6,14 @@
 //! * [`file`]: the versioned binary file ([`TraceWriter`], [`TraceReader`]).
 //! * [`dump`]: records as ftrace `trace` text ([`FtraceText`]).
 //! * [`import`]: streaming importers of ftrace `trace`/`trace_pipe` text and `perf script` output.
+//! * [`source`]: either kind of input, read the same way ([`TraceSource`]).
 #![deny(missing_docs)]
 
 pub mod dump;
 pub mod file;
 pub mod import;
 pub mod model;
+pub mod source;
 
 pub use dump::FtraceText;
 pub use file::{FileError, TraceReader, TraceWriter};
@@ -20,3 +22,4 @@ pub use model::{
     reason, CallFunction, End, Flush, Header, InterruptCounts, IpiSend, Loss, Origin, Other,
     Record, Switch, Task, Trailer, FLUSH_ALL,
 };
+pub use source::{SourceError, TraceSource};

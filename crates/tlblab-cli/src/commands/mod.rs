@@ -35,6 +35,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::BenchWorker => bench::serve_worker(),
         Command::Trace(TraceCommand::Record(args)) => tracer::record(&args),
         Command::Trace(TraceCommand::Dump(args)) => tracer::dump(&args),
+        Command::Trace(TraceCommand::Import(args)) => tracer::import(&args),
         Command::Trace(TraceCommand::Cleanup) => tracer::cleanup(),
         Command::TraceExec { command } => tracer::exec(&command),
     }
@@ -47,6 +48,11 @@ pub fn exit_status(error: &anyhow::Error) -> u8 {
             || cause.is::<MachineError>()
             || cause.is::<SimError>()
             || cause.is::<BadInput>()
+            || cause.is::<tlblab_flushtrace::ImportError>()
+            || cause.is::<tlblab_flushtrace::SourceError>()
+            || cause
+                .downcast_ref::<tlblab_flushtrace::FileError>()
+                .is_some_and(|e| !matches!(e, tlblab_flushtrace::FileError::Io { .. }))
             || cause.is::<tlblab_kernel::policy::PolicyError>()
             || cause.is::<tlblab_kernel::workloads::ScenarioError>()
             || cause.is::<tlblab_kernel::KernelError>()

@@ -223,7 +223,7 @@ fn damaged_and_foreign_files_get_clear_errors() {
         .unwrap();
     let out = tlblab().args(["trace", "dump"]).arg(&text).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("trace.txt") && stderr.contains("not a tlblab flush trace"));
 
     // A trace cut in the middle of its records: an error with the offset, or the records
@@ -241,7 +241,7 @@ fn damaged_and_foreign_files_get_clear_errors() {
     std::fs::write(&cut, &bytes[..bytes.len() - 300]).unwrap();
     let out = tlblab().args(["trace", "dump"]).arg(&cut).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("cut.flushtrace: truncated at byte offset"), "{stderr}");
     let out = tlblab().args(["trace", "dump", "--allow-truncated"]).arg(&cut).output().unwrap();
     assert!(out.status.success());

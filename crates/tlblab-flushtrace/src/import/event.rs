@@ -18,6 +18,13 @@ pub(super) enum EventKind {
     IpiSendCpu,
     /// `ipi:ipi_send_cpumask`.
     IpiSendCpumask,
+    /// `irq_vectors:call_function{,_single}_{entry,exit}`.
+    CallFunction {
+        /// `_entry` (else `_exit`).
+        entry: bool,
+        /// `call_function_single_*`.
+        single: bool,
+    },
 }
 
 impl EventKind {
@@ -32,6 +39,16 @@ impl EventKind {
             b"sched_switch" => (&b"sched"[..], EventKind::SchedSwitch),
             b"ipi_send_cpu" => (&b"ipi"[..], EventKind::IpiSendCpu),
             b"ipi_send_cpumask" => (&b"ipi"[..], EventKind::IpiSendCpumask),
+            b"call_function_entry"
+            | b"call_function_exit"
+            | b"call_function_single_entry"
+            | b"call_function_single_exit" => (
+                &b"irq_vectors"[..],
+                EventKind::CallFunction {
+                    entry: name.ends_with(b"_entry"),
+                    single: name.starts_with(b"call_function_single"),
+                },
+            ),
             _ => return None,
         };
         system.is_none_or(|s| s == want).then_some(kind)
@@ -193,6 +210,14 @@ pub(super) fn task_state(text: &[u8]) -> Result<i64, LineProblem> {
 /// What the kernel stores as `prev_state` for a preempted task (`TASK_REPORT_MAX`, 4.14+: the
 /// bit after the report bits), printed as `R+`.
 const TASK_REPORT_MAX: i64 = 0x100;
+
+/// The `vector=N` of a call-function body.
+pub(super) fn call_function_vector(body: &[u8]) -> Result<i32, LineProblem> {
+    const EV: &str = "call_function";
+    let v =
+        field(body, b"vector=").ok_or(LineProblem::MissingField { event: EV, field: "vector=" })?;
+    dec_i32(v).ok_or(LineProblem::BadNumber { event: EV, field: "vector" })
+}
 
 /// A decoded IPI-send body.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,6 +11,7 @@
 //! * `ipi_send_cpu` / `ipi_send_cpumask` → [`Record::IpiSend`]. The text prints the callback
 //!   with `%pS`, i.e. as a symbol when the kernel knows one: then `callback` is 0 and the symbol
 //!   is counted in [`TextImporter::callback_symbols`].
+//! * `call_function{,_single}_{entry,exit}` → [`Record::CallFunction`].
 //! * A thread seen for the first time, or seen with a new comm or tgid, → a [`Record::Task`]
 //!   just before the event that showed it, with the same timestamp. Threads are seen in the
 //!   context of every event line and as prev/next of `sched_switch`; the placeholders `<...>`
@@ -103,7 +104,7 @@ use std::path::{Path, PathBuf};
 pub use error::{ImportError, LineProblem};
 pub use event::{MAX_CPU, REASON_SPELLINGS};
 
-use crate::model::{Flush, IpiSend, Loss, Origin, Record, Switch, Trailer};
+use crate::model::{CallFunction, Flush, IpiSend, Loss, Origin, Record, Switch, Trailer};
 use context::{classify, Context, LineKind};
 use event::EventKind;
 use tasks::Tasks;
@@ -425,6 +426,14 @@ impl<R: BufRead> TextImporter<R> {
                     callback: b.callback.unwrap_or(0),
                 })
             }
+            EventKind::CallFunction { entry, single } => Record::CallFunction(CallFunction {
+                ts_ns,
+                cpu,
+                pid,
+                vector: event::call_function_vector(ctx.body)?,
+                entry,
+                single,
+            }),
         };
         if let Some(comm) = ctx.comm {
             self.sight(ts_ns, pid, comm, ctx.tgid);

@@ -1,8 +1,10 @@
 //! `tlblab trace`: record the kernel's tlb:tlb_flush events, remove left-over instances.
 
 mod child;
+mod import;
 mod record;
 
+pub use import::import;
 pub use record::record;
 
 use crate::cli::TraceDumpArgs;

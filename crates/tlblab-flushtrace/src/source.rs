@@ -1,0 +1,170 @@
+//! Any trace a user has, read the same way: a tlblab trace file, or ftrace / `perf script`
+//! text imported on the fly (so `tlblab trace report` and `tlblab sim replay` take either).
+
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use thiserror::Error;
+
+use crate::file::{FileError, TraceReader, MAGIC};
+use crate::import::{ImportError, TextFormat, TextImporter};
+use crate::model::{End, Header, Record, Trailer};
+
+/// A trace that could not be read.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum SourceError {
+    /// A tlblab trace file is damaged or unreadable.
+    #[error(transparent)]
+    File(#[from] FileError),
+    /// A text trace has a line that cannot be read.
+    #[error(transparent)]
+    Import(#[from] ImportError),
+    /// A text trace held no event at all.
+    #[error("{}: no tlb_flush, sched_switch or IPI events in it (is it ftrace or perf script text?)", path.display())]
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+enum Inner {
+    Binary(Box<TraceReader<BufReader<File>>>),
+    Text { importer: Box<TextImporter<BufReader<File>>>, pending: Option<Record>, done: bool },
+}
+
+/// Records from a trace file of any kind, with its header and, at the end, its trailer.
+pub struct TraceSource {
+    inner: Inner,
+    header: Header,
+    trailer: Option<Trailer>,
+    path: PathBuf,
+}
+
+impl TraceSource {
+    /// Opens `path`: a tlblab trace file (by its magic), else ftrace or perf text (`format`
+    /// forces which; otherwise detected from the first event line). `allow_truncated` reads a
+    /// truncated trace file up to its last complete record.
+    pub fn open(
+        path: &Path,
+        format: Option<TextFormat>,
+        allow_truncated: bool,
+    ) -> Result<TraceSource, SourceError> {
+        let io = |action, source| FileError::Io { path: path.to_path_buf(), action, source };
+        let mut file = File::open(path).map_err(|e| io("open", e))?;
+        let mut magic = [0u8; 8];
+        let n = read_up_to(&mut file, &mut magic).map_err(|e| io("read", e))?;
+        let file = File::open(path).map_err(|e| io("open", e))?;
+        if n == magic.len() && &magic == MAGIC {
+            let reader = TraceReader::new(BufReader::with_capacity(256 << 10, file), path)?
+                .allow_truncated(allow_truncated);
+            let header = reader.header().clone();
+            return Ok(TraceSource {
+                inner: Inner::Binary(Box::new(reader)),
+                header,
+                trailer: None,
+                path: path.to_path_buf(),
+            });
+        }
+        let mut importer =
+            Box::new(TextImporter::new(BufReader::with_capacity(256 << 10, file), path, format));
+        // The first record decides the format, which the header names.
+        let pending = importer.next().transpose()?;
+        let Some(format) = importer.format() else {
+            return Err(SourceError::Empty { path: path.to_path_buf() });
+        };
+        let mut header = Header::new(format.origin());
+        header.source_path = Some(path.display().to_string());
+        Ok(TraceSource {
+            inner: Inner::Text { importer, pending, done: false },
+            header,
+            trailer: None,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The header (for text: what the import knows at the start).
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Where a truncated trace file stopped (with `allow_truncated`).
+    pub fn truncated_at(&self) -> Option<u64> {
+        match &self.inner {
+            Inner::Binary(r) => r.truncated_at(),
+            Inner::Text { .. } => None,
+        }
+    }
+
+    /// The trailer, after the last record: the file's, or for text one made from what the
+    /// import learnt (labels, CPUs, lost events); `None` for a truncated file.
+    pub fn trailer(&self) -> Option<&Trailer> {
+        self.trailer.as_ref()
+    }
+
+    /// The next record; `Ok(None)` at the end.
+    pub fn next_record(&mut self) -> Result<Option<Record>, SourceError> {
+        match &mut self.inner {
+            Inner::Binary(r) => {
+                let rec = r.next_record()?;
+                if rec.is_none() {
+                    self.trailer = r.trailer().cloned();
+                }
+                Ok(rec)
+            }
+            Inner::Text { importer, pending, done } => {
+                if let Some(rec) = pending.take() {
+                    return Ok(Some(rec));
+                }
+                if *done {
+                    return Ok(None);
+                }
+                match importer.next().transpose()? {
+                    Some(rec) => Ok(Some(rec)),
+                    None => {
+                        *done = true;
+                        let mut trailer = Trailer { end: End::Complete, ..Trailer::default() };
+                        importer.fill_trailer(&mut trailer);
+                        self.trailer = Some(trailer);
+                        Ok(None)
+                    }
+                }
+            }
+        }
+    }
+
+    /// For text: how the input was read (lines, skipped kinds); `None` for a trace file.
+    pub fn importer(&self) -> Option<&TextImporter<BufReader<File>>> {
+        match &self.inner {
+            Inner::Text { importer, .. } => Some(importer),
+            Inner::Binary(_) => None,
+        }
+    }
+}
+
+impl Iterator for TraceSource {
+    type Item = Result<Record, SourceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_record().transpose()
+    }
+}
+
+fn read_up_to(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match file.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
