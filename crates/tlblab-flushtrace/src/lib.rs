@@ -5,11 +5,13 @@
 //! * [`model`]: the records, the header and the trailer.
 //! * [`dump`]: records as ftrace `trace` text ([`FtraceText`]).
 //! * [`file`]: the versioned binary file ([`TraceWriter`], [`TraceReader`]).
+//! * [`summary`]: what `tlblab trace report` prints (counts, sizes, rates, processes, losses).
 #![deny(missing_docs)]
 
 pub mod dump;
 pub mod file;
 pub mod model;
+pub mod summary;
 
 pub use dump::FtraceText;
 pub use file::{FileError, TraceReader, TraceWriter};
@@ -17,3 +19,4 @@ pub use model::{
     reason, CallFunction, End, Flush, Header, InterruptCounts, IpiSend, Loss, Origin, Other,
     Record, Switch, Task, Trailer, FLUSH_ALL,
 };
+pub use summary::{Summary, SummaryBuilder, SummaryOptions};
