@@ -13,8 +13,12 @@ fn differ(a: u64, b: u64) -> bool {
     hi > 0 && (lo == 0 || hi as f64 > lo as f64 * DIFFER)
 }
 
+/// `part` as a percentage of `whole`, with enough decimals that a small share is not shown as 0.
 fn percent(part: u64, whole: u64) -> String {
-    format!("{:.1}%", part as f64 * 100.0 / whole as f64)
+    match part as f64 * 100.0 / whole as f64 {
+        p if p > 0.0 && p < 0.1 => format!("{p:.3}%"),
+        p => format!("{p:.1}%"),
+    }
 }
 
 /// What may make the figures wrong.
@@ -134,5 +138,12 @@ mod tests {
         assert!(differ(10, 13));
         assert!(differ(0, 1));
         assert!(differ(100, 24));
+    }
+
+    #[test]
+    fn small_shares_keep_their_digits() {
+        assert_eq!(percent(24, 100), "24.0%");
+        assert_eq!(percent(1, 7032), "0.014%");
+        assert_eq!(percent(0, 5), "0.0%");
     }
 }

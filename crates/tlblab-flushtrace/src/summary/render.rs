@@ -42,7 +42,7 @@ enum Cell {
     Percent(f64),
     /// Per second: 1 decimal, 3 in the CSV.
     Rate(f64),
-    /// A ratio: 3 decimals, 6 in the CSV.
+    /// A ratio: 4 decimals, 6 in the CSV.
     Ratio(f64),
     /// A time, shown in seconds with this many decimals (truncated), integer ns in the CSV.
     Time(u64, usize),
@@ -57,7 +57,7 @@ impl Cell {
             Cell::Int(n) => n.to_string(),
             Cell::Percent(x) => format!("{x:.1}"),
             Cell::Rate(x) => format!("{x:.1}"),
-            Cell::Ratio(x) => format!("{x:.3}"),
+            Cell::Ratio(x) => format!("{x:.4}"),
             Cell::Time(ns, decimals) => seconds(*ns, *decimals),
             Cell::Text(s) if !s.is_empty() => s.clone(),
             Cell::Text(_) | Cell::Empty => "-".into(),
