@@ -9,8 +9,8 @@ use tlblab_flushtrace::summary::{
     SCHEMA,
 };
 use tlblab_flushtrace::{
-    reason, End, Flush, Header, IpiSend, Loss, Origin, Record, SummaryBuilder, SummaryOptions,
-    Switch, Task, Trailer, FLUSH_ALL,
+    reason, End, Flush, Header, InterruptCounts, IpiSend, Loss, Origin, Record, SummaryBuilder,
+    SummaryOptions, Switch, Task, Trailer, FLUSH_ALL,
 };
 
 const S: u64 = 1_000_000_000;
@@ -188,6 +188,43 @@ fn receipts_without_sends_point_at_the_pid_filter() {
 fn more_receipts_than_sends_count_receipts_per_request() {
     let s = sends_and_received(10, 30);
     assert!(s.notes.iter().any(|n| n.contains("3.00 per request")), "{:?}", s.notes);
+}
+
+/// `received` reason-1 events on CPU 1, with the kernel's TLB row saying `tlb` (CPU 0: 2).
+fn received_with_interrupts(received: u64, tlb: u64) -> Summary {
+    let records: Vec<Record> = (0..received)
+        .map(|i| flush(T0 + i, 1, 0, reason::REMOTE_SHOOTDOWN, 1))
+        .chain([flush(T0 + received, 0, 0, reason::REMOTE_SHOOTDOWN, 1)])
+        .chain([flush(T0 + received + 1, 0, 0, reason::REMOTE_WRONG_CPU, 0)])
+        .collect();
+    let mut t = trailer(records.len());
+    t.interrupts = Some(InterruptCounts {
+        cpus: vec![0, 1],
+        tlb: Some(vec![2, tlb]),
+        cal: Some(vec![5, tlb + 1]),
+    });
+    summarize(&header(), &records, &t, SummaryOptions::default())
+}
+
+#[test]
+fn the_kernels_tlb_row_is_set_against_the_receipts() {
+    // The TLB row counts every request handled from another CPU, before flush_tlb_func() looks
+    // at it, so it covers reasons 1 and 5: 2 + 20 = 1 + 20 + 1.
+    let s = received_with_interrupts(20, 20);
+    let irq = s.remote.interrupts.as_ref().unwrap();
+    assert_eq!((irq.tlb, irq.cal), (Some(22), Some(26)));
+    assert_eq!(irq.tlb_per_cpu, BTreeMap::from([(0, 2), (1, 20)]));
+    assert!(s.notes.iter().all(|n| !n.contains("TLB row")), "{:?}", s.notes);
+    let csv = render_csv(&s);
+    assert!(csv.contains("\ncpu_reasons,1,irq_tlb,20\n"));
+    assert!(csv.contains("\nremote,irq_cal,value,26\n"));
+    assert!(render_table(&s).contains("TLB row"));
+
+    // 100 handled, 12 traced: most requests found nothing to do.
+    let s = received_with_interrupts(10, 98);
+    let note = s.notes.iter().find(|n| n.contains("TLB row")).expect("a note");
+    assert!(note.starts_with("the kernel counted 100 flush requests"), "{note}");
+    assert!(note.contains("the trace has 12 (reasons 1 and 5)"), "{note}");
 }
 
 #[test]

@@ -38,9 +38,9 @@ use std::num::NonZeroU64;
 
 pub use render::{render_csv, render_markdown, render_table, CSV_HEADER};
 pub use schema::{
-    FlushSizes, GroupCounts, GroupRates, IntervalChoice, IpiCounts, ProcessRest, ProcessRow,
-    Processes, Rate, RateBucket, ReasonCount, Remote, SizeHistogram, SizeRow, Summary, Totals,
-    TraceInfo,
+    FlushSizes, GroupCounts, GroupRates, IntervalChoice, IpiCounts, KernelInterrupts, ProcessRest,
+    ProcessRow, Processes, Rate, RateBucket, ReasonCount, Remote, SizeHistogram, SizeRow, Summary,
+    Totals, TraceInfo,
 };
 
 use crate::model::{reason, Header, Record, Trailer};
@@ -250,6 +250,17 @@ impl SummaryBuilder {
                 targets: self.ipi_targets,
                 call_function_entries: self.call_function_entries,
             }),
+            interrupts: trailer.interrupts.as_ref().map(|i| {
+                let per_cpu = |row: &Option<Vec<u64>>| -> BTreeMap<u32, u64> {
+                    row.iter().flat_map(|r| i.cpus.iter().copied().zip(r.iter().copied())).collect()
+                };
+                KernelInterrupts {
+                    tlb: i.tlb.as_ref().map(|r| r.iter().sum()),
+                    cal: i.cal.as_ref().map(|r| r.iter().sum()),
+                    tlb_per_cpu: per_cpu(&i.tlb),
+                    cal_per_cpu: per_cpu(&i.cal),
+                }
+            }),
         };
         let totals = Totals {
             records: self.records,
@@ -281,7 +292,7 @@ impl SummaryBuilder {
             command_status: trailer.command_status,
         };
         let warnings = notes::warnings(&totals);
-        let notes = notes::remote(&remote, flush_events);
+        let notes = notes::remote(&remote, flush_events, header.only_command);
         Summary {
             schema: SCHEMA.to_string(),
             trace: TraceInfo {

@@ -71,7 +71,7 @@ pub(crate) fn warnings(t: &Totals) -> Vec<String> {
 }
 
 /// How to read sends against receipts.
-pub(crate) fn remote(r: &Remote, flush_events: u64) -> Vec<String> {
+pub(crate) fn remote(r: &Remote, flush_events: u64, only_command: bool) -> Vec<String> {
     let mut out = Vec::new();
     if flush_events == 0 {
         out.push("the trace has no tlb_flush events".to_string());
@@ -108,6 +108,29 @@ pub(crate) fn remote(r: &Remote, flush_events: u64) -> Vec<String> {
             r.wrong_cpu,
             percent(r.wrong_cpu, r.wrong_cpu + rc)
         ));
+    }
+    if let Some(tlb) = r.interrupts.as_ref().and_then(|i| i.tlb) {
+        let traced = rc + r.wrong_cpu;
+        if tlb > traced && differ(tlb, traced) {
+            let mut n = format!(
+                "the kernel counted {tlb} flush requests handled from other CPUs (TLB row of \
+                 /proc/interrupts) but the trace has {traced} (reasons 1 and 5): a request that \
+                 finds nothing to do (the CPU idle in init_mm, or already up to date) leaves no \
+                 event, and a lazy CPU switches mm instead (reason 0)"
+            );
+            if only_command {
+                n += "; with only the command traced, receipts that interrupted other tasks are \
+                      filtered out";
+            }
+            out.push(n + "; lost events also count");
+        } else if differ(tlb, traced) {
+            out.push(format!(
+                "the trace has {traced} received requests (reasons 1 and 5) but the kernel \
+                 counted only {tlb} (TLB row of /proc/interrupts): the counts were read at other \
+                 moments than the trace's start and end, or the row counts something else on \
+                 this kernel"
+            ));
+        }
     }
     if let Some(ipi) = &r.ipi {
         out.push(format!(

@@ -17,7 +17,7 @@
 //!   `65-128` (`sizes_*`), a bucket index from 0 (`rate`), a rank from 1 or `rest`
 //!   (`processes`), an index from 1 (`warnings`, `notes`);
 //! * `column`: the quantity, named with its unit where it has one (`events`, `percent`,
-//!   `cumulative_percent`, `start_ns`, `received_per_s`, `reason_1`…);
+//!   `cumulative_percent`, `start_ns`, `received_per_s`, `reason_1`, `irq_tlb`…);
 //! * `value`: a number (integers as such, percentages with 4 decimals, rates with 3, times in
 //!   integer ns) or text (quoted as RFC 4180 says when it holds a comma, quote or line break);
 //!   empty when unknown.
@@ -25,6 +25,7 @@
 //! So `df[df.table == "rate"].pivot(index="key", columns="column", values="value")` gives the
 //! rate table back.
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::schema::{GroupCounts, GroupRates, IntervalChoice, SizeHistogram, Summary};
@@ -358,6 +359,19 @@ fn cpu_reasons_table(s: &Summary) -> Table {
         .map(|r| col(format!("reason_{}", r.reason), format!("reason {}", r.reason)))
         .collect();
     t.columns.push(col("events", "all reasons"));
+    // The kernel's per-CPU counts, next to the traced ones, when the trailer has them.
+    let irq = s.remote.interrupts.as_ref();
+    let irq_rows: Vec<&BTreeMap<u32, u64>> = [
+        ("irq_tlb", "TLB row", irq.filter(|i| i.tlb.is_some()).map(|i| &i.tlb_per_cpu)),
+        ("irq_cal", "CAL row", irq.filter(|i| i.cal.is_some()).map(|i| &i.cal_per_cpu)),
+    ]
+    .into_iter()
+    .filter_map(|(id, header, row)| {
+        let row = row?;
+        t.columns.push(col(id, header));
+        Some(row)
+    })
+    .collect();
     t.rows = s
         .cpus
         .iter()
@@ -369,14 +383,25 @@ fn cpu_reasons_table(s: &Summary) -> Table {
                 .collect();
             let sum = s.reasons.iter().filter_map(|r| r.per_cpu.get(&cpu)).sum();
             cells.push(Cell::Count(sum));
+            cells.extend(
+                irq_rows.iter().map(|r| r.get(&cpu).map_or(Cell::Empty, |&n| Cell::Count(n))),
+            );
             row(cpu.to_string(), cpu.to_string(), cells)
         })
         .collect();
     t.legend.push(
-        "cells: tlb_flush events of that reason on that CPU (for reason 1: flushes the \
-                   CPU did on receiving a request; for reason 4: requests it sent)"
+        "cells: tlb_flush events of that reason on that CPU (for reason 1: flushes the CPU did \
+         on receiving a request; for reason 4: requests it sent)"
             .into(),
     );
+    if !irq_rows.is_empty() {
+        t.legend.push(
+            "TLB row, CAL row: the kernel's /proc/interrupts increments over the recording (TLB: \
+             flush requests handled from other CPUs, whether or not they flushed anything; CAL: \
+             function-call IPIs)"
+                .into(),
+        );
+    }
     t
 }
 
@@ -404,6 +429,11 @@ fn remote_table(s: &Summary) -> Table {
             "function-call IPI handlers run",
             Cell::Count(ipi.call_function_entries),
         ));
+    }
+    if let Some(i) = &r.interrupts {
+        let count = |c: Option<u64>| c.map_or(Cell::Empty, Cell::Count);
+        rows.push(("irq_tlb", "kernel: TLB shootdowns handled (TLB row)", count(i.tlb)));
+        rows.push(("irq_cal", "kernel: function-call IPIs (CAL row)", count(i.cal)));
     }
     key_value("remote", "Remote flushes: requested against received", rows)
 }

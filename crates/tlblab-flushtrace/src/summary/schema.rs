@@ -131,6 +131,23 @@ pub struct Remote {
     pub received_per_send: Option<f64>,
     /// From `ipi:ipi_send_*` records, when the trace has any.
     pub ipi: Option<IpiCounts>,
+    /// The kernel's own counts over the recording (`/proc/interrupts`; recorded traces).
+    pub interrupts: Option<KernelInterrupts>,
+}
+
+/// `/proc/interrupts` increments over the recording, from the trailer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelInterrupts {
+    /// `TLB` row, all CPUs: flush requests handled on a CPU other than the initiator (counted
+    /// before `flush_tlb_func()` decides whether there is anything to do). `None` without the
+    /// row.
+    pub tlb: Option<u64>,
+    /// `CAL` row, all CPUs: function-call IPIs.
+    pub cal: Option<u64>,
+    /// `TLB` per CPU.
+    pub tlb_per_cpu: BTreeMap<u32, u64>,
+    /// `CAL` per CPU.
+    pub cal_per_cpu: BTreeMap<u32, u64>,
 }
 
 /// What the IPI events say.
