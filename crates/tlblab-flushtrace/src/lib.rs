@@ -3,10 +3,11 @@
 //! write, `tlblab trace report` summarises and `tlblab sim replay` replays.
 //!
 //! * [`model`]: the records, the header and the trailer.
-//! * [`file`]: the versioned binary file ([`TraceWriter`], [`TraceReader`]).
+//! * [`mod@file`]: the versioned binary file ([`TraceWriter`], [`TraceReader`]).
 //! * [`dump`]: records as ftrace `trace` text ([`FtraceText`]).
 //! * [`import`]: streaming importers of ftrace `trace`/`trace_pipe` text and `perf script` output.
 //! * [`source`]: either kind of input, read the same way ([`TraceSource`]).
+//! * [`summary`]: what `tlblab trace report` prints (counts, sizes, rates, processes, losses).
 #![deny(missing_docs)]
 
 pub mod dump;
@@ -14,6 +15,7 @@ pub mod file;
 pub mod import;
 pub mod model;
 pub mod source;
+pub mod summary;
 
 pub use dump::FtraceText;
 pub use file::{FileError, TraceReader, TraceWriter};
@@ -23,3 +25,4 @@ pub use model::{
     Record, Switch, Task, Trailer, FLUSH_ALL,
 };
 pub use source::{SourceError, TraceSource};
+pub use summary::{Summary, SummaryBuilder, SummaryOptions};
