@@ -223,6 +223,11 @@ impl<O: Observer> Kernel<O> {
         }
         self.irqs_on(cpu);
         if next == self.cpus[c].idle {
+            // The idle loop checks need_resched before it halts: a task woken while this CPU
+            // was switching to idle (enqueue() sends no IPI to a CPU mid-switch) runs now.
+            if !self.cpus[c].rq.is_empty() {
+                return self.schedule(cpu);
+            }
             return Step::Wait;
         }
         if cycles > 0 {
