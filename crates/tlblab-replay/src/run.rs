@@ -1,0 +1,152 @@
+//! One run of the model on a plan: the threads and the timer installed, the model run until
+//! every thread has followed its schedule, and what it counted.
+
+use crate::error::ReplayError;
+use crate::options::ReplayOptions;
+use crate::plan::{KindCounts, Plan};
+use crate::program::{Meter, RunSetup, ThreadProgram, Timer};
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+use tlblab_kernel::observer::{Observer, TlbFlushEvent};
+use tlblab_kernel::stats::KernelReport;
+use tlblab_kernel::{Kernel, KernelConfig, Policy};
+use tlblab_sim::machine::MachineSpec;
+use tlblab_types::{CpuId, Cycles};
+
+/// Pages of each process's reclaim pool, at most.
+const MAX_POOL_PAGES: u64 = 256;
+
+/// Counts the model's `tlb:tlb_flush` events on the trace's CPUs from the first record's time.
+pub(crate) struct FlushCounter {
+    start: u64,
+    cpus: usize,
+    pub counts: [KindCounts; 6],
+}
+
+impl Observer for FlushCounter {
+    fn tlb_flush(&mut self, e: &TlbFlushEvent) {
+        if e.time.0 >= self.start && usize::from(e.cpu.0) < self.cpus {
+            self.counts[e.reason as usize].add(e.pages);
+        }
+    }
+}
+
+/// What one run produced.
+pub(crate) struct RunOutput {
+    pub kernel: KernelReport,
+    pub meter: Meter,
+    pub flushes: [KindCounts; 6],
+    /// Threads that had not finished their schedule when the run was stopped.
+    pub unfinished: usize,
+    /// Simulated time of the first record.
+    pub lead: u64,
+}
+
+/// The setup shared by a replay and its twin: `censored_pages` must be above every ceiling the
+/// setup is used with.
+pub(crate) fn setup(
+    plan: &Plan,
+    spec: &MachineSpec,
+    opts: &ReplayOptions,
+    censored_pages: u64,
+    twin: bool,
+) -> RunSetup {
+    let costs = spec.raw().kernel.as_ref();
+    let mhz = costs.map_or(1000, |k| k.clock.mhz).max(1);
+    let pool_pages = plan.summary.requests.batches.min(MAX_POOL_PAGES);
+    let mut s = RunSetup { lead: 0, mhz, twin, refill: opts.refill, censored_pages, pool_pages };
+    // Setup (mapping and writing the regions) must end before the first record's time: an
+    // estimate of its cycles on each CPU, doubled, plus a millisecond.
+    let (fault, call) = costs.map_or((10_000, 1_000), |k| {
+        (
+            k.page_fault_anon.cycles + k.syscall.cycles + 1_000,
+            k.syscall.cycles + k.mmap.cycles + k.context_switch.cycles + k.switch_mm.cycles,
+        )
+    });
+    let mut per_cpu = vec![0u64; plan.cpus];
+    for p in &plan.processes {
+        for (j, &t) in p.threads.iter().enumerate() {
+            let th = &plan.threads[t];
+            let pool = if j == 0 { pool_pages } else { 0 };
+            let pages = s.main_pages(&th.requests) + pool;
+            if let Some(seg) = th.segments.first() {
+                per_cpu[usize::from(seg.cpu)] += pages * fault + 4 * call;
+            }
+        }
+    }
+    s.lead = 2 * per_cpu.into_iter().max().unwrap_or(0) + mhz * 1000;
+    s
+}
+
+/// Runs the plan once under `policy`.
+pub(crate) fn run(
+    plan: &Arc<Plan>,
+    spec: &MachineSpec,
+    policy: &Policy,
+    setup: RunSetup,
+    seed: u64,
+) -> Result<RunOutput, ReplayError> {
+    let n = plan.cpus;
+    let config = KernelConfig { nr_cpus: n + 1, seed, time_limit: Cycles(u64::MAX) };
+    let observer = FlushCounter { start: setup.lead, cpus: n, counts: Default::default() };
+    let mut k = Kernel::new(spec, policy, config, observer)
+        .map_err(|source| ReplayError::Kernel { policy: policy.name.clone(), source })?;
+    let setup = Arc::new(setup);
+    let meter = Rc::new(RefCell::new(Meter::default()));
+    let fds: Vec<_> = plan.threads.iter().map(|_| k.eventfd()).collect();
+    let mut wakes = Vec::new();
+    for (t, th) in plan.threads.iter().enumerate() {
+        for (i, s) in th.segments.iter().enumerate() {
+            if th.sleeps_before(i) {
+                wakes.push((setup.at(s.from_ns), fds[t]));
+            }
+        }
+    }
+    wakes.sort_by_key(|&(at, fd)| (at, fd.0));
+    for p in &plan.processes {
+        let mut leader = None;
+        for (j, &t) in p.threads.iter().enumerate() {
+            let pool = if j == 0 { setup.pool_pages } else { 0 };
+            let program = ThreadProgram::new(
+                Arc::clone(plan),
+                t,
+                Arc::clone(&setup),
+                Rc::clone(&meter),
+                fds[t],
+                pool,
+            );
+            let cpu = CpuId(plan.threads[t].segments[0].cpu);
+            match leader {
+                None => leader = Some(k.spawn_process(Box::new(program), cpu, true)),
+                Some(l) => {
+                    k.spawn_thread(l, Box::new(program), cpu, true);
+                }
+            }
+        }
+    }
+    let fd = k.eventfd();
+    k.spawn_process(Box::new(Timer { wakes, next: 0, fd }), CpuId(n as u16), false);
+    // Run in slices of a millisecond until every thread is done; give up well past the trace's
+    // end (the report then says how many threads did not finish).
+    let slice = setup.mhz * 1000;
+    let end = setup.at(plan.summary.span_ns);
+    let give_up = end.saturating_mul(4).saturating_add(10_000 * slice);
+    let mut horizon = 0u64;
+    let threads = plan.threads.len();
+    loop {
+        horizon += slice;
+        k.run_until(Cycles(horizon));
+        if meter.borrow().done == threads || horizon > give_up {
+            break;
+        }
+    }
+    let meter = meter.borrow().clone();
+    Ok(RunOutput {
+        lead: setup.lead,
+        kernel: k.report(),
+        flushes: k.observer().counts,
+        unfinished: threads - meter.done,
+        meter,
+    })
+}
