@@ -605,3 +605,114 @@ fn schedule(mut th: ThreadB, from_switches: bool) -> Thread {
     }
     Thread { pid: th.pid, segments, requests: placed.into_iter().map(|(_, r)| r).collect() }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tlblab_flushtrace::{Flush, Origin, Switch, Task};
+
+    fn f(ts_ns: u64, cpu: u32, pid: i32, reason: i32, pages: i64) -> Record {
+        Record::Flush(Flush { ts_ns, cpu, pid, reason, pages })
+    }
+
+    fn plan(records: Vec<Record>) -> Plan {
+        Plan::build(&Header::new(Origin::Recorded), records, &ReplayOptions::default()).unwrap()
+    }
+
+    fn sizes(p: &Plan) -> Vec<Size> {
+        p.threads.iter().flat_map(|t| t.requests.iter().map(|r| r.size)).collect()
+    }
+
+    #[test]
+    fn a_send_and_the_local_flush_of_the_same_thread_are_one_request() {
+        let p = plan(vec![f(0, 0, 5, 4, 3), f(100, 0, 5, 3, 3)]);
+        let r = &p.summary.requests;
+        assert_eq!((r.total, r.paired, r.local_only, r.send_only), (1, 1, 0, 0));
+        assert_eq!(sizes(&p), vec![Size::Pages(3)]);
+    }
+
+    #[test]
+    fn a_send_not_followed_in_time_by_its_thread_is_a_request_of_its_own() {
+        // Another thread's local flush, a second send, and a local flush after the window.
+        let p = plan(vec![
+            f(0, 0, 5, 4, 2),
+            f(10, 0, 6, 3, 1),
+            f(20, 0, 5, 4, 4),
+            f(30, 0, 5, 4, 7),
+            f(5_000_000, 0, 5, 3, 7),
+        ]);
+        let r = &p.summary.requests;
+        assert_eq!((r.total, r.paired, r.local_only, r.send_only), (5, 0, 2, 3));
+        let mut s = sizes(&p);
+        s.sort_by_key(|s| format!("{s:?}"));
+        let want = [1, 2, 4, 7, 7].map(Size::Pages);
+        assert_eq!(s.len(), want.len());
+        for w in want {
+            assert!(s.contains(&w), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn sizes_full_unknown_huge_stride_and_clamped() {
+        let p = plan(vec![
+            f(0, 0, 5, 4, -1),
+            f(1, 0, 5, 3, -1),
+            f(10, 0, 5, 3, 0),
+            f(20, 1, 5, 4, 512),
+            f(21, 1, 5, 3, 1),
+            f(30, 1, 5, 3, 1 << 20),
+        ]);
+        let r = &p.summary.requests;
+        assert_eq!((r.censored, r.unknown_size, r.huge_stride, r.clamped), (1, 1, 1, 1));
+        assert_eq!(
+            sizes(&p),
+            vec![Size::Censored, Size::Pages(1), Size::Pages(1), Size::Pages(MAX_REQUEST_PAGES)]
+        );
+    }
+
+    #[test]
+    fn batches_and_events_without_a_thread() {
+        let p =
+            plan(vec![f(0, 0, 5, 4, -1), f(1, 0, 5, 2, -1), f(2, 1, 0, 3, 1), f(3, 1, 9, 1, 1)]);
+        let r = &p.summary.requests;
+        assert_eq!((r.total, r.batches, r.paired), (1, 1, 0));
+        assert_eq!(p.threads[0].requests[0].kind, Kind::Batch);
+        assert_eq!(p.summary.requests_without_thread, 1);
+        assert_eq!(p.summary.recorded_tlb_flush[&1].partial, 1);
+    }
+
+    #[test]
+    fn switches_give_the_schedule_and_the_first_switch_closes_a_run_from_the_start() {
+        let sw = |ts_ns, cpu, prev_pid, next_pid| {
+            Record::Switch(Switch { ts_ns, cpu, prev_pid, prev_state: 1, next_pid })
+        };
+        let p = plan(vec![
+            f(0, 0, 5, 3, 1),
+            sw(1_000, 0, 5, 6),
+            sw(2_000, 0, 6, 5),
+            f(3_000, 0, 5, 3, 1),
+            Record::Task(Task { ts_ns: 3_500, pid: 6, tgid: 5, comm: "b".into() }),
+            sw(4_000, 1, 0, 6),
+        ]);
+        assert_eq!(p.summary.schedule, ScheduleMode::Switch);
+        assert_eq!(p.summary.processes, 1, "6 is a thread of 5");
+        let t5 = &p.threads[0];
+        let spans: Vec<_> = t5.segments.iter().map(|s| (s.cpu, s.from_ns, s.to_ns)).collect();
+        assert_eq!(spans, vec![(0, 0, 1_000), (0, 2_000, 4_000)]);
+        assert!(t5.sleeps_before(1));
+        let t6 = &p.threads[1];
+        let spans: Vec<_> = t6.segments.iter().map(|s| (s.cpu, s.from_ns, s.to_ns)).collect();
+        assert_eq!(spans, vec![(0, 1_000, 2_000), (1, 4_000, 4_000)]);
+    }
+
+    #[test]
+    fn without_switches_a_gap_longer_than_the_idle_gap_is_sleep() {
+        let p = plan(vec![f(0, 0, 5, 3, 1), f(500_000, 0, 5, 3, 1), f(5_000_000, 0, 5, 3, 1)]);
+        assert_eq!(p.summary.schedule, ScheduleMode::Inferred);
+        let t = &p.threads[0];
+        let spans: Vec<_> =
+            t.segments.iter().map(|s| (s.from_ns, s.to_ns, s.first, s.end)).collect();
+        assert_eq!(spans, vec![(0, 500_000, 0, 2), (5_000_000, 5_000_000, 2, 3)]);
+        assert_eq!(p.summary.threads_without_tgid, 1);
+    }
+}

@@ -77,6 +77,9 @@ pub(crate) struct Meter {
     pub late: u64,
     /// Threads whose setup ended after their first segment should have begun.
     pub setup_late: u64,
+    /// Per thread: it should run again by this time on this CPU (it sleeps until a planned
+    /// wake-up, or is migrating), or `None` (running, or done).
+    pub expect: Vec<Option<(u64, u16)>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -179,6 +182,7 @@ fn mapped(env: &Env<'_>) -> Option<VmaId> {
 impl Program for ThreadProgram {
     fn next(&mut self, env: &mut Env<'_>) -> Action {
         let now = env.now.0;
+        self.meter.borrow_mut().expect[self.t] = None;
         loop {
             let th = &self.plan.threads[self.t];
             match self.st {
@@ -239,6 +243,7 @@ impl Program for ThreadProgram {
                     self.st = St::Sleep;
                     // Move first, so that the wake-up finds the thread on its next CPU.
                     if usize::from(s.cpu) != usize::from(env.cpu.0) {
+                        self.meter.borrow_mut().expect[self.t] = Some((now, s.cpu));
                         return Action::Syscall(Syscall::SetAffinity { cpu: CpuId(s.cpu) });
                     }
                 }
@@ -247,6 +252,9 @@ impl Program for ThreadProgram {
                     // One read per planned wake-up, even when late: the timer writes once for
                     // each, so the counts stay balanced.
                     if th.sleeps_before(self.seg) {
+                        let s = th.segments[self.seg];
+                        let wake = self.setup.at(s.from_ns);
+                        self.meter.borrow_mut().expect[self.t] = Some((wake.max(now), s.cpu));
                         return Action::Syscall(Syscall::EventfdRead { fd: self.fd });
                     }
                 }

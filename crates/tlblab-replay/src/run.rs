@@ -14,6 +14,21 @@ use tlblab_kernel::{Kernel, KernelConfig, Policy};
 use tlblab_sim::machine::MachineSpec;
 use tlblab_types::{CpuId, Cycles};
 
+/// A thread that has not run this many milliseconds after it should have is rescued.
+const RESCUE_AFTER_MS: u64 = 2;
+
+/// A thread that exits at once: queued on a CPU, it makes the CPU schedule.
+struct ExitAtOnce;
+
+impl tlblab_kernel::program::Program for ExitAtOnce {
+    fn next(
+        &mut self,
+        _env: &mut tlblab_kernel::program::Env<'_>,
+    ) -> tlblab_kernel::program::Action {
+        tlblab_kernel::program::Action::Exit
+    }
+}
+
 /// Pages of each process's reclaim pool, at most.
 const MAX_POOL_PAGES: u64 = 256;
 
@@ -41,6 +56,8 @@ pub(crate) struct RunOutput {
     pub unfinished: usize,
     /// Simulated time of the first record.
     pub lead: u64,
+    /// Lost wake-ups rescued.
+    pub rescues: u64,
 }
 
 /// The setup shared by a replay and its twin: `censored_pages` must be above every ceiling the
@@ -93,7 +110,8 @@ pub(crate) fn run(
     let mut k = Kernel::new(spec, policy, config, observer)
         .map_err(|source| ReplayError::Kernel { policy: policy.name.clone(), source })?;
     let setup = Arc::new(setup);
-    let meter = Rc::new(RefCell::new(Meter::default()));
+    let meter =
+        Rc::new(RefCell::new(Meter { expect: vec![None; plan.threads.len()], ..Meter::default() }));
     let fds: Vec<_> = plan.threads.iter().map(|_| k.eventfd()).collect();
     let mut wakes = Vec::new();
     for (t, th) in plan.threads.iter().enumerate() {
@@ -104,6 +122,20 @@ pub(crate) fn run(
         }
     }
     wakes.sort_by_key(|&(at, fd)| (at, fd.0));
+    // Each wake-up must reach its CPU before the thread that ran there leaves it (a wake-up
+    // that reaches a CPU while it switches to idle is lost in the model, docs/replay.md); the
+    // timer writes one after another, so k wake-ups due at once start k + 1 µs early.
+    let mut i = 0;
+    while i < wakes.len() {
+        let at = wakes[i].0;
+        let k = wakes[i..].iter().take_while(|w| w.0 == at).count();
+        let early = at.saturating_sub((k as u64 + 1) * setup.mhz);
+        for w in &mut wakes[i..i + k] {
+            w.0 = early;
+        }
+        i += k;
+    }
+    let mut leaders = vec![tlblab_kernel::ids::TaskId(0); plan.threads.len()];
     for p in &plan.processes {
         let mut leader = None;
         for (j, &t) in p.threads.iter().enumerate() {
@@ -117,12 +149,14 @@ pub(crate) fn run(
                 pool,
             );
             let cpu = CpuId(plan.threads[t].segments[0].cpu);
-            match leader {
-                None => leader = Some(k.spawn_process(Box::new(program), cpu, true)),
+            let l = match leader {
+                None => *leader.insert(k.spawn_process(Box::new(program), cpu, true)),
                 Some(l) => {
                     k.spawn_thread(l, Box::new(program), cpu, true);
+                    l
                 }
-            }
+            };
+            leaders[t] = l;
         }
     }
     let fd = k.eventfd();
@@ -134,16 +168,31 @@ pub(crate) fn run(
     let give_up = end.saturating_mul(4).saturating_add(10_000 * slice);
     let mut horizon = 0u64;
     let threads = plan.threads.len();
+    let mut rescues = 0;
     loop {
         horizon += slice;
         k.run_until(Cycles(horizon));
         if meter.borrow().done == threads || horizon > give_up {
             break;
         }
+        // A thread that should have run long ago sits in the run queue of a CPU that went idle
+        // just as it was queued (the model's lost wake-up, docs/replay.md): a short-lived thread
+        // of its process queued there wakes the CPU, which then runs both.
+        let mut m = meter.borrow_mut();
+        for (expect, &leader) in m.expect.iter_mut().zip(&leaders) {
+            if let Some((due, cpu)) = *expect {
+                if horizon > due + RESCUE_AFTER_MS * slice {
+                    *expect = Some((horizon, cpu));
+                    rescues += 1;
+                    k.spawn_thread(leader, Box::new(ExitAtOnce), CpuId(cpu), false);
+                }
+            }
+        }
     }
     let meter = meter.borrow().clone();
     Ok(RunOutput {
         lead: setup.lead,
+        rescues,
         kernel: k.report(),
         flushes: k.observer().counts,
         unfinished: threads - meter.done,
