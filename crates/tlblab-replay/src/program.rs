@@ -77,9 +77,23 @@ pub(crate) struct Meter {
     pub late: u64,
     /// Threads whose setup ended after their first segment should have begun.
     pub setup_late: u64,
-    /// Per thread: it should run again by this time on this CPU (it sleeps until a planned
-    /// wake-up, or is migrating), or `None` (running, or done).
-    pub expect: Vec<Option<(u64, u16)>>,
+    /// Per thread: it should run again on a CPU by a time, or `None` (running, or done).
+    pub expect: Vec<Option<Expect>>,
+    /// Per thread: wake-ups the timer has written.
+    pub writes: Vec<u64>,
+}
+
+/// A thread that waits to run again: sleeping until a planned wake-up, or migrating.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Expect {
+    /// When it should run.
+    pub due: u64,
+    /// Where.
+    pub cpu: u16,
+    /// Wake-ups written before it can run (0 when migrating).
+    pub writes: u64,
+    /// Rescues tried.
+    pub rescues: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,6 +129,10 @@ pub(crate) struct ThreadProgram {
     seg: usize,
     req: usize,
     started: bool,
+    /// Sleeps begun, and wake-ups consumed by reads (a read takes every write so far).
+    sleeps: u64,
+    absorbed: u64,
+    reading: bool,
 }
 
 impl ThreadProgram {
@@ -142,6 +160,9 @@ impl ThreadProgram {
             seg: 0,
             req: 0,
             started: false,
+            sleeps: 0,
+            absorbed: 0,
+            reading: false,
         }
     }
 
@@ -182,7 +203,13 @@ fn mapped(env: &Env<'_>) -> Option<VmaId> {
 impl Program for ThreadProgram {
     fn next(&mut self, env: &mut Env<'_>) -> Action {
         let now = env.now.0;
-        self.meter.borrow_mut().expect[self.t] = None;
+        {
+            let mut m = self.meter.borrow_mut();
+            m.expect[self.t] = None;
+            if std::mem::take(&mut self.reading) {
+                self.absorbed = m.writes[self.t];
+            }
+        }
         loop {
             let th = &self.plan.threads[self.t];
             match self.st {
@@ -243,18 +270,27 @@ impl Program for ThreadProgram {
                     self.st = St::Sleep;
                     // Move first, so that the wake-up finds the thread on its next CPU.
                     if usize::from(s.cpu) != usize::from(env.cpu.0) {
-                        self.meter.borrow_mut().expect[self.t] = Some((now, s.cpu));
+                        let e = Expect { due: now, cpu: s.cpu, writes: 0, rescues: 0 };
+                        self.meter.borrow_mut().expect[self.t] = Some(e);
                         return Action::Syscall(Syscall::SetAffinity { cpu: CpuId(s.cpu) });
                     }
                 }
                 St::Sleep => {
                     self.st = St::Woken;
-                    // One read per planned wake-up, even when late: the timer writes once for
-                    // each, so the counts stay balanced.
                     if th.sleeps_before(self.seg) {
-                        let s = th.segments[self.seg];
-                        let wake = self.setup.at(s.from_ns);
-                        self.meter.borrow_mut().expect[self.t] = Some((wake.max(now), s.cpu));
+                        // The timer writes once per planned sleep, in order; a read takes every
+                        // write so far. Skip the read only when this sleep's write has come and
+                        // an earlier read took it (the thread is late).
+                        let j = self.sleeps;
+                        self.sleeps += 1;
+                        let mut m = self.meter.borrow_mut();
+                        if m.writes[self.t] > j && self.absorbed > j {
+                            continue;
+                        }
+                        let due = self.setup.at(th.segments[self.seg].from_ns).max(now);
+                        let cpu = th.segments[self.seg].cpu;
+                        m.expect[self.t] = Some(Expect { due, cpu, writes: j + 1, rescues: 0 });
+                        self.reading = true;
                         return Action::Syscall(Syscall::EventfdRead { fd: self.fd });
                     }
                 }
@@ -314,22 +350,24 @@ impl Program for ThreadProgram {
 /// Wakes sleeping threads at their planned times (the model has no timers: this program, alone
 /// on a CPU of its own, stands for the hrtimer interrupt).
 pub(crate) struct Timer {
-    /// `(cycles, eventfd)`, in time order.
-    pub wakes: Vec<(u64, EventFd)>,
+    /// `(cycles, eventfd, thread)`, in time order.
+    pub wakes: Vec<(u64, EventFd, usize)>,
     pub next: usize,
+    pub meter: Rc<RefCell<Meter>>,
     /// Its own eventfd, never written: it blocks on it when done.
     pub fd: EventFd,
 }
 
 impl Program for Timer {
     fn next(&mut self, env: &mut Env<'_>) -> Action {
-        let Some(&(at, fd)) = self.wakes.get(self.next) else {
+        let Some(&(at, fd, t)) = self.wakes.get(self.next) else {
             return Action::Syscall(Syscall::EventfdRead { fd: self.fd });
         };
         if env.now.0 < at {
             return Action::Compute { cycles: at - env.now.0 };
         }
         self.next += 1;
+        self.meter.borrow_mut().writes[t] += 1;
         Action::Syscall(Syscall::EventfdWrite { fd })
     }
 }

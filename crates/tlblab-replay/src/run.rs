@@ -17,6 +17,9 @@ use tlblab_types::{CpuId, Cycles};
 /// A thread that has not run this many milliseconds after it should have is rescued.
 const RESCUE_AFTER_MS: u64 = 2;
 
+/// Rescues of one wait, at most.
+const MAX_RESCUES: u32 = 3;
+
 /// A thread that exits at once: queued on a CPU, it makes the CPU schedule.
 struct ExitAtOnce;
 
@@ -110,18 +113,21 @@ pub(crate) fn run(
     let mut k = Kernel::new(spec, policy, config, observer)
         .map_err(|source| ReplayError::Kernel { policy: policy.name.clone(), source })?;
     let setup = Arc::new(setup);
-    let meter =
-        Rc::new(RefCell::new(Meter { expect: vec![None; plan.threads.len()], ..Meter::default() }));
+    let meter = Rc::new(RefCell::new(Meter {
+        expect: vec![None; plan.threads.len()],
+        writes: vec![0; plan.threads.len()],
+        ..Meter::default()
+    }));
     let fds: Vec<_> = plan.threads.iter().map(|_| k.eventfd()).collect();
     let mut wakes = Vec::new();
     for (t, th) in plan.threads.iter().enumerate() {
         for (i, s) in th.segments.iter().enumerate() {
             if th.sleeps_before(i) {
-                wakes.push((setup.at(s.from_ns), fds[t]));
+                wakes.push((setup.at(s.from_ns), fds[t], t));
             }
         }
     }
-    wakes.sort_by_key(|&(at, fd)| (at, fd.0));
+    wakes.sort_by_key(|&(at, fd, _)| (at, fd.0));
     // Each wake-up must reach its CPU before the thread that ran there leaves it (a wake-up
     // that reaches a CPU while it switches to idle is lost in the model, docs/replay.md); the
     // timer writes one after another, so k wake-ups due at once start k + 1 µs early.
@@ -160,7 +166,8 @@ pub(crate) fn run(
         }
     }
     let fd = k.eventfd();
-    k.spawn_process(Box::new(Timer { wakes, next: 0, fd }), CpuId(n as u16), false);
+    let timer = Timer { wakes, next: 0, meter: Rc::clone(&meter), fd };
+    k.spawn_process(Box::new(timer), CpuId(n as u16), false);
     // Run in slices of a millisecond until every thread is done; give up well past the trace's
     // end (the report then says how many threads did not finish).
     let slice = setup.mhz * 1000;
@@ -178,14 +185,20 @@ pub(crate) fn run(
         // A thread that should have run long ago sits in the run queue of a CPU that went idle
         // just as it was queued (the model's lost wake-up, docs/replay.md): a short-lived thread
         // of its process queued there wakes the CPU, which then runs both.
+        // Only a thread that can run (migrating, or its wake-up written) is rescued, a few times
+        // at most.
         let mut m = meter.borrow_mut();
-        for (expect, &leader) in m.expect.iter_mut().zip(&leaders) {
-            if let Some((due, cpu)) = *expect {
-                if horizon > due + RESCUE_AFTER_MS * slice {
-                    *expect = Some((horizon, cpu));
-                    rescues += 1;
-                    k.spawn_thread(leader, Box::new(ExitAtOnce), CpuId(cpu), false);
-                }
+        let m = &mut *m;
+        for ((expect, &leader), &writes) in m.expect.iter_mut().zip(&leaders).zip(&m.writes) {
+            let Some(e) = expect else { continue };
+            if writes >= e.writes
+                && horizon > e.due + RESCUE_AFTER_MS * slice
+                && e.rescues < MAX_RESCUES
+            {
+                e.due = horizon;
+                e.rescues += 1;
+                rescues += 1;
+                k.spawn_thread(leader, Box::new(ExitAtOnce), CpuId(e.cpu), false);
             }
         }
     }
