@@ -1,5 +1,7 @@
 //! Builds a synthetic trace of about a million records and times its replay:
-//! `cargo run --release -p tlblab-replay --example synthetic -- [RECORDS] [sweep]`.
+//! `cargo run --release -p tlblab-replay --example synthetic -- [RECORDS] [sweep] [ws=PAGES]`
+//! (`ws=PAGES`: a working set of that many pages per thread instead of re-referencing the
+//! flushed pages).
 //!
 //! Four CPUs; on each, two threads of different processes (each process has a thread on
 //! another CPU too) take turns every 2 ms (`sched_switch`); the running thread makes a flush
@@ -8,7 +10,9 @@
 use std::time::Instant;
 use tlblab_flushtrace::{Flush, Header, Origin, Record, Switch, Task};
 use tlblab_kernel::Policy;
-use tlblab_replay::{render_replay, render_sweep, replay, sweep_ceiling, Plan, ReplayOptions};
+use tlblab_replay::{
+    render_replay, render_sweep, replay, sweep_ceiling, Plan, Refill, ReplayOptions,
+};
 
 fn trace(target: usize) -> Vec<Record> {
     let cpus = 4u32;
@@ -74,7 +78,12 @@ fn main() {
     let t = Instant::now();
     let records = trace(n);
     println!("generated {} records in {:.2?}", records.len(), t.elapsed());
-    let opts = ReplayOptions::default();
+    let refill = args
+        .iter()
+        .find_map(|a| a.strip_prefix("ws="))
+        .and_then(|w| w.parse().ok())
+        .map_or(Refill::Flushed, Refill::WorkingSet);
+    let opts = ReplayOptions { refill, ..ReplayOptions::default() };
     let t = Instant::now();
     let plan = Plan::build(&header, records.clone(), &opts).expect("a valid trace");
     println!(

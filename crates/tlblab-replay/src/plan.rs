@@ -13,6 +13,42 @@ pub(crate) const MAX_REQUEST_PAGES: u64 = 1 << 16;
 /// CPUs of a trace the model can run (it runs 4096, one of which replays wake-up timers).
 pub(crate) const MAX_TRACE_CPUS: usize = 4095;
 
+/// Name prefixes of kernel threads (`comm`). A kernel thread has no mm of its own: on its CPU
+/// the user mm that ran before stays loaded, lazily, as under the idle task. The model cannot
+/// spawn a kernel thread, so one that makes no request is left out and its CPU time becomes
+/// idle time, which the model treats the same way (`enter_lazy_tlb()`).
+const KERNEL_THREAD_PREFIXES: &[&str] = &[
+    "kworker/",
+    "ksoftirqd/",
+    "migration/",
+    "rcu_",
+    "rcuc/",
+    "rcuog/",
+    "rcuop/",
+    "cpuhp/",
+    "idle_inject/",
+    "watchdog/",
+    "irq/",
+    "kthreadd",
+    "kswapd",
+    "kcompactd",
+    "khugepaged",
+    "kauditd",
+    "khungtaskd",
+    "oom_reaper",
+    "jbd2/",
+    "kblockd",
+    "writeback",
+    "ksmd",
+    "psimon",
+    "pool_workqueue_",
+];
+
+/// Whether `comm` names a kernel thread.
+fn kernel_thread(comm: &str) -> bool {
+    KERNEL_THREAD_PREFIXES.iter().any(|p| comm.starts_with(p))
+}
+
 /// The size of a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Size {
@@ -162,6 +198,9 @@ pub struct TraceSummary {
     pub threads: u64,
     /// Threads whose thread group the trace did not say (each is a process of its own).
     pub threads_without_tgid: u64,
+    /// Kernel threads (by name) without requests, left out: their CPU time is idle time in the
+    /// model, which keeps the previous mm loaded lazily as a kernel thread does.
+    pub kernel_threads_left_out: u64,
     /// Recorded `tlb:tlb_flush` events by reason.
     pub recorded_tlb_flush: BTreeMap<i32, KindCounts>,
     /// Recorded IPI-send records and their targets.
@@ -217,6 +256,7 @@ struct Builder<'a> {
     latest: u64,
     max_cpu: Option<u32>,
     tgid: HashMap<i32, i32>,
+    kthreads: std::collections::HashSet<i32>,
     index: HashMap<i32, usize>,
     threads: Vec<ThreadB>,
     pending: Vec<Option<Pending>>,
@@ -245,6 +285,7 @@ impl Plan {
             latest: 0,
             max_cpu: None,
             tgid: HashMap::new(),
+            kthreads: std::collections::HashSet::new(),
             index: HashMap::new(),
             threads: Vec::new(),
             pending: Vec::new(),
@@ -264,6 +305,7 @@ impl Plan {
                 processes: 0,
                 threads: 0,
                 threads_without_tgid: 0,
+                kernel_threads_left_out: 0,
                 recorded_tlb_flush: BTreeMap::new(),
                 recorded_ipi_sends: 0,
                 recorded_ipi_targets: 0,
@@ -323,6 +365,11 @@ impl Builder<'_> {
         let Some(cpu) = cpu else {
             if let Record::Task(t) = r {
                 self.tgid.insert(t.pid, t.tgid);
+                if kernel_thread(&t.comm) {
+                    self.kthreads.insert(t.pid);
+                } else {
+                    self.kthreads.remove(&t.pid);
+                }
             }
             return Ok(());
         };
@@ -519,6 +566,10 @@ impl Builder<'_> {
         }
         let mut threads = Vec::with_capacity(self.threads.len());
         for th in std::mem::take(&mut self.threads) {
+            if th.requests.is_empty() && self.kthreads.contains(&th.pid) {
+                self.s.kernel_threads_left_out += 1;
+                continue;
+            }
             let from_switches = !th.switch_ivs.is_empty();
             if from_switches {
                 self.s.threads_from_switches += 1;
@@ -703,6 +754,29 @@ mod tests {
         let t6 = &p.threads[1];
         let spans: Vec<_> = t6.segments.iter().map(|s| (s.cpu, s.from_ns, s.to_ns)).collect();
         assert_eq!(spans, vec![(0, 1_000, 2_000), (1, 4_000, 4_000)]);
+    }
+
+    #[test]
+    fn kernel_threads_without_requests_are_left_out() {
+        let task =
+            |pid, comm: &str| Record::Task(Task { ts_ns: 0, pid, tgid: pid, comm: comm.into() });
+        let sw = |ts_ns, prev_pid, next_pid| {
+            Record::Switch(Switch { ts_ns, cpu: 0, prev_pid, prev_state: 1, next_pid })
+        };
+        let p = plan(vec![
+            task(5, "app"),
+            task(7, "kworker/0:1"),
+            task(8, "kswapd0"),
+            sw(0, 0, 5),
+            f(10, 0, 5, 3, 1),
+            sw(20, 5, 7),
+            sw(30, 7, 8),
+            f(40, 0, 8, 2, -1),
+            sw(50, 8, 5),
+        ]);
+        assert_eq!(p.summary.kernel_threads_left_out, 1, "the kworker; kswapd made a request");
+        let pids: Vec<i32> = p.threads.iter().map(|t| t.pid).collect();
+        assert_eq!(pids, vec![5, 8]);
     }
 
     #[test]

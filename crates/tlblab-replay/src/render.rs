@@ -78,7 +78,7 @@ fn trace_lines(out: &mut String, t: &TraceSummary, assumptions: &[String]) {
     );
     let _ = writeln!(
         out,
-        "  schedule: {} ({} threads from sched_switch, {} inferred); {} processes, {} threads ({} without a known thread group)",
+        "  schedule: {} ({} threads from sched_switch, {} inferred); {} processes, {} threads ({} without a known thread group); {} kernel threads without requests left out (idle time)",
         match t.schedule {
             crate::plan::ScheduleMode::Switch => "from sched_switch records",
             crate::plan::ScheduleMode::Inferred => "inferred from events",
@@ -87,7 +87,8 @@ fn trace_lines(out: &mut String, t: &TraceSummary, assumptions: &[String]) {
         t.threads_inferred,
         t.processes,
         t.threads,
-        t.threads_without_tgid
+        t.threads_without_tgid,
+        t.kernel_threads_left_out
     );
     let r = &t.requests;
     let _ = writeln!(
