@@ -1,6 +1,7 @@
 //! Builds a synthetic trace of about a million records and times its replay:
-//! `cargo run --release -p tlblab-replay --example synthetic -- [RECORDS] [sweep] [ws=PAGES]`
-//! (`ws=PAGES`: a working set of that many pages per thread instead of re-referencing the
+//! `cargo run --release -p tlblab-replay --example synthetic -- [RECORDS] [sweep] [inferred]
+//! [ws=PAGES]`
+//! (`inferred`: the trace below without `sched_switch`; `ws=PAGES`: a working set of that many pages per thread instead of re-referencing the
 //! flushed pages).
 //!
 //! Four CPUs; on each, two threads of different processes (each process has a thread on
@@ -68,15 +69,82 @@ fn trace(target: usize) -> Vec<Record> {
     r
 }
 
+/// Without `sched_switch`: on each of 2 CPUs, runs of 50–500 µs by one of 20 threads (5
+/// processes of 4 threads, each thread on one CPU), with an event every 10 µs, 30 % of them
+/// requests (reason 4 then 3), and now and then an idle gap of up to 3 ms.
+fn inferred_trace(target: usize) -> Vec<Record> {
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rand = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let mut r: Vec<Record> = (0..40)
+        .map(|t| {
+            Record::Task(Task {
+                ts_ns: 0,
+                pid: 200 + t,
+                tgid: 200 + t / 8 * 8,
+                comm: format!("x{t}"),
+            })
+        })
+        .collect();
+    let mut per_cpu: [Vec<Record>; 2] = [Vec::new(), Vec::new()];
+    let quota = target / 2;
+    for (c, out) in per_cpu.iter_mut().enumerate() {
+        let mut ts = 0u64;
+        while out.len() < quota {
+            let pid = 200 + 2 * rand(20) as i32 + c as i32;
+            let end = ts + 50_000 + rand(450_000);
+            while ts < end && out.len() < quota {
+                if rand(10) < 3 {
+                    let pages = if rand(10) < 8 { 1 } else { 1 + rand(40) as i64 };
+                    out.push(Record::Flush(Flush {
+                        ts_ns: ts,
+                        cpu: c as u32,
+                        pid,
+                        reason: 4,
+                        pages,
+                    }));
+                    out.push(Record::Flush(Flush {
+                        ts_ns: ts + 300,
+                        cpu: c as u32,
+                        pid,
+                        reason: 3,
+                        pages,
+                    }));
+                } else {
+                    out.push(Record::Other(tlblab_flushtrace::Other {
+                        ts_ns: ts,
+                        cpu: c as u32,
+                        pid,
+                        event_id: 7,
+                    }));
+                }
+                ts += 10_000;
+            }
+            if rand(5) == 0 {
+                ts += rand(3_000_000);
+            }
+        }
+    }
+    let [a, b] = per_cpu;
+    r.extend(a);
+    r.extend(b);
+    r.sort_by_key(Record::ts_ns);
+    r
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let n: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(1_000_000);
     let sweep = args.iter().any(|a| a == "sweep");
     let spec = tlblab_sim::machine::builtin("skylake").expect("built-in preset");
     let mut header = Header::new(Origin::Recorded);
-    header.cpus = vec![0, 1, 2, 3];
+    header.cpus = vec![0, 1];
     let t = Instant::now();
-    let records = trace(n);
+    let records = if args.iter().any(|a| a == "inferred") { inferred_trace(n) } else { trace(n) };
     println!("generated {} records in {:.2?}", records.len(), t.elapsed());
     let refill = args
         .iter()

@@ -261,6 +261,7 @@ struct Builder<'a> {
     threads: Vec<ThreadB>,
     pending: Vec<Option<Pending>>,
     on_cpu: Vec<Option<(i32, u64)>>,
+    last_on_cpu: Vec<Option<i32>>,
     switch_seen: Vec<bool>,
     any_switch: bool,
     s: TraceSummary,
@@ -290,6 +291,7 @@ impl Plan {
             threads: Vec::new(),
             pending: Vec::new(),
             on_cpu: Vec::new(),
+            last_on_cpu: Vec::new(),
             switch_seen: Vec::new(),
             any_switch: false,
             s: TraceSummary {
@@ -378,6 +380,7 @@ impl Builder<'_> {
         if self.pending.len() <= c {
             self.pending.resize(c + 1, None);
             self.on_cpu.resize(c + 1, None);
+            self.last_on_cpu.resize(c + 1, None);
             self.switch_seen.resize(c + 1, false);
         }
         let cpu = cpu as u16;
@@ -426,6 +429,20 @@ impl Builder<'_> {
 
     /// The thread ran on `cpu` at `ts` (it is the record's current task).
     fn activity(&mut self, pid: i32, cpu: u16, ts: u64) {
+        // A CPU runs one thread at a time: another thread's event (or the idle task's) there
+        // ends the run of the thread seen there before, at that thread's last event.
+        let c = usize::from(cpu);
+        match self.last_on_cpu[c] {
+            Some(prev) if prev != pid && prev > 0 => {
+                let th = self.thread(prev);
+                if th.open.is_some_and(|iv| iv.cpu == cpu) {
+                    let iv = th.open.take().expect("tested");
+                    th.inferred.push(iv);
+                }
+            }
+            _ => {}
+        }
+        self.last_on_cpu[c] = Some(pid);
         if pid <= 0 {
             return;
         }
@@ -754,6 +771,27 @@ mod tests {
         let t6 = &p.threads[1];
         let spans: Vec<_> = t6.segments.iter().map(|s| (s.cpu, s.from_ns, s.to_ns)).collect();
         assert_eq!(spans, vec![(0, 1_000, 2_000), (1, 4_000, 4_000)]);
+    }
+
+    #[test]
+    fn without_switches_another_threads_event_ends_a_run() {
+        // Threads 5 and 6 take turns on CPU 0 every 100 µs; 5 also runs on CPU 1 later.
+        let mut r: Vec<Record> =
+            (0..6).map(|i| f(i * 100_000, 0, if i % 2 == 0 { 5 } else { 6 }, 3, 1)).collect();
+        r.push(f(600_000, 1, 5, 3, 1));
+        r.push(f(650_000, 1, 5, 3, 1));
+        let p = plan(r);
+        let spans = |t: &Thread| -> Vec<(u16, u64, u64)> {
+            t.segments.iter().map(|s| (s.cpu, s.from_ns, s.to_ns)).collect()
+        };
+        assert_eq!(
+            spans(&p.threads[0]),
+            vec![(0, 0, 0), (0, 200_000, 200_000), (0, 400_000, 400_000), (1, 600_000, 650_000)]
+        );
+        assert_eq!(
+            spans(&p.threads[1]),
+            vec![(0, 100_000, 100_000), (0, 300_000, 300_000), (0, 500_000, 500_000)]
+        );
     }
 
     #[test]
