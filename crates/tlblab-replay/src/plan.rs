@@ -435,8 +435,8 @@ impl Builder<'_> {
         match self.last_on_cpu[c] {
             Some(prev) if prev != pid && prev > 0 => {
                 let th = self.thread(prev);
-                if th.open.is_some_and(|iv| iv.cpu == cpu) {
-                    let iv = th.open.take().expect("tested");
+                if let Some(iv) = th.open.filter(|iv| iv.cpu == cpu) {
+                    th.open = None;
                     th.inferred.push(iv);
                 }
             }

@@ -262,6 +262,12 @@ pub fn render_sweep(r: &SweepReport) -> String {
         out,
         "  (full/partial reqs: requests above / at or below the ceiling; censored requests stay full at every ceiling; local = reason 3, remote = reason 1 events of the model; total = initiator + receiver + refill cycles)"
     );
+    if r.options.refill == crate::options::Refill::Flushed {
+        let _ = writeln!(
+            out,
+            "  NOTE: refill of the flushed pages only: a full flush costs no more refill than a partial one here; a working set (Refill::WorkingSet) shows the ceiling's trade-off"
+        );
+    }
     if let Some(p) = r.rows.iter().find(|p| !p.complete) {
         let _ = writeln!(
             out,
