@@ -50,7 +50,7 @@ use tlblab_kernel::Policy;
 use tlblab_sim::machine::MachineSpec;
 
 /// The highest ceiling a replay handles: a censored request is replayed as a range one page
-/// above the ceiling, and ranges are at most [`plan::MAX_REQUEST_PAGES`] pages.
+/// above the ceiling, and ranges are at most 65,536 pages.
 pub const MAX_CEILING: u64 = plan::MAX_REQUEST_PAGES - 1;
 
 fn censored_pages(policy: &Policy, ceiling: u64) -> Result<u64, ReplayError> {
