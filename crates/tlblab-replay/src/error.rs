@@ -1,0 +1,68 @@
+//! Why a trace cannot be replayed.
+
+use thiserror::Error;
+
+/// A replay that cannot run; each names the record (0-based, in input order) or the setting at
+/// fault.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum ReplayError {
+    /// A record goes back in time by more than the tolerance.
+    #[error("record {index}: timestamp {ts_ns} ns is {back_ns} ns before the previous record's {previous_ns} ns (tolerance {tolerance_ns} ns): records must be in time order")]
+    OutOfOrder {
+        /// The record.
+        index: u64,
+        /// Its timestamp.
+        ts_ns: u64,
+        /// The latest timestamp before it.
+        previous_ns: u64,
+        /// How far back it goes.
+        back_ns: u64,
+        /// The tolerance.
+        tolerance_ns: u64,
+    },
+    /// A record names a CPU the simulated machine does not have.
+    #[error("record {index}: CPU {cpu} is beyond the {cpus} simulated CPUs (CPUs 0 to {last})", last = cpus - 1)]
+    CpuOutOfRange {
+        /// The record.
+        index: u64,
+        /// Its CPU.
+        cpu: u32,
+        /// CPUs simulated.
+        cpus: usize,
+    },
+    /// More CPUs than the kernel model runs.
+    #[error(
+        "{cpus} CPUs: the kernel model runs at most {max} (one more is used for wake-up timers)"
+    )]
+    TooManyCpus {
+        /// CPUs asked for (or seen in the trace).
+        cpus: usize,
+        /// The model's limit here.
+        max: usize,
+    },
+    /// No flush request to replay.
+    #[error("the trace has no flush requests (tlb:tlb_flush reason 2, 3 or 4 with a thread id): nothing to replay")]
+    NothingToReplay,
+    /// The ceiling is too high for censored requests to be made full.
+    #[error("policy {policy}: tlb_single_page_flush_ceiling {ceiling} is above {max}: censored (full) requests cannot be replayed as a range above it")]
+    CeilingTooHigh {
+        /// The policy.
+        policy: String,
+        /// Its ceiling.
+        ceiling: u64,
+        /// The largest ceiling the replay handles.
+        max: u64,
+    },
+    /// The sweep has no ceiling values.
+    #[error("the ceiling sweep needs at least one value")]
+    EmptySweep,
+    /// The kernel model refused the policy on this machine.
+    #[error("policy {policy}: {source}")]
+    Kernel {
+        /// The policy.
+        policy: String,
+        /// The model's reason.
+        source: tlblab_kernel::KernelError,
+    },
+}

@@ -1,0 +1,214 @@
+//! One run of the model on a plan: the threads and the timer installed, the model run until
+//! every thread has followed its schedule, and what it counted.
+
+use crate::error::ReplayError;
+use crate::options::ReplayOptions;
+use crate::plan::{KindCounts, Plan};
+use crate::program::{Meter, RunSetup, ThreadProgram, Timer};
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+use tlblab_kernel::observer::{Observer, TlbFlushEvent};
+use tlblab_kernel::stats::KernelReport;
+use tlblab_kernel::{Kernel, KernelConfig, Policy};
+use tlblab_sim::machine::MachineSpec;
+use tlblab_types::{CpuId, Cycles};
+
+/// A thread that has not run this many milliseconds after it should have is rescued.
+const RESCUE_AFTER_MS: u64 = 2;
+
+/// Rescues of one wait, at most.
+const MAX_RESCUES: u32 = 3;
+
+/// A thread that exits at once: queued on a CPU, it makes the CPU schedule.
+struct ExitAtOnce;
+
+impl tlblab_kernel::program::Program for ExitAtOnce {
+    fn next(
+        &mut self,
+        _env: &mut tlblab_kernel::program::Env<'_>,
+    ) -> tlblab_kernel::program::Action {
+        tlblab_kernel::program::Action::Exit
+    }
+}
+
+/// Pages of each process's reclaim pool, at most.
+const MAX_POOL_PAGES: u64 = 256;
+
+/// Counts the model's `tlb:tlb_flush` events on the trace's CPUs from the first record's time.
+pub(crate) struct FlushCounter {
+    start: u64,
+    cpus: usize,
+    pub counts: [KindCounts; 6],
+}
+
+impl Observer for FlushCounter {
+    fn tlb_flush(&mut self, e: &TlbFlushEvent) {
+        if e.time.0 >= self.start && usize::from(e.cpu.0) < self.cpus {
+            self.counts[e.reason as usize].add(e.pages);
+        }
+    }
+}
+
+/// What one run produced.
+pub(crate) struct RunOutput {
+    pub kernel: KernelReport,
+    pub meter: Meter,
+    pub flushes: [KindCounts; 6],
+    /// Threads that had not finished their schedule when the run was stopped.
+    pub unfinished: usize,
+    /// Simulated time of the first record.
+    pub lead: u64,
+    /// Lost wake-ups rescued.
+    pub rescues: u64,
+}
+
+/// The setup shared by a replay and its twin: `censored_pages` must be above every ceiling the
+/// setup is used with.
+pub(crate) fn setup(
+    plan: &Plan,
+    spec: &MachineSpec,
+    opts: &ReplayOptions,
+    censored_pages: u64,
+    twin: bool,
+) -> RunSetup {
+    let costs = spec.raw().kernel.as_ref();
+    let mhz = costs.map_or(1000, |k| k.clock.mhz).max(1);
+    let pool_pages = plan.summary.requests.batches.min(MAX_POOL_PAGES);
+    let mut s = RunSetup { lead: 0, mhz, twin, refill: opts.refill, censored_pages, pool_pages };
+    // Setup (mapping and writing the regions) must end before the first record's time: an
+    // estimate of its cycles on each CPU, doubled, plus a millisecond.
+    let (fault, call) = costs.map_or((10_000, 1_000), |k| {
+        (
+            k.page_fault_anon.cycles + k.syscall.cycles + 1_000,
+            k.syscall.cycles + k.mmap.cycles + k.context_switch.cycles + k.switch_mm.cycles,
+        )
+    });
+    let mut per_cpu = vec![0u64; plan.cpus];
+    for p in &plan.processes {
+        for (j, &t) in p.threads.iter().enumerate() {
+            let th = &plan.threads[t];
+            let pool = if j == 0 { pool_pages } else { 0 };
+            let pages = s.main_pages(&th.requests) + pool;
+            if let Some(seg) = th.segments.first() {
+                per_cpu[usize::from(seg.cpu)] += pages * fault + 4 * call;
+            }
+        }
+    }
+    s.lead = 2 * per_cpu.into_iter().max().unwrap_or(0) + mhz * 1000;
+    s
+}
+
+/// Runs the plan once under `policy`.
+pub(crate) fn run(
+    plan: &Arc<Plan>,
+    spec: &MachineSpec,
+    policy: &Policy,
+    setup: RunSetup,
+    seed: u64,
+) -> Result<RunOutput, ReplayError> {
+    let n = plan.cpus;
+    let config = KernelConfig { nr_cpus: n + 1, seed, time_limit: Cycles(u64::MAX) };
+    let observer = FlushCounter { start: setup.lead, cpus: n, counts: Default::default() };
+    let mut k = Kernel::new(spec, policy, config, observer)
+        .map_err(|source| ReplayError::Kernel { policy: policy.name.clone(), source })?;
+    let setup = Arc::new(setup);
+    let meter = Rc::new(RefCell::new(Meter {
+        expect: vec![None; plan.threads.len()],
+        writes: vec![0; plan.threads.len()],
+        ..Meter::default()
+    }));
+    let fds: Vec<_> = plan.threads.iter().map(|_| k.eventfd()).collect();
+    let mut wakes = Vec::new();
+    for (t, th) in plan.threads.iter().enumerate() {
+        for (i, s) in th.segments.iter().enumerate() {
+            if th.sleeps_before(i) {
+                wakes.push((setup.at(s.from_ns), fds[t], t));
+            }
+        }
+    }
+    wakes.sort_by_key(|&(at, fd, _)| (at, fd.0));
+    // Each wake-up must reach its CPU before the thread that ran there leaves it (a wake-up
+    // that reaches a CPU while it switches to idle is lost in the model, docs/replay.md); the
+    // timer writes one after another, so k wake-ups due at once start k + 1 µs early.
+    let mut i = 0;
+    while i < wakes.len() {
+        let at = wakes[i].0;
+        let k = wakes[i..].iter().take_while(|w| w.0 == at).count();
+        let early = at.saturating_sub((k as u64 + 1) * setup.mhz);
+        for w in &mut wakes[i..i + k] {
+            w.0 = early;
+        }
+        i += k;
+    }
+    let mut leaders = vec![tlblab_kernel::ids::TaskId(0); plan.threads.len()];
+    for p in &plan.processes {
+        let mut leader = None;
+        for (j, &t) in p.threads.iter().enumerate() {
+            let pool = if j == 0 { setup.pool_pages } else { 0 };
+            let program = ThreadProgram::new(
+                Arc::clone(plan),
+                t,
+                Arc::clone(&setup),
+                Rc::clone(&meter),
+                fds[t],
+                pool,
+            );
+            let cpu = CpuId(plan.threads[t].segments[0].cpu);
+            let l = match leader {
+                None => *leader.insert(k.spawn_process(Box::new(program), cpu, true)),
+                Some(l) => {
+                    k.spawn_thread(l, Box::new(program), cpu, true);
+                    l
+                }
+            };
+            leaders[t] = l;
+        }
+    }
+    let fd = k.eventfd();
+    let timer = Timer { wakes, next: 0, meter: Rc::clone(&meter), fd };
+    k.spawn_process(Box::new(timer), CpuId(n as u16), false);
+    // Run in slices of a millisecond until every thread is done; give up well past the trace's
+    // end (the report then says how many threads did not finish).
+    let slice = setup.mhz * 1000;
+    let end = setup.at(plan.summary.span_ns);
+    let give_up = end.saturating_mul(4).saturating_add(10_000 * slice);
+    let mut horizon = 0u64;
+    let threads = plan.threads.len();
+    let mut rescues = 0;
+    loop {
+        horizon += slice;
+        k.run_until(Cycles(horizon));
+        if meter.borrow().done == threads || horizon > give_up {
+            break;
+        }
+        // A thread that should have run long ago sits in the run queue of a CPU that went idle
+        // just as it was queued (the model's lost wake-up, docs/replay.md): a short-lived thread
+        // of its process queued there wakes the CPU, which then runs both.
+        // Only a thread that can run (migrating, or its wake-up written) is rescued, a few times
+        // at most.
+        let mut m = meter.borrow_mut();
+        let m = &mut *m;
+        for ((expect, &leader), &writes) in m.expect.iter_mut().zip(&leaders).zip(&m.writes) {
+            let Some(e) = expect else { continue };
+            if writes >= e.writes
+                && horizon > e.due + RESCUE_AFTER_MS * slice
+                && e.rescues < MAX_RESCUES
+            {
+                e.due = horizon;
+                e.rescues += 1;
+                rescues += 1;
+                k.spawn_thread(leader, Box::new(ExitAtOnce), CpuId(e.cpu), false);
+            }
+        }
+    }
+    let meter = meter.borrow().clone();
+    Ok(RunOutput {
+        lead: setup.lead,
+        rescues,
+        kernel: k.report(),
+        flushes: k.observer().counts,
+        unfinished: threads - meter.done,
+        meter,
+    })
+}
