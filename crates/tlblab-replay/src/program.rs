@@ -77,23 +77,8 @@ pub(crate) struct Meter {
     pub late: u64,
     /// Threads whose setup ended after their first segment should have begun.
     pub setup_late: u64,
-    /// Per thread: it should run again on a CPU by a time, or `None` (running, or done).
-    pub expect: Vec<Option<Expect>>,
     /// Per thread: wake-ups the timer has written.
     pub writes: Vec<u64>,
-}
-
-/// A thread that waits to run again: sleeping until a planned wake-up, or migrating.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Expect {
-    /// When it should run.
-    pub due: u64,
-    /// Where.
-    pub cpu: u16,
-    /// Wake-ups written before it can run (0 when migrating).
-    pub writes: u64,
-    /// Rescues tried.
-    pub rescues: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -204,8 +189,7 @@ impl Program for ThreadProgram {
     fn next(&mut self, env: &mut Env<'_>) -> Action {
         let now = env.now.0;
         {
-            let mut m = self.meter.borrow_mut();
-            m.expect[self.t] = None;
+            let m = self.meter.borrow_mut();
             if std::mem::take(&mut self.reading) {
                 self.absorbed = m.writes[self.t];
             }
@@ -270,8 +254,6 @@ impl Program for ThreadProgram {
                     self.st = St::Sleep;
                     // Move first, so that the wake-up finds the thread on its next CPU.
                     if usize::from(s.cpu) != usize::from(env.cpu.0) {
-                        let e = Expect { due: now, cpu: s.cpu, writes: 0, rescues: 0 };
-                        self.meter.borrow_mut().expect[self.t] = Some(e);
                         return Action::Syscall(Syscall::SetAffinity { cpu: CpuId(s.cpu) });
                     }
                 }
@@ -283,13 +265,9 @@ impl Program for ThreadProgram {
                         // an earlier read took it (the thread is late).
                         let j = self.sleeps;
                         self.sleeps += 1;
-                        let mut m = self.meter.borrow_mut();
-                        if m.writes[self.t] > j && self.absorbed > j {
+                        if self.meter.borrow().writes[self.t] > j && self.absorbed > j {
                             continue;
                         }
-                        let due = self.setup.at(th.segments[self.seg].from_ns).max(now);
-                        let cpu = th.segments[self.seg].cpu;
-                        m.expect[self.t] = Some(Expect { due, cpu, writes: j + 1, rescues: 0 });
                         self.reading = true;
                         return Action::Syscall(Syscall::EventfdRead { fd: self.fd });
                     }

@@ -186,7 +186,7 @@ pub fn render_replay(r: &ReplayReport) -> String {
         );
         let _ = writeln!(
             out,
-            "    requests: {} replayed, {} full at ceiling {} ({} censored), {} partial, {} batched; slip: {} late by > 1 µs, mean {:.2} µs, max {:.2} µs; setup late for {} threads; lost wake-ups rescued {}",
+            "    requests: {} replayed, {} full at ceiling {} ({} censored), {} partial, {} batched; slip: {} late by > 1 µs, mean {:.2} µs, max {:.2} µs; setup late for {} threads",
             p.requests_replayed,
             p.requests_full,
             p.ceiling,
@@ -196,8 +196,7 @@ pub fn render_replay(r: &ReplayReport) -> String {
             p.slip.late_requests,
             p.slip.mean_ns / 1000.0,
             p.slip.max_ns / 1000.0,
-            p.setup_late_threads,
-            p.wakeups_rescued
+            p.setup_late_threads
         );
         let _ = writeln!(
             out,

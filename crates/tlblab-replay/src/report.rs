@@ -102,9 +102,6 @@ pub struct PolicyReplay {
     pub slip: Slip,
     /// Threads whose setup overran their first recorded time.
     pub setup_late_threads: u64,
-    /// Lost wake-ups of the model rescued by queueing a short-lived thread (replay and twin;
-    /// see docs/replay.md).
-    pub wakeups_rescued: u64,
     /// The model's `CONFIG_DEBUG_TLBFLUSH` counters (whole run).
     pub vmstat: Vmstat,
     /// Events the model processed (replay and twin).
@@ -235,7 +232,6 @@ pub(crate) fn policy_replay(
             max_ns: ns(m.slip_max as f64),
         },
         setup_late_threads: m.setup_late,
-        wakeups_rescued: run.rescues + twin.rescues,
         vmstat: k.vmstat,
         model_events: k.events + t.events,
     }

@@ -14,24 +14,6 @@ use tlblab_kernel::{Kernel, KernelConfig, Policy};
 use tlblab_sim::machine::MachineSpec;
 use tlblab_types::{CpuId, Cycles};
 
-/// A thread that has not run this many milliseconds after it should have is rescued.
-const RESCUE_AFTER_MS: u64 = 2;
-
-/// Rescues of one wait, at most.
-const MAX_RESCUES: u32 = 3;
-
-/// A thread that exits at once: queued on a CPU, it makes the CPU schedule.
-struct ExitAtOnce;
-
-impl tlblab_kernel::program::Program for ExitAtOnce {
-    fn next(
-        &mut self,
-        _env: &mut tlblab_kernel::program::Env<'_>,
-    ) -> tlblab_kernel::program::Action {
-        tlblab_kernel::program::Action::Exit
-    }
-}
-
 /// Pages of each process's reclaim pool, at most.
 const MAX_POOL_PAGES: u64 = 256;
 
@@ -59,8 +41,6 @@ pub(crate) struct RunOutput {
     pub unfinished: usize,
     /// Simulated time of the first record.
     pub lead: u64,
-    /// Lost wake-ups rescued.
-    pub rescues: u64,
 }
 
 /// The setup shared by a replay and its twin: `censored_pages` must be above every ceiling the
@@ -113,11 +93,8 @@ pub(crate) fn run(
     let mut k = Kernel::new(spec, policy, config, observer)
         .map_err(|source| ReplayError::Kernel { policy: policy.name.clone(), source })?;
     let setup = Arc::new(setup);
-    let meter = Rc::new(RefCell::new(Meter {
-        expect: vec![None; plan.threads.len()],
-        writes: vec![0; plan.threads.len()],
-        ..Meter::default()
-    }));
+    let meter =
+        Rc::new(RefCell::new(Meter { writes: vec![0; plan.threads.len()], ..Meter::default() }));
     let fds: Vec<_> = plan.threads.iter().map(|_| k.eventfd()).collect();
     let mut wakes = Vec::new();
     for (t, th) in plan.threads.iter().enumerate() {
@@ -175,37 +152,16 @@ pub(crate) fn run(
     let give_up = end.saturating_mul(4).saturating_add(10_000 * slice);
     let mut horizon = 0u64;
     let threads = plan.threads.len();
-    let mut rescues = 0;
     loop {
         horizon += slice;
         k.run_until(Cycles(horizon));
         if meter.borrow().done == threads || horizon > give_up {
             break;
         }
-        // A thread that should have run long ago sits in the run queue of a CPU that went idle
-        // just as it was queued (the model's lost wake-up, docs/replay.md): a short-lived thread
-        // of its process queued there wakes the CPU, which then runs both.
-        // Only a thread that can run (migrating, or its wake-up written) is rescued, a few times
-        // at most.
-        let mut m = meter.borrow_mut();
-        let m = &mut *m;
-        for ((expect, &leader), &writes) in m.expect.iter_mut().zip(&leaders).zip(&m.writes) {
-            let Some(e) = expect else { continue };
-            if writes >= e.writes
-                && horizon > e.due + RESCUE_AFTER_MS * slice
-                && e.rescues < MAX_RESCUES
-            {
-                e.due = horizon;
-                e.rescues += 1;
-                rescues += 1;
-                k.spawn_thread(leader, Box::new(ExitAtOnce), CpuId(e.cpu), false);
-            }
-        }
     }
     let meter = meter.borrow().clone();
     Ok(RunOutput {
         lead: setup.lead,
-        rescues,
         kernel: k.report(),
         flushes: k.observer().counts,
         unfinished: threads - meter.done,
