@@ -75,6 +75,10 @@ pub enum TraceCommand {
     /// Exit status: the command's (its exit code, or 128 + the signal that ended it), 130/143
     /// when interrupted, 1 on error.
     Record(TraceRecordArgs),
+    /// Summarise a trace (recorded, or ftrace/perf text): counts by reason and CPU, received
+    /// shootdowns against IPI sends and the kernel's TLB interrupt count, the pages-per-flush
+    /// histogram, the flush rate over time, the top processes.
+    Report(TraceReportArgs),
     /// Print a trace's records as ftrace `trace` text (or JSON lines), like `perf script`.
     Dump(TraceDumpArgs),
     /// Convert ftrace text (`trace`, `trace_pipe`; any kernel) or `perf script` output of
@@ -86,6 +90,33 @@ pub enum TraceCommand {
     Import(TraceImportArgs),
     /// Remove tracing instances left by tlblab processes that no longer exist.
     Cleanup,
+}
+
+/// `tlblab trace report`.
+#[derive(Debug, Args)]
+pub struct TraceReportArgs {
+    /// The trace: a tlblab trace file, or ftrace / perf script text.
+    #[arg(value_name = "FILE")]
+    pub input: PathBuf,
+    /// Output format (csv: one long table `table,key,column,value`; json: schema
+    /// tlblab.trace.report/1).
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    pub format: OutputFormat,
+    /// Width of the rate-over-time buckets, ms (default: 1, 2 or 5 × 10^k giving at most 60).
+    #[arg(long, value_name = "MS")]
+    pub interval_ms: Option<f64>,
+    /// Processes listed.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub top: usize,
+    /// Read a truncated trace file up to its last complete record.
+    #[arg(long)]
+    pub allow_truncated: bool,
+    /// The format of a text trace (default: detected).
+    #[arg(long, value_enum)]
+    pub text_format: Option<TextFormatArg>,
+    /// Write the report to FILE instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// `tlblab trace import`.
@@ -260,8 +291,8 @@ pub struct CompareArgs {
     #[arg(value_name = "B")]
     pub b: String,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
-    pub format: CompareFormat,
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    pub format: OutputFormat,
     /// Noise threshold in percent: smaller changes are never called significant.
     #[arg(long, default_value_t = 1.0, value_name = "PCT")]
     pub noise: f64,
@@ -271,9 +302,9 @@ pub struct CompareArgs {
     pub baseline_dir: Option<std::path::PathBuf>,
 }
 
-/// `--format` of `tlblab compare`.
+/// `--format` of `tlblab compare` and `tlblab trace report`.
 #[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum CompareFormat {
+pub enum OutputFormat {
     /// Aligned text tables.
     Table,
     /// Markdown tables.
@@ -320,6 +351,74 @@ pub enum SimCommand {
     /// independent and deterministic; they run in parallel and the output does not depend on
     /// the number of threads.
     Study(StudyArgs),
+    /// Replay a flush trace (recorded, or ftrace/perf text) through the model of Linux's flush
+    /// machinery, per policy, or sweep tlb_single_page_flush_ceiling on it (study S10).
+    ///
+    /// The initiators' requests (reason 4 with the reason 3 or 2 that follows it) are issued at
+    /// their recorded times, CPUs and threads; the model regenerates the outcomes (reasons 0, 1,
+    /// 5: IPIs, remote flushes, switch flushes) under each policy and they are set beside the
+    /// recorded ones. A trace has no memory accesses, so the refill after a flush is an
+    /// assumption (--refill, --working-set). docs/replay.md lists every inference.
+    Replay(ReplayArgs),
+}
+
+/// `tlblab sim replay`.
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The trace: a tlblab trace file, or ftrace / perf script text.
+    #[arg(value_name = "FILE")]
+    pub input: PathBuf,
+    /// The machine.
+    #[command(flatten)]
+    pub machine: MachineArgs,
+    /// Comma-separated policies (names or TOML files).
+    #[arg(long, short = 'p', default_value = "linux-6.18", value_delimiter = ',')]
+    pub policies: Vec<String>,
+    /// Sweep tlb_single_page_flush_ceiling over these values under the first policy instead
+    /// (e.g. 1,2,4,8,16,33,64,128,256,512).
+    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    pub ceiling: Vec<u64>,
+    /// Simulated CPUs (default: one more than the highest CPU in the trace).
+    #[arg(long, value_name = "N")]
+    pub cpus: Option<usize>,
+    /// Seed of the model's random streams.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// What each thread references after its flushes: none, flushed (the pages it flushed) or
+    /// working-set (--working-set pages, after each flush and each time it runs again).
+    #[arg(long, value_enum, default_value = "flushed")]
+    pub refill: RefillArg,
+    /// Pages of each thread's working set (with --refill working-set).
+    #[arg(long, default_value_t = 64, value_name = "PAGES")]
+    pub working_set: u64,
+    /// Without sched_switch records: a thread's events on one CPU at most this far apart mean
+    /// it ran in between, µs.
+    #[arg(long, default_value_t = 1000, value_name = "US")]
+    pub idle_gap_us: u64,
+    /// tlb_single_page_flush_ceiling of the recording kernel (full flushes above it were
+    /// recorded without their size).
+    #[arg(long, default_value_t = 33, value_name = "N")]
+    pub recorded_ceiling: u64,
+    /// Read a truncated trace file up to its last complete record.
+    #[arg(long)]
+    pub allow_truncated: bool,
+    /// The format of a text trace (default: detected).
+    #[arg(long, value_enum)]
+    pub text_format: Option<TextFormatArg>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `--refill` of `tlblab sim replay`.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum RefillArg {
+    /// No references: flush cost only.
+    None,
+    /// The initiator references the pages it flushed.
+    Flushed,
+    /// Each thread references --working-set pages after each flush and when it runs again.
+    WorkingSet,
 }
 
 /// Which machine to simulate, and run-time choices about it.

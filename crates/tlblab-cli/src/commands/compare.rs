@@ -1,6 +1,6 @@
 //! `tlblab compare A B`: two saved benchmark results, configuration by configuration.
 
-use crate::cli::{CompareArgs, CompareFormat};
+use crate::cli::{CompareArgs, OutputFormat};
 use crate::commands::noise_fraction;
 use anyhow::{Context, Result};
 use std::process::ExitCode;
@@ -17,10 +17,10 @@ pub fn run(args: &CompareArgs) -> Result<ExitCode> {
     let settings = CompareSettings { noise_threshold, ..CompareSettings::default() };
     let cmp = compare_results((&args.a, &a), (&args.b, &b), &settings)?;
     let format = match args.format {
-        CompareFormat::Table => Format::Table,
-        CompareFormat::Markdown => Format::Markdown,
-        CompareFormat::Csv => Format::Csv,
-        CompareFormat::Json => Format::Json,
+        OutputFormat::Table => Format::Table,
+        OutputFormat::Markdown => Format::Markdown,
+        OutputFormat::Csv => Format::Csv,
+        OutputFormat::Json => Format::Json,
     };
     print!("{}", render::comparison(&cmp, format));
     Ok(ExitCode::SUCCESS)

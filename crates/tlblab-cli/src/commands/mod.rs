@@ -5,6 +5,7 @@ mod compare;
 mod convert;
 mod demo;
 mod machines;
+mod replay;
 mod run;
 mod study;
 mod trace;
@@ -30,10 +31,12 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Sim(SimCommand::Machines(args)) => machines::run(&args),
         Command::Sim(SimCommand::Run(args)) => run::run(&args),
         Command::Sim(SimCommand::Study(args)) => study::run(&args),
+        Command::Sim(SimCommand::Replay(args)) => replay::run(&args),
         Command::Compare(args) => compare::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::BenchWorker => bench::serve_worker(),
         Command::Trace(TraceCommand::Record(args)) => tracer::record(&args),
+        Command::Trace(TraceCommand::Report(args)) => tracer::report(&args),
         Command::Trace(TraceCommand::Dump(args)) => tracer::dump(&args),
         Command::Trace(TraceCommand::Import(args)) => tracer::import(&args),
         Command::Trace(TraceCommand::Cleanup) => tracer::cleanup(),
@@ -50,6 +53,7 @@ pub fn exit_status(error: &anyhow::Error) -> u8 {
             || cause.is::<BadInput>()
             || cause.is::<tlblab_flushtrace::ImportError>()
             || cause.is::<tlblab_flushtrace::SourceError>()
+            || cause.is::<tlblab_replay::ReplayError>()
             || cause
                 .downcast_ref::<tlblab_flushtrace::FileError>()
                 .is_some_and(|e| !matches!(e, tlblab_flushtrace::FileError::Io { .. }))

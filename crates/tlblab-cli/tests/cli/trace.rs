@@ -250,3 +250,108 @@ fn damaged_and_foreign_files_get_clear_errors() {
     assert!((1..100).contains(&shown), "{shown} records before the cut");
     assert!(String::from_utf8_lossy(&out.stderr).contains("complete records shown"));
 }
+
+/// A real trace_pipe capture from this machine (kernel 6.18), in the importer's fixtures; its
+/// reason counts, by `grep -o '([0-9])$' | sort | uniq -c`: 53 × 0, 2 × 1, 144 × 3, 114 × 4,
+/// 1 × 5.
+fn trace_pipe_fixture() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tlblab-flushtrace/tests/fixtures/text/ftrace-6.18-trace_pipe.txt")
+}
+
+fn report_json(input: &Path) -> serde_json::Value {
+    crate::common::json_of([
+        "trace".as_ref(),
+        "report".as_ref(),
+        "--format".as_ref(),
+        "json".as_ref(),
+        input.as_os_str(),
+    ])
+}
+
+#[test]
+fn text_imports_and_reports_the_same_directly_or_through_a_trace_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pipe.flushtrace");
+    let out = tlblab()
+        .args(["trace", "import"])
+        .arg(trace_pipe_fixture())
+        .arg("-o")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("314 tlb_flush"), "{stderr}");
+    // The fixture has two `[LOST N EVENTS]` lines: the import says so.
+    assert!(stderr.contains("lost events"), "{stderr}");
+    let direct = report_json(&trace_pipe_fixture());
+    let imported = report_json(&file);
+    let counts = |v: &serde_json::Value| -> Vec<(i64, i64)> {
+        v["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["reason"].as_i64().unwrap(), r["events"].as_i64().unwrap()))
+            .collect()
+    };
+    assert_eq!(counts(&direct), [(0, 53), (1, 2), (3, 144), (4, 114), (5, 1)]);
+    assert_eq!(counts(&imported), counts(&direct));
+    assert_eq!(imported["totals"]["lost_events"], direct["totals"]["lost_events"]);
+    assert!(direct["totals"]["lost_events"].as_u64().unwrap() > 0);
+    // A second import onto the same file is refused.
+    let again = tlblab()
+        .args(["trace", "import"])
+        .arg(trace_pipe_fixture())
+        .arg("-o")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(2));
+    // Every format renders.
+    for format in ["table", "markdown", "csv"] {
+        let out = tlblab().args(["trace", "report", "--format", format]).arg(&file).output();
+        let out = out.unwrap();
+        assert!(out.status.success() && !out.stdout.is_empty(), "{format}");
+    }
+}
+
+#[test]
+fn replay_regenerates_outcomes_per_policy_deterministically() {
+    let fixture = trace_pipe_fixture();
+    let run = |threads: &str| {
+        let out = tlblab()
+            .env("RAYON_NUM_THREADS", threads)
+            .args(["sim", "replay"])
+            .arg(&fixture)
+            .args(["--policies", "linux-6.18,pti-invpcid", "--json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        out.stdout
+    };
+    let first = run("1");
+    assert_eq!(first, run("2"), "same trace and seed, same report, whatever the threads");
+    let v: serde_json::Value = serde_json::from_slice(&first).unwrap();
+    let policies = v["policies"].as_array().unwrap();
+    assert_eq!(policies.len(), 2);
+    for p in policies {
+        assert_eq!(p["complete"], true);
+        // Requests are the initiators' events: at least every reason-3 flush (144).
+        assert!(p["requests_replayed"].as_u64().unwrap() >= 144, "{}", p["policy"]);
+    }
+    // The ceiling sweep gives a row per ceiling.
+    let out = crate::common::stdout_of([
+        "sim".as_ref(),
+        "replay".as_ref(),
+        fixture.as_os_str(),
+        "--ceiling".as_ref(),
+        "1,33,512".as_ref(),
+        "--json".as_ref(),
+    ]);
+    let sweep: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let text = sweep.to_string();
+    for c in ["1", "33", "512"] {
+        assert!(text.contains(&format!("\"ceiling\":{c}")), "no row for ceiling {c}");
+    }
+}

@@ -3,9 +3,11 @@
 mod child;
 mod import;
 mod record;
+mod report;
 
 pub use import::import;
 pub use record::record;
+pub use report::{open_trace, report, trailer_of};
 
 use crate::cli::TraceDumpArgs;
 use anyhow::{Context, Result};

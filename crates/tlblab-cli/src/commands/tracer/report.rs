@@ -1,0 +1,75 @@
+//! `tlblab trace report`: the summary of a trace in four formats.
+
+use crate::cli::{OutputFormat, TextFormatArg, TraceReportArgs};
+use crate::commands::BadInput;
+use anyhow::{Context, Result};
+use std::num::NonZeroU64;
+use std::process::ExitCode;
+use tlblab_flushtrace::summary::{render_csv, render_markdown, render_table};
+use tlblab_flushtrace::{SummaryBuilder, SummaryOptions, TextFormat, TraceSource, Trailer};
+
+/// The format a `--text-format` names.
+pub fn text_format(arg: Option<TextFormatArg>) -> Option<TextFormat> {
+    arg.map(|f| match f {
+        TextFormatArg::Ftrace => TextFormat::FtraceText,
+        TextFormatArg::Perf => TextFormat::PerfScript,
+    })
+}
+
+/// Opens a trace of any kind: a trace file, or text (detected, or as `format` says).
+pub fn open_trace(
+    path: &std::path::Path,
+    format: Option<TextFormatArg>,
+    allow_truncated: bool,
+) -> Result<TraceSource> {
+    Ok(TraceSource::open(path, text_format(format), allow_truncated)?)
+}
+
+/// The trailer to summarise with: the file's, or for a truncated file one that says so.
+pub fn trailer_of(source: &TraceSource) -> Trailer {
+    match (source.trailer(), source.truncated_at()) {
+        (Some(t), _) => t.clone(),
+        (None, at) => Trailer {
+            end: tlblab_flushtrace::End::Failed {
+                error: format!(
+                    "the file is truncated at byte offset {} (no trailer: losses, duration and the command's status are unknown)",
+                    at.unwrap_or(0)
+                ),
+            },
+            ..Trailer::default()
+        },
+    }
+}
+
+/// Summarises `args.input`.
+pub fn report(args: &TraceReportArgs) -> Result<ExitCode> {
+    let interval_ns = match args.interval_ms {
+        None => None,
+        Some(ms) if ms.is_finite() && ms > 0.0 && ms * 1e6 >= 1.0 => {
+            NonZeroU64::new((ms * 1e6).round() as u64)
+        }
+        Some(ms) => {
+            return Err(BadInput(format!("--interval-ms {ms}: give a positive number of ms")).into())
+        }
+    };
+    let mut source = open_trace(&args.input, args.text_format, args.allow_truncated)?;
+    let mut builder =
+        SummaryBuilder::new(source.header(), SummaryOptions { interval_ns, top: args.top });
+    while let Some(record) = source.next_record()? {
+        builder.add(&record);
+    }
+    let summary = builder.finish(&trailer_of(&source));
+    let text = match args.format {
+        OutputFormat::Table => render_table(&summary),
+        OutputFormat::Markdown => render_markdown(&summary),
+        OutputFormat::Csv => render_csv(&summary),
+        OutputFormat::Json => serde_json::to_string_pretty(&summary)? + "\n",
+    };
+    match &args.output {
+        Some(path) => {
+            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?
+        }
+        None => crate::render::stdout(&text)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
