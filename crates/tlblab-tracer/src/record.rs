@@ -46,7 +46,8 @@ pub struct Recorder<'i, W: Write> {
     /// `/proc/interrupts` when tracing was turned on, and the increments when it was turned off.
     interrupts_at_start: Option<InterruptSnapshot>,
     interrupts: Option<InterruptCounts>,
-    stopped: bool,
+    /// How long tracing was on, once stopped.
+    traced_for: Option<Duration>,
 }
 
 /// The header of a recording from `instance`: clock, CPUs, the kernel's reason labels (from
@@ -95,7 +96,7 @@ impl<'i, W: Write> Recorder<'i, W> {
             started: Instant::now(),
             interrupts_at_start: None,
             interrupts: None,
-            stopped: false,
+            traced_for: None,
         })
     }
 
@@ -111,8 +112,8 @@ impl<'i, W: Write> Recorder<'i, W> {
     /// Turns tracing off (what the buffers hold is read by [`Recorder::finish`]) and takes the
     /// interrupt counts of the interval.
     pub fn stop(&mut self) -> Result<(), Error> {
-        if !self.stopped {
-            self.stopped = true;
+        if self.traced_for.is_none() {
+            self.traced_for = Some(self.started.elapsed());
             self.instance.set_tracing_on(false)?;
             self.interrupts = self.interrupts_at_start.take().and_then(|before| {
                 let delta =
@@ -219,7 +220,7 @@ impl<'i, W: Write> Recorder<'i, W> {
             end,
             records: 0,
             losses: self.losses(),
-            duration_ns: Some(self.started.elapsed().as_nanos() as u64),
+            duration_ns: self.traced_for.map(|d| d.as_nanos() as u64),
             command_status,
             reason_names: Default::default(),
             cpus_seen: self.cpus_seen.iter().copied().collect(),

@@ -355,3 +355,26 @@ fn replay_regenerates_outcomes_per_policy_deterministically() {
         assert!(text.contains(&format!("\"ceiling\":{c}")), "no row for ceiling {c}");
     }
 }
+
+#[test]
+fn a_duration_ends_the_recording_and_the_command_runs_to_its_end() {
+    if let Some(why) = no_tracing() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("short.flushtrace");
+    let start = Instant::now();
+    let out = tlblab()
+        .args(["trace", "record", "-q", "--duration", "0.2", "-o"])
+        .arg(&file)
+        .args(["--", "sh", "-c", "sleep 1; exit 3"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(start.elapsed() >= Duration::from_secs(1), "the command was not waited for");
+    let (_, trailer) = records(&file);
+    assert_eq!((trailer.end, trailer.command_status), (End::Complete, Some(3)));
+    let recorded = Duration::from_nanos(trailer.duration_ns.unwrap());
+    assert!(recorded < Duration::from_millis(900), "recorded for {recorded:?}");
+}

@@ -75,6 +75,19 @@ impl Child {
         let _ = kill(self.pid, signal);
     }
 
+    /// Waits for it to end, however long that takes.
+    pub fn wait(&mut self) -> i32 {
+        while self.status.is_none() {
+            match waitpid(self.pid, None) {
+                Ok(s) => self.status = exit_code(s),
+                Err(nix::errno::Errno::EINTR) => {}
+                // Already reaped, or not our child: nothing more to learn.
+                Err(_) => self.status = Some(0),
+            }
+        }
+        self.status.unwrap_or(0)
+    }
+
     /// Waits up to `timeout` for it to end.
     pub fn wait_for(&mut self, timeout: Duration) -> Option<i32> {
         let until = Instant::now() + timeout;

@@ -125,7 +125,7 @@ pub fn record(args: &TraceRecordArgs) -> Result<ExitCode> {
     let command_status = child.as_mut().map(|c| match caught {
         0 => c.poll().unwrap_or_else(|| {
             note("the recording ended; waiting for the command to finish");
-            c.wait_for(Duration::MAX).unwrap_or(0)
+            c.wait()
         }),
         s => c.stop(Signal::try_from(s).unwrap_or(Signal::SIGTERM)),
     });
