@@ -1,6 +1,6 @@
 //! `tlblab sim convert`: write a trace in tlblab's compact format.
 
-use super::{read_options, BadInput};
+use super::{read_options, refuse_existing};
 use crate::cli::ConvertArgs;
 use crate::render::group;
 use anyhow::{Context, Result};
@@ -11,13 +11,7 @@ use std::process::ExitCode;
 use tlblab_memtrace::{CompactWriter, EventSource, BATCH_SIZE};
 
 pub fn run(args: &ConvertArgs) -> Result<ExitCode> {
-    if args.output.exists() && !args.force {
-        return Err(BadInput(format!(
-            "{} exists (use --force to replace it)",
-            args.output.display()
-        ))
-        .into());
-    }
+    refuse_existing(&args.output, args.force)?;
     let (format, options) = read_options(&args.input_args);
     let mut trace = tlblab_memtrace::open(&args.input, format, &options)?;
     // Write beside the output and rename at the end: a failed conversion leaves no partial file

@@ -44,6 +44,14 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
+/// Refuses to replace an existing output file unless `--force` was given.
+pub fn refuse_existing(path: &std::path::Path, force: bool) -> Result<(), BadInput> {
+    if path.exists() && !force {
+        return Err(BadInput(format!("{} exists (use --force to replace it)", path.display())));
+    }
+    Ok(())
+}
+
 /// Exit status for an error: 2 for bad input (trace, preset, simulated fault), 1 otherwise.
 pub fn exit_status(error: &anyhow::Error) -> u8 {
     let bad_input = error.chain().any(|cause| {

@@ -21,6 +21,30 @@ fn no_tracing() -> Option<String> {
     None
 }
 
+/// Runs `tlblab trace record ARGS -o DIR/trace -- COMMAND` (when live tracing can run here;
+/// otherwise says why and gives `None`); returns its output, the trace and the directory.
+fn record_live(
+    args: &[&str],
+    command: &[String],
+) -> Option<(std::process::Output, std::path::PathBuf, tempfile::TempDir)> {
+    if let Some(why) = no_tracing() {
+        eprintln!("skipped: {why}");
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("recorded.flushtrace");
+    let out = tlblab()
+        .args(["trace", "record"])
+        .args(args)
+        .arg("-o")
+        .arg(&file)
+        .arg("--")
+        .args(command)
+        .output()
+        .unwrap();
+    Some((out, file, dir))
+}
+
 /// The two-thread `MADV_DONTNEED` loop: tlblab's own madvise-busy scenario with a sibling
 /// thread spinning on the other CPU, so that every flush is a shootdown.
 fn madvise_loop(runs: u32, run_ms: u32) -> Vec<String> {
@@ -64,19 +88,11 @@ fn instances_of(pid: u32) -> Vec<String> {
 /// tracing: within 1% + 50 (measured by hand around the whole recorder: 3–14 apart in 16,000).
 #[test]
 fn received_shootdowns_match_the_interrupt_count_and_no_instance_is_left() {
-    if let Some(why) = no_tracing() {
-        eprintln!("skipped: {why}");
+    let Some((out, file, _dir)) =
+        record_live(&["--events", "tlb,sched,ipi"], &madvise_loop(1, 300))
+    else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("madvise.flushtrace");
-    let out = tlblab()
-        .args(["trace", "record", "--events", "tlb,sched,ipi", "-o"])
-        .arg(&file)
-        .arg("--")
-        .args(madvise_loop(1, 300))
-        .output()
-        .unwrap();
+    };
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("no events lost") && stderr.contains("status 0"), "{stderr}");
@@ -115,19 +131,9 @@ fn received_shootdowns_match_the_interrupt_count_and_no_instance_is_left() {
 
 #[test]
 fn only_cmd_records_the_command_tree_alone() {
-    if let Some(why) = no_tracing() {
-        eprintln!("skipped: {why}");
+    let Some((out, file, _dir)) = record_live(&["--only-cmd", "-q"], &madvise_loop(1, 100)) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("only.flushtrace");
-    let out = tlblab()
-        .args(["trace", "record", "--only-cmd", "-q", "-o"])
-        .arg(&file)
-        .arg("--")
-        .args(madvise_loop(1, 100))
-        .output()
-        .unwrap();
+    };
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let (records, _) = records(&file);
     // Every flush the command's tasks initiated is there, and its tasks are all tlblab.
@@ -358,19 +364,11 @@ fn replay_regenerates_outcomes_per_policy_deterministically() {
 
 #[test]
 fn a_duration_ends_the_recording_and_the_command_runs_to_its_end() {
-    if let Some(why) = no_tracing() {
-        eprintln!("skipped: {why}");
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("short.flushtrace");
     let start = Instant::now();
-    let out = tlblab()
-        .args(["trace", "record", "-q", "--duration", "0.2", "-o"])
-        .arg(&file)
-        .args(["--", "sh", "-c", "sleep 1; exit 3"])
-        .output()
-        .unwrap();
+    let command = ["sh", "-c", "sleep 1; exit 3"].map(String::from);
+    let Some((out, file, _dir)) = record_live(&["-q", "--duration", "0.2"], &command) else {
+        return;
+    };
     assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(start.elapsed() >= Duration::from_secs(1), "the command was not waited for");
     let (_, trailer) = records(&file);

@@ -26,7 +26,7 @@ use tlblab_tracefs::{
 };
 
 use crate::cli::BenchArgs;
-use crate::commands::{noise_fraction, BadInput};
+use crate::commands::{noise_fraction, refuse_existing, BadInput};
 use executor::LiveExecutor;
 
 /// Exit status of a session stopped by Ctrl-C (128 + SIGINT, as shells report it).
@@ -62,11 +62,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         args.baseline_dir.as_ref().map_or_else(BaselineStore::default_location, BaselineStore::new);
     let baseline_path = args.save_baseline.as_deref().map(|n| store.path(n)).transpose()?;
     for path in args.output.iter().chain(&baseline_path) {
-        if path.exists() && !args.force {
-            return Err(
-                BadInput(format!("{} exists (use --force to replace it)", path.display())).into()
-            );
-        }
+        refuse_existing(path, args.force)?;
     }
     // Load the baseline before measuring, so that a wrong name fails at once.
     let baseline = match &args.baseline {

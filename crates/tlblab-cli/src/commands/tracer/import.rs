@@ -1,7 +1,7 @@
 //! `tlblab trace import`: ftrace or perf text into a trace file.
 
 use crate::cli::{TextFormatArg, TraceImportArgs};
-use crate::commands::BadInput;
+use crate::commands::refuse_existing;
 use anyhow::{Context, Result};
 use std::fs::File;
 use std::io::BufReader;
@@ -16,13 +16,7 @@ const SHOWN_ERRORS: u64 = 10;
 /// Imports `args.input` into `args.output`, written beside it under a temporary name and
 /// renamed at the end, so a failed import leaves no half file.
 pub fn import(args: &TraceImportArgs) -> Result<ExitCode> {
-    if args.output.exists() && !args.force {
-        return Err(BadInput(format!(
-            "{} exists (use --force to replace it)",
-            args.output.display()
-        ))
-        .into());
-    }
+    refuse_existing(&args.output, args.force)?;
     let file =
         File::open(&args.input).with_context(|| format!("cannot open {}", args.input.display()))?;
     let format = args.format.map(|f| match f {

@@ -2,7 +2,7 @@
 
 use super::child::Child;
 use crate::cli::TraceRecordArgs;
-use crate::commands::BadInput;
+use crate::commands::{refuse_existing, BadInput};
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use nix::sys::signal::Signal;
@@ -30,13 +30,7 @@ pub fn record(args: &TraceRecordArgs) -> Result<ExitCode> {
             );
         }
     }
-    if args.output.exists() && !args.force {
-        return Err(BadInput(format!(
-            "{} exists (use --force to replace it)",
-            args.output.display()
-        ))
-        .into());
-    }
+    refuse_existing(&args.output, args.force)?;
     let note = |text: &str| {
         if !args.quiet {
             eprintln!("tlblab: {text}");
