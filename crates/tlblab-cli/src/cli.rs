@@ -5,8 +5,9 @@ use std::path::PathBuf;
 
 /// tlblab: a laboratory for x86 TLB-flush policies on Linux.
 ///
-/// It simulates x86 TLB hardware deterministically, under machine presets whose every figure has
-/// a source. Later versions add Linux flush policies, live benchmarks and kernel tracing.
+/// It simulates x86 TLB hardware and Linux's flush policies deterministically (`sim`), measures
+/// the same scenarios on the running kernel (`bench`, `compare`), and records, summarises and
+/// replays the kernel's tlb:tlb_flush events (`trace`, `sim replay`).
 #[derive(Debug, Parser)]
 #[command(name = "tlblab", version, propagate_version = true, max_term_width = 100)]
 pub struct Cli {
