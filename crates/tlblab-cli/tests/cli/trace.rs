@@ -155,8 +155,10 @@ fn only_cmd_records_the_command_tree_alone() {
     }
 }
 
-#[test]
-fn sigint_keeps_the_trace_stops_the_command_and_removes_the_instance() {
+/// SIGINT or SIGTERM to the recorder alone (not a terminal's Ctrl-C to the whole group): the
+/// trace keeps what was read, says how it ended, the command gets the signal too, and the
+/// instance is removed.
+fn a_signal_keeps_the_trace_stops_the_command_and_removes_the_instance(signal: &str) {
     if let Some(why) = no_tracing() {
         eprintln!("skipped: {why}");
         return;
@@ -187,17 +189,50 @@ fn sigint_keeps_the_trace_stops_the_command_and_removes_the_instance() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(!instances_of(pid).is_empty(), "the recorder's instance exists while it runs");
-    let kill = Command::new("kill").args(["-INT", &pid.to_string()]).status();
+    let kill = Command::new("kill").args([&format!("-{signal}"), &pid.to_string()]).status();
     assert!(kill.unwrap().success());
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130), "exit status after SIGINT");
+    // 128 + the signal's number, as shells report it.
+    let code = if signal == "INT" { 130 } else { 143 };
+    assert_eq!(out.status.code(), Some(code), "exit status after SIG{signal}");
     let (records, trailer) = records(&file);
-    assert_eq!(trailer.end, End::Interrupted { signal: "SIGINT".into() });
+    assert_eq!(trailer.end, End::Interrupted { signal: format!("SIG{signal}") });
     assert!(count_reason(&records, 3) > 1000);
-    // The command got the signal too (it was not the terminal's Ctrl-C): tlblab bench then
-    // ends its current run and exits with 130.
+    // tlblab bench ends its current run on either signal and exits with 130 (it keeps the
+    // runs finished so far).
     assert_eq!(trailer.command_status, Some(130));
     assert!(instances_of(pid).is_empty(), "instance left behind");
+}
+
+#[test]
+fn sigint_keeps_the_trace_stops_the_command_and_removes_the_instance() {
+    a_signal_keeps_the_trace_stops_the_command_and_removes_the_instance("INT");
+}
+
+#[test]
+fn sigterm_keeps_the_trace_stops_the_command_and_removes_the_instance() {
+    a_signal_keeps_the_trace_stops_the_command_and_removes_the_instance("TERM");
+}
+
+#[test]
+fn cleanup_removes_the_instance_of_a_dead_recorder() {
+    if let Some(why) = no_tracing() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let mut gone = Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    let ns = std::fs::read_link("/proc/self/ns/pid").unwrap();
+    let ns = ns.to_string_lossy();
+    let ns = ns.trim_start_matches("pid:[").trim_end_matches(']');
+    let tracefs = tlblab_tracefs::Tracefs::find().unwrap();
+    let stale = tracefs.root().join(format!("instances/tlblab-{dead}-{ns}-0-trace"));
+    std::fs::create_dir(&stale).unwrap();
+    let out = tlblab().args(["trace", "cleanup"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Another test's recorder may have removed it first (each recorder cleans up at start).
+    assert!(!stale.exists(), "{}", String::from_utf8_lossy(&out.stdout));
 }
 
 #[test]
