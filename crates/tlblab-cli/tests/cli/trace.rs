@@ -314,13 +314,12 @@ fn report_json(input: &Path) -> serde_json::Value {
 fn text_imports_and_reports_the_same_directly_or_through_a_trace_file() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("pipe.flushtrace");
-    let out = tlblab()
-        .args(["trace", "import"])
-        .arg(trace_pipe_fixture())
-        .arg("-o")
-        .arg(&file)
-        .output()
-        .unwrap();
+    let import = || {
+        let mut cmd = tlblab();
+        cmd.args(["trace", "import"]).arg(trace_pipe_fixture()).arg("-o").arg(&file);
+        cmd.output().unwrap()
+    };
+    let out = import();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("314 tlb_flush"), "{stderr}");
@@ -341,14 +340,7 @@ fn text_imports_and_reports_the_same_directly_or_through_a_trace_file() {
     assert_eq!(imported["totals"]["lost_events"], direct["totals"]["lost_events"]);
     assert!(direct["totals"]["lost_events"].as_u64().unwrap() > 0);
     // A second import onto the same file is refused.
-    let again = tlblab()
-        .args(["trace", "import"])
-        .arg(trace_pipe_fixture())
-        .arg("-o")
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert_eq!(again.status.code(), Some(2));
+    assert_eq!(import().status.code(), Some(2));
     // Every format renders.
     for format in ["table", "markdown", "csv"] {
         let out = tlblab().args(["trace", "report", "--format", format]).arg(&file).output();
