@@ -154,6 +154,14 @@ impl<'i, W: Write> Recorder<'i, W> {
     /// precede, then makes the file readable up to there. Returns whether the buffers were
     /// drained (if not, call again at once: the reader is behind).
     pub fn poll(&mut self) -> Result<bool, Error> {
+        let drained = self.read(false)?;
+        self.writer.flush()?;
+        Ok(drained)
+    }
+
+    /// One merged reading round (`finish`: everything left, once tracing is off) through
+    /// [`write_event`]; whether the buffers were drained.
+    fn read(&mut self, finish: bool) -> Result<bool, Error> {
         let Recorder { reader, decoders, tasks, writer, stats, cpus_seen, error, .. } = self;
         let mut sink = |ev: &RawEvent<'_>| {
             if error.is_none() {
@@ -162,19 +170,18 @@ impl<'i, W: Write> Recorder<'i, W> {
                 }
             }
         };
-        let progress = reader.read_merged(&mut sink)?;
-        self.note_round(progress.pages, progress.drained);
-        if let Some(e) = self.error.take() {
-            return Err(e);
-        }
-        self.writer.flush()?;
-        Ok(progress.drained)
-    }
-
-    fn note_round(&mut self, pages: u64, drained: bool) {
+        let progress = if finish {
+            reader.finish_merged(&mut sink)?
+        } else {
+            reader.read_merged(&mut sink)?
+        };
         self.stats.rounds += 1;
-        self.stats.pages += pages;
-        self.stats.busy_rounds += u64::from(!drained);
+        self.stats.pages += progress.pages;
+        self.stats.busy_rounds += u64::from(!progress.drained);
+        match self.error.take() {
+            Some(e) => Err(e),
+            None => Ok(progress.drained),
+        }
     }
 
     /// Polls until `stop()` says so, sleeping `interval` between rounds that drained the
@@ -203,19 +210,7 @@ impl<'i, W: Write> Recorder<'i, W> {
         command_status: Option<i32>,
     ) -> Result<(W, RecordStats, Trailer), Error> {
         self.stop()?;
-        let Recorder { reader, decoders, tasks, writer, stats, cpus_seen, error, .. } = &mut self;
-        let mut sink = |ev: &RawEvent<'_>| {
-            if error.is_none() {
-                if let Err(e) = write_event(ev, decoders, tasks, writer, stats, cpus_seen) {
-                    *error = Some(e);
-                }
-            }
-        };
-        let progress = reader.finish_merged(&mut sink)?;
-        self.note_round(progress.pages, true);
-        if let Some(e) = self.error.take() {
-            return Err(e);
-        }
+        self.read(true)?;
         let trailer = Trailer {
             end,
             records: 0,
