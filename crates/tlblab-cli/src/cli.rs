@@ -50,6 +50,14 @@ pub enum Command {
     /// Internal: one configuration's process of `tlblab bench` (JSON requests on stdin).
     #[command(hide = true)]
     BenchWorker,
+    /// The main job: the five studies S1–S5 in simulation and, on Linux as root, the
+    /// microbenchmark scenarios measured on this machine with one of them traced and replayed;
+    /// writes DIR/results.json (everything, raw samples included) and prints the key figures.
+    ///
+    /// A part that cannot run here (not Linux, not root, no tracefs) is skipped with the reason
+    /// and the rest still runs. `--quick` shortens every part (a couple of minutes on a 2-core
+    /// machine).
+    Study(LabArgs),
     /// Record the kernel's tlb:tlb_flush events (and, on request, context switches and IPIs),
     /// summarise a trace, import ftrace or perf text, remove left-over tracing instances.
     #[command(subcommand)]
@@ -62,6 +70,26 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         command: Vec<String>,
     },
+}
+
+/// `tlblab study`.
+#[derive(Debug, Args)]
+pub struct LabArgs {
+    /// Shorter settings everywhere (quick studies, 3 runs of 100 ms per configuration).
+    #[arg(long)]
+    pub quick: bool,
+    /// Where the results go.
+    #[arg(long, default_value = "tlblab-study", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Only the simulated studies, even where the live part could run.
+    #[arg(long)]
+    pub no_live: bool,
+    /// Replace the results of an earlier run in DIR.
+    #[arg(long)]
+    pub force: bool,
+    /// No progress on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 /// `tlblab trace …`

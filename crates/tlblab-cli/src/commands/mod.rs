@@ -4,6 +4,7 @@ mod bench;
 mod compare;
 mod convert;
 mod demo;
+mod lab;
 mod machines;
 mod replay;
 mod run;
@@ -35,6 +36,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Compare(args) => compare::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::BenchWorker => bench::serve_worker(),
+        Command::Study(args) => lab::run(&args),
         Command::Trace(TraceCommand::Record(args)) => tracer::record(&args),
         Command::Trace(TraceCommand::Report(args)) => tracer::report(&args),
         Command::Trace(TraceCommand::Dump(args)) => tracer::dump(&args),

@@ -2,8 +2,8 @@
 //!
 //! One test binary with a module per area (golden counts, bad input, determinism, conversion,
 //! help, machine presets, the demo, the output doc, warm-up, sim run and sim study, live
-//! benchmarks and their comparison, the tracer), so that the suite links once and runs in
-//! parallel.
+//! benchmarks and their comparison, the tracer, the main job), so that the suite links once and
+//! runs in parallel.
 
 mod bench;
 mod common;
@@ -15,6 +15,7 @@ mod docs;
 mod errors;
 mod golden;
 mod help;
+mod lab;
 mod machines;
 mod sim_run;
 mod sim_study;

@@ -1,0 +1,278 @@
+//! `tlblab study`: the main job. The five studies in simulation; on Linux with root, the
+//! microbenchmark scenarios measured on this machine, one of them traced and replayed, and the
+//! same scenarios simulated on a preset of this host; then `results.json` with everything.
+//!
+//! Each step runs this executable's own subcommands (`sim study`, `bench`, `trace record`,
+//! `trace report`, `sim replay`, `sim run`) as child processes writing JSON into the output
+//! directory, so every step is exactly what a user would get from that command, and a step
+//! that fails or cannot run here is reported without stopping the others.
+
+mod steps;
+
+use crate::cli::LabArgs;
+use anyhow::{Context, Result};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use steps::{Outcome, Runner};
+
+/// Identifies the JSON schema of `results.json`.
+pub const SCHEMA: &str = "tlblab.study/1";
+
+/// Settings of the live part, short or default.
+struct LiveSettings {
+    runs: u32,
+    run_ms: u32,
+    warmup_ms: u32,
+    overhead: bool,
+    trace_ms: u32,
+    pthread_iterations: u32,
+}
+
+impl LiveSettings {
+    fn new(quick: bool) -> LiveSettings {
+        if quick {
+            LiveSettings {
+                runs: 3,
+                run_ms: 100,
+                warmup_ms: 50,
+                overhead: false,
+                trace_ms: 100,
+                pthread_iterations: 20,
+            }
+        } else {
+            LiveSettings {
+                runs: 5,
+                run_ms: 300,
+                warmup_ms: 100,
+                overhead: true,
+                trace_ms: 300,
+                pthread_iterations: 100,
+            }
+        }
+    }
+}
+
+/// Runs every step and writes `results.json` in `args.out`.
+pub fn run(args: &LabArgs) -> Result<ExitCode> {
+    crate::commands::refuse_existing(&args.out.join("results.json"), args.force)?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let dir = &args.out;
+    let mut runner = Runner::new(args.quiet)?;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+
+    // 1. The studies in simulation.
+    let mut study_args = vec!["sim", "study", "all", "--json"];
+    if args.quick {
+        study_args.push("--quick");
+    }
+    let studies =
+        runner.json_step("simulated studies S1–S5", &study_args, &dir.join("sim-studies.json"));
+
+    // 2–4. The live part.
+    let live = LiveSettings::new(args.quick);
+    let why_not = if args.no_live { Some("--no-live".to_string()) } else { live_unavailable(cpus) };
+    let (bench, trace, replay) = match &why_not {
+        Some(why) => {
+            let skipped = Outcome::Skipped(why.clone());
+            for step in ["live benchmarks", "trace", "trace report", "replay of the trace"] {
+                runner.note_skipped(step, why);
+            }
+            (skipped.clone(), skipped.clone(), skipped)
+        }
+        None => {
+            let bench = runner
+                .bench(&bench_args(&live, cpus, &dir.join("bench.json")), &dir.join("bench.json"));
+            let trace_file = dir.join("madvise-busy.flushtrace");
+            let trace = runner.trace(&live, cpus, &trace_file, &dir.join("trace-report.json"));
+            let replay = match &trace {
+                Outcome::Done(_) => runner.json_step(
+                    "replay of the trace",
+                    &[
+                        "sim",
+                        "replay",
+                        &trace_file.to_string_lossy(),
+                        "--policies",
+                        "linux-6.18,pti-invpcid,pti-deferred",
+                        "--json",
+                    ],
+                    &dir.join("replay.json"),
+                ),
+                other => other.clone(),
+            };
+            (bench, trace, replay)
+        }
+    };
+
+    let results = json!({
+        "schema": SCHEMA,
+        "tlblab_version": env!("CARGO_PKG_VERSION"),
+        "quick": args.quick,
+        "cpus": cpus,
+        "steps": runner.steps(),
+        "sim_studies": studies.value(),
+        "bench": bench.value(),
+        "trace_report": trace.value(),
+        "replay": replay.value(),
+    });
+    let path = dir.join("results.json");
+    write_json(&path, &results)?;
+    runner.finish();
+    println!("{}", summary::render(&results));
+    println!("results: {}", path.display());
+    Ok(if runner.any_failed() { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// Why the live part cannot run here, if it cannot.
+fn live_unavailable(cpus: usize) -> Option<String> {
+    if !cfg!(target_os = "linux") {
+        return Some("not Linux".into());
+    }
+    if !nix::unistd::geteuid().is_root() {
+        return Some("not root: live benchmarks and tracing need root (tracefs)".into());
+    }
+    if let Err(e) = tlblab_tracefs::Tracefs::find_or_mount() {
+        return Some(format!("no tracefs: {e}"));
+    }
+    if cpus < 2 {
+        return Some("one CPU: the scenarios need two".into());
+    }
+    None
+}
+
+/// Every live scenario, at sizes this machine's CPUs allow.
+fn bench_args(live: &LiveSettings, cpus: usize, out: &Path) -> Vec<String> {
+    let sibling = (cpus - 1).min(3);
+    let mut a: Vec<String> = [
+        "bench",
+        "madv-migrate",
+        "pingpong",
+        "madvise-busy",
+        "munmap-threads",
+        "madvise-scale",
+        "pthread-mmap",
+        "storm",
+    ]
+    .map(String::from)
+    .into();
+    let mut opt = |k: &str, v: String| a.extend([k.to_string(), v]);
+    opt("--busy", format!("0,{sibling}"));
+    opt("--tasks", cpus.min(4).to_string());
+    opt("--mode", "threads,processes".into());
+    opt("--iterations", live.pthread_iterations.to_string());
+    opt("--runs", live.runs.to_string());
+    opt("--run-ms", live.run_ms.to_string());
+    opt("--warmup-ms", live.warmup_ms.to_string());
+    opt("-o", out.display().to_string());
+    a.extend(["-q".into(), "--force".into()]);
+    if !live.overhead {
+        a.push("--no-overhead".into());
+    }
+    a
+}
+
+fn write_json(path: &PathBuf, value: &Value) -> Result<()> {
+    let text = serde_json::to_string_pretty(value)? + "\n";
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+mod summary {
+    //! The key figures for the terminal.
+    use serde_json::Value;
+
+    /// A live configuration's name and its figure.
+    fn bench_row(c: &Value) -> (String, String) {
+        let cfg = &c["config"];
+        let params: Vec<String> = cfg["params"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| format!("--{k} {}", v.as_str().unwrap_or("?")))
+            .collect();
+        let values: Vec<f64> = c["runs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r["value"].as_f64())
+            .collect();
+        let name = format!("{} {}", cfg["scenario"].as_str().unwrap_or("?"), params.join(" "));
+        let figure = match tlblab_stats::Summary::of(&values).ok() {
+            Some(s) => format!(
+                "{:.3} ± {:.3} {} ({} runs)",
+                s.mean,
+                s.stddev,
+                cfg["unit"].as_str().unwrap_or(""),
+                values.len()
+            ),
+            None => format!("not measured: {}", c["skipped"].as_str().unwrap_or("no runs")),
+        };
+        (name.trim_end().to_string(), figure)
+    }
+
+    /// Per study part: the scenario metric of each policy with its ratio; per live
+    /// configuration: mean ± sd; the trace's reason counts.
+    pub fn render(results: &Value) -> String {
+        let mut out = String::new();
+        if let Some(studies) = results["sim_studies"]["studies"].as_array() {
+            out.push_str(
+                "simulated studies (mean ± sd over seeds; ratio to the first policy [95% CI]):\n",
+            );
+            for s in studies {
+                for part in s["parts"].as_array().into_iter().flatten() {
+                    out.push_str(&format!(
+                        "  {} — {} ({} CPUs, {})\n",
+                        s["short"].as_str().unwrap_or("?"),
+                        part["label"].as_str().unwrap_or("?"),
+                        part["cpus"],
+                        part["machine"]["name"].as_str().unwrap_or("?")
+                    ));
+                    let key = part["measures"][0]["key"].as_str().unwrap_or("");
+                    let label = part["measures"][0]["label"].as_str().unwrap_or(key);
+                    for p in part["policies"].as_array().into_iter().flatten() {
+                        let m = p["measures"]
+                            .as_array()
+                            .and_then(|ms| ms.iter().find(|m| m["measure"] == key));
+                        let Some(m) = m else { continue };
+                        let ratio = match (&m["ratio"]["ci"], &m["significant"]) {
+                            (ci, sig) if ci.is_object() => format!(
+                                "{:.3} [{:.3}, {:.3}]{}",
+                                ci["point"].as_f64().unwrap_or(f64::NAN),
+                                ci["low"].as_f64().unwrap_or(f64::NAN),
+                                ci["high"].as_f64().unwrap_or(f64::NAN),
+                                if sig == true { " significant" } else { " not significant" }
+                            ),
+                            _ => "baseline".into(),
+                        };
+                        out.push_str(&format!(
+                            "    {:<20} {label}: {:.4} ± {:.4}  {ratio}\n",
+                            p["policy"]["name"].as_str().unwrap_or("?"),
+                            m["mean"].as_f64().unwrap_or(f64::NAN),
+                            m["stddev"].as_f64().unwrap_or(f64::NAN),
+                        ));
+                    }
+                }
+            }
+        }
+        if let Some(configs) = results["bench"]["configs"].as_array() {
+            out.push_str("\nmeasured on this machine (mean ± sd of the runs):\n");
+            let rows: Vec<(String, String)> = configs.iter().map(bench_row).collect();
+            let width = rows.iter().map(|(name, _)| name.chars().count()).max().unwrap_or(0);
+            for (name, figure) in rows {
+                out.push_str(&format!("  {name:<width$}  {figure}\n"));
+            }
+        }
+        if let Some(reasons) = results["trace_report"]["reasons"].as_array() {
+            out.push_str("\ntraced madvise-busy (tlb_flush events by reason):\n");
+            for r in reasons {
+                out.push_str(&format!(
+                    "  {} {:<22} {}\n",
+                    r["reason"],
+                    r["label"].as_str().unwrap_or("?"),
+                    r["events"]
+                ));
+            }
+        }
+        out
+    }
+}

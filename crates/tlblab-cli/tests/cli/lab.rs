@@ -1,0 +1,61 @@
+//! `tlblab study`: the main job writes results.json with every part, and says what it skipped.
+
+use crate::common::tlblab;
+use serde_json::Value;
+
+fn study(extra: &[&str]) -> (std::process::Output, Value, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tlblab()
+        .args(["study", "--quick", "-q", "--out"])
+        .arg(dir.path())
+        .args(extra)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let bytes = std::fs::read(dir.path().join("results.json")).expect("results.json written");
+    (out, serde_json::from_slice(&bytes).unwrap(), dir)
+}
+
+#[test]
+fn without_the_live_part_the_studies_still_run_and_the_skips_say_why() {
+    let (out, v, dir) = study(&["--no-live"]);
+    assert_eq!(v["schema"], "tlblab.study/1");
+    let studies = v["sim_studies"]["studies"].as_array().unwrap();
+    let names: Vec<&str> = studies.iter().map(|s| s["short"].as_str().unwrap()).collect();
+    assert_eq!(names, ["s1", "s2", "s3", "s4", "s5"]);
+    assert_eq!(v["bench"]["skipped"], "--no-live");
+    let steps = v["steps"].as_array().unwrap();
+    assert_eq!(steps[0]["status"], "done");
+    assert!(steps[1..].iter().all(|s| s["status"] == "skipped" && s["reason"] == "--no-live"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("s4 — rt-latency") && stdout.contains("results: "), "{stdout}");
+    // A second run into the same directory is refused unless --force.
+    let again = tlblab().args(["study", "--quick", "--no-live", "--out"]).arg(dir.path()).output();
+    assert_eq!(again.unwrap().status.code(), Some(2));
+}
+
+#[test]
+fn with_root_every_scenario_is_measured_and_one_is_traced_and_replayed() {
+    if !nix::unistd::geteuid().is_root() || tlblab_tracefs::Tracefs::find_or_mount().is_err() {
+        eprintln!("skipped: needs root and tracefs");
+        return;
+    }
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        eprintln!("skipped: needs two CPUs");
+        return;
+    }
+    let (_, v, dir) = study(&[]);
+    let configs = v["bench"]["configs"].as_array().unwrap();
+    let scenarios: std::collections::BTreeSet<&str> =
+        configs.iter().map(|c| c["config"]["scenario"].as_str().unwrap()).collect();
+    for s in ["madv-migrate", "pingpong", "madvise-busy", "munmap-threads", "madvise-scale"] {
+        assert!(scenarios.contains(s), "{s} missing from {scenarios:?}");
+    }
+    // Raw samples are kept: every measured configuration has its runs.
+    assert!(configs.iter().all(|c| !c["runs"].as_array().unwrap().is_empty()));
+    assert_eq!(v["trace_report"]["schema"], "tlblab.trace.report/1");
+    assert!(v["trace_report"]["totals"]["flush_events"].as_u64().unwrap() > 100);
+    assert_eq!(v["replay"]["policies"].as_array().unwrap().len(), 3);
+    assert!(dir.path().join("madvise-busy.flushtrace").is_file());
+}
