@@ -179,8 +179,23 @@ fn identify(
     });
     let (sig, source) = match (dump.leaf(1, 0), info_sig) {
         (Some(r), other) => {
-            let sig = Signature::from_leaf1_eax(r.eax);
+            let mut sig = Signature::from_leaf1_eax(r.eax);
             let mut s = format!("CPUID leaf 1 EAX = {:#010x}", r.eax);
+            // Every AMD x86-64 CPU is family 0xF or later; a lower family in leaf 1 is a
+            // hypervisor's mask (Firecracker's T2A template reports Intel Haswell's 6/0x3F).
+            // AMD repeats the signature in 0x8000_0001 EAX.
+            if vendor.is_amd_like() && sig.family < 0xF {
+                if let Some(e) = dump.leaf(0x8000_0001, 0).filter(|e| e.eax != 0) {
+                    sig = Signature::from_leaf1_eax(e.eax);
+                    s = format!(
+                        "CPUID 0x80000001 EAX = {:#010x}: leaf 1 EAX = {:#010x} says family \
+                         {:#x}, impossible for an AMD x86-64 CPU (a hypervisor's mask)",
+                        e.eax,
+                        r.eax,
+                        Signature::from_leaf1_eax(r.eax).family
+                    );
+                }
+            }
             match other {
                 Some(o) if o == sig => s.push_str("; /proc/cpuinfo agrees"),
                 Some(o) => s.push_str(&format!(

@@ -60,6 +60,9 @@ pub struct TlbReport {
     pub vouched: Coverage,
     /// Remarks for the provenance (skipped subleaves, assumptions).
     pub notes: Vec<String>,
+    /// Why some triples are not vouched for (a leaf missing or hidden, a structure rejected):
+    /// the reason given for each structure copied from the preset in their place.
+    pub gaps: Vec<String>,
 }
 
 impl TlbReport {
@@ -87,6 +90,7 @@ impl TlbReport {
                         }
                     }
                 }
+                self.gaps.push(format!("{} is implausible ({reason})", found.source));
                 self.rejected.push(Rejected { source: found.source, detail: found.detail, reason });
             }
         }
@@ -98,6 +102,7 @@ impl TlbReport {
         self.rejected.extend(other.rejected);
         self.vouched.union(&other.vouched);
         self.notes.extend(other.notes);
+        self.gaps.extend(other.gaps);
     }
 }
 
@@ -215,8 +220,14 @@ pub fn assemble(
             }
             for found in &report.found {
                 place_found(found, &mut occupied, &mut out, virtualised);
+                compare_with_preset(found, preset_name, preset, &mut out);
             }
-            (report.vouched, format!("{} did not describe it", source.name))
+            let why = if report.gaps.is_empty() {
+                format!("{} did not describe it", source.name)
+            } else {
+                report.gaps.join("; ")
+            };
+            (report.vouched, why)
         }
         Err(why) => (Coverage::default(), why.clone()),
     };
@@ -241,7 +252,10 @@ pub fn assemble(
             if wanted.is_empty() || !tlb.page_sizes.contains(&PageSize::Size4K) {
                 continue;
             }
-            let free = |l: u8, a: AccessKind, s: PageSize| !occupied.get(l, a, s);
+            // Only the 4K part, plus sizes the source did not declare absent.
+            let free = |l: u8, a: AccessKind, s: PageSize| {
+                !occupied.get(l, a, s) && (s == PageSize::Size4K || !vouched.get(l, a, s))
+            };
             if let Some(copy) = fit(tlb, &wanted, free) {
                 let names: Vec<&str> = wanted.iter().map(|a| a.name()).collect();
                 let why = format!(
@@ -326,6 +340,29 @@ fn place_found(found: &TlbFound, occupied: &mut Coverage, out: &mut Geometry, vi
         source,
         unverified: virtualised,
     });
+}
+
+/// Notes where CPUID and the nearest preset disagree on the same structure (same level, accesses
+/// and page sizes): a hint that one of them is wrong, or that the preset is for another part.
+fn compare_with_preset(
+    found: &TlbFound,
+    preset_name: &str,
+    preset: &RawMachine,
+    out: &mut Geometry,
+) {
+    let same = preset.tlb.iter().find(|t| {
+        t.level == found.level && t.accesses == found.accesses && t.page_sizes == found.page_sizes
+    });
+    if let (Some(t), Some(last)) = (same, out.provenance.last_mut()) {
+        if (t.entries, t.ways) != (found.entries, found.ways) && last.origin == Origin::Read {
+            last.source.push_str(&format!(
+                "; differs from preset {preset_name} ({:?}: {}, from {})",
+                t.name,
+                geometry_text(t.entries, t.ways),
+                t.source
+            ));
+        }
+    }
 }
 
 /// The part of `tlb` that fits where `free` allows: the access kinds (among `accesses`) with at

@@ -188,9 +188,7 @@ pub fn decode(
         return Err(missing.join("; "));
     }
     let mut report = TlbReport::vouching(vouched);
-    for why in missing {
-        report.notes.push(format!("{why}: its TLBs come from preset {preset_name}"));
-    }
+    report.gaps = missing;
     for level in [1u8, 2] {
         for side in [Side::Data, Side::Instruction] {
             group(&fields, level, side, preset_name, preset, &mut report);
