@@ -58,9 +58,11 @@ fn provenance<'a>(host: &'a HostPreset, figure: &str) -> &'a Provenance {
 }
 
 /// A few thousand accesses of every built-in workload, through the same entry point as
-/// `tlblab sim demo`.
+/// `tlblab sim demo` (but the PCID workload on a machine without PCID, where it faults as on
+/// hardware).
 fn simulates(host: &HostPreset) {
-    for w in Workload::ALL {
+    let pcid = host.spec.raw().features.pcid;
+    for w in Workload::ALL.into_iter().filter(|&w| pcid || w != Workload::CtxSwitchPcid) {
         let mut system = System::new(&host.spec);
         let mut generator = w.generator(4_000, 7);
         let mut batch = Vec::new();
@@ -309,4 +311,51 @@ fn the_toml_names_its_provenance_and_reloads() {
     assert!(host.toml.contains("# [read] tlb \"STLB 4K+2M\" = 1536 entries, 6-way"));
     let again = tlblab_sim::machine::MachineSpec::from_toml(&host.toml, "again").unwrap();
     assert_eq!(again.raw(), host.spec.raw());
+}
+
+/// This VM's facts with the cpuinfo flags edited: `add` appended, `remove` dropped.
+fn edited_vm(add: &[&str], remove: &[&str], vmalloc_kib: u64) -> HostFacts {
+    let text = fixture("cpuinfo-kvm-emerald-rapids.txt");
+    let edited: String = text
+        .lines()
+        .map(|l| {
+            if !l.starts_with("flags") {
+                return format!("{l}\n");
+            }
+            let mut words: Vec<&str> = l.split(' ').filter(|w| !remove.contains(w)).collect();
+            words.extend_from_slice(add);
+            format!("{}\n", words.join(" "))
+        })
+        .collect();
+    HostFacts {
+        cpuinfo: Source::Available(edited),
+        vmalloc_total_kib: Source::Available(vmalloc_kib),
+        ..facts(dump("cpuid-kvm-emerald-rapids.txt"), None, "0-1")
+    }
+}
+
+#[test]
+fn a_kernel_running_5_level_paging_gets_a_5_level_spec() {
+    // The vmalloc area is 12800 TiB under 5-level paging (Documentation/arch/x86/x86_64/mm.rst).
+    let host = build(&edited_vm(&["la57"], &[], 13_743_895_347_199)).unwrap();
+    assert_eq!(host.paging_levels, 5);
+    assert_eq!(host.spec.paging_levels(), 5);
+    assert!(host.spec.raw().psc.iter().any(|p| p.level == tlblab_sim::machine::PscLevel::Pml5e));
+    simulates(&host);
+    // The flag decides when the two disagree, and the provenance says so.
+    let host = build(&edited_vm(&[], &[], 13_743_895_347_199)).unwrap();
+    assert_eq!(host.paging_levels, 4);
+    assert!(provenance(&host, "paging_levels").source.contains("disagree"));
+}
+
+#[test]
+fn a_feature_the_kernel_turned_off_is_off() {
+    // CPUID has PCID and INVPCID; a kernel booted with `nopcid` shows neither flag.
+    let host = build(&edited_vm(&[], &["pcid", "invpcid"], FOUR_LEVEL_VMALLOC_KIB)).unwrap();
+    let f = &host.spec.raw().features;
+    assert!(!f.pcid && !f.invpcid);
+    assert!(host.spec.raw().cost.invpcid_indiv_addr.is_none());
+    let p = provenance(&host, "features.pcid");
+    assert!(p.source.contains("the kernel changed it"), "{}", p.source);
+    simulates(&host);
 }

@@ -42,8 +42,10 @@ fn builds_prints_and_simulates_the_host_preset() {
         );
     }
 
-    // A few thousand accesses of every built-in workload through the host machine.
-    for w in Workload::ALL {
+    // A few thousand accesses of every built-in workload through the host machine (but the PCID
+    // workload without PCID, where it faults as on hardware).
+    let pcid = host.spec.raw().features.pcid;
+    for w in Workload::ALL.into_iter().filter(|&w| pcid || w != Workload::CtxSwitchPcid) {
         let mut system = System::new(&host.spec);
         let mut generator = w.generator(5_000, 1);
         let mut batch = Vec::new();
