@@ -539,7 +539,12 @@ fn paging_levels(
             source.push_str("; the flag and VmallocTotal disagree: the flag is taken");
         }
     }
-    let levels = if levels == 5 && !la57 { 4 } else { levels };
+    let levels = if levels == 5 && !la57 {
+        source.push_str("; but the CPU reports no LA57: 4 taken");
+        4
+    } else {
+        levels
+    };
     prov.push(Provenance::new("paging_levels", levels.to_string(), origin, source));
     levels
 }
@@ -713,9 +718,8 @@ fn costs(
                 prov.retain(|p| p.figure != format!("cost.{}", kind.name()));
             }
             (true, false) => {
-                let (name, figure) = borrowed_cost(kind, vendor).ok_or_else(|| {
-                    HostError::Tlb(format!("no built-in preset has a cost for {}", kind.name()))
-                })?;
+                let (name, figure) = borrowed_cost(kind, vendor)
+                    .ok_or_else(|| HostError::MissingCost { op: kind.name().to_owned() })?;
                 let source = format!(
                     "preset {preset_name} lacks it (its CPU lacks the instruction): copied from \
                      preset {name}: {}",

@@ -32,6 +32,12 @@ pub enum HostError {
     /// The TLB list cannot satisfy the model.
     #[error("host preset TLBs: {0}")]
     Tlb(String),
+    /// The machine has an instruction for whose cost no built-in preset has a figure.
+    #[error("no built-in preset has a cost for {op}, which this machine has")]
+    MissingCost {
+        /// The cost field (`invlpgb`).
+        op: String,
+    },
     /// The preset could not be written as TOML.
     #[error("host preset: cannot write it as TOML: {0}")]
     Serialize(String),

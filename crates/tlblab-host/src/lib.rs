@@ -1,12 +1,24 @@
 //! A `host` machine preset for the tlblab simulator, built from the facts of the machine this
 //! runs on, so that a scenario can be simulated on a model of the machine that measured it.
 //!
-//! ```no_run
-//! let host = tlblab_host::host_spec()?;
-//! let mut system = tlblab_sim::System::new(&host.spec);
-//! print!("{}{}", host.toml, host.provenance_text());
-//! # Ok::<(), tlblab_host::HostError>(())
 //! ```
+//! use tlblab_types::{Access, AccessKind, CpuId, Page, PageSize, Pcid, TraceEvent, VirtAddr};
+//!
+//! match tlblab_host::host_spec() {
+//!     Ok(host) => {
+//!         print!("{}{}", host.toml, host.provenance_text());
+//!         let mut system = tlblab_sim::System::new(&host.spec);
+//!         let page = Page::containing(VirtAddr(0x7f00_0000_1000), PageSize::Size4K);
+//!         let load = Access::new(CpuId(0), Pcid::new(1).unwrap(), page, AccessKind::Load);
+//!         system.apply(&TraceEvent::Access { access: load, repeat: 100 }).unwrap();
+//!         assert_eq!(system.total().total_walks(), 1); // one cold miss, then L1 hits
+//!     }
+//!     // Not x86, or a vendor the simulator does not model.
+//!     Err(e) => eprintln!("no host preset here: {e}"),
+//! }
+//! ```
+//!
+//! The full account, with this project's machine as an example, is `docs/host-preset.md`.
 //!
 //! # What is read, what is copied, and why
 //!
