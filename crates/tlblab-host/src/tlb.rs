@@ -95,15 +95,6 @@ impl TlbReport {
             }
         }
     }
-
-    /// Appends another report (AMD: one per leaf).
-    pub fn extend(&mut self, other: TlbReport) {
-        self.found.extend(other.found);
-        self.rejected.extend(other.rejected);
-        self.vouched.union(&other.vouched);
-        self.notes.extend(other.notes);
-        self.gaps.extend(other.gaps);
-    }
 }
 
 /// Why a structure cannot be believed, or cannot be modelled.
@@ -159,15 +150,6 @@ impl Coverage {
             for &s in sizes {
                 self.set(level, a, s, true);
             }
-        }
-    }
-
-    /// Adds every triple of `other`.
-    pub fn union(&mut self, other: &Coverage) {
-        for (mine, theirs) in
-            self.0.iter_mut().flatten().flatten().zip(other.0.iter().flatten().flatten())
-        {
-            *mine |= *theirs;
         }
     }
 }
@@ -463,10 +445,10 @@ pub fn geometry_text(entries: u32, ways: u32) -> String {
 
 fn unique_names(tlbs: &mut [RawTlb]) {
     for i in 1..tlbs.len() {
+        let base = tlbs[i].name.clone();
         let mut n = 2;
         while tlbs[..i].iter().any(|t| t.name == tlbs[i].name) {
-            let base = tlbs[i].name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '#');
-            tlbs[i].name = format!("{} #{n}", base.trim_end());
+            tlbs[i].name = format!("{base} #{n}");
             n += 1;
         }
     }
@@ -518,6 +500,25 @@ mod tests {
         assert!(r.found.is_empty() && r.rejected.len() == 1);
         assert!(!r.vouched.get(2, Load, Size4K) && !r.vouched.get(2, Fetch, Size2M));
         assert!(r.vouched.get(2, Load, Size1G) && r.vouched.get(1, Load, Size4K));
+    }
+
+    #[test]
+    fn duplicate_names_are_numbered() {
+        let t = |name: &str| RawTlb {
+            name: name.into(),
+            level: 1,
+            accesses: vec![AccessKind::Load],
+            page_sizes: vec![PageSize::Size4K],
+            splinter_1g: false,
+            entries: 4,
+            ways: 4,
+            source: String::new(),
+            unverified: false,
+        };
+        let mut tlbs = [t("A 1G"), t("A 1G"), t("A 1G"), t("B")];
+        unique_names(&mut tlbs);
+        let names: Vec<&str> = tlbs.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["A 1G", "A 1G #2", "A 1G #3", "B"]);
     }
 
     #[test]

@@ -52,6 +52,7 @@ impl Side {
 /// One (level, side, page size) as a leaf reports it.
 #[derive(Clone, Debug)]
 struct Field {
+    leaf: u32,
     level: u8,
     side: Side,
     size: PageSize,
@@ -106,6 +107,7 @@ fn l1_fields(leaf: u32, reg_name: &str, reg: u32, size: PageSize) -> Vec<Field> 
         let code = bits(reg, lo + 8, lo + 15);
         let ways = l1_ways(code, entries);
         out.push(Field {
+            leaf,
             level: 1,
             side,
             size,
@@ -125,6 +127,7 @@ fn l2_fields(leaf: u32, reg_name: &str, reg: u32, level: u8, size: PageSize) -> 
         let code = bits(reg, lo + 12, lo + 15);
         let ways = l2_ways(code, entries);
         out.push(Field {
+            leaf,
             level,
             side,
             size,
@@ -270,14 +273,13 @@ fn group(
                 "1G pages held as 2M entries, as preset {preset_name} says (no leaf reports it)"
             ));
         }
-        let leaves: Vec<String> = {
-            let mut v: Vec<String> = members
-                .iter()
-                .map(|f| f.text.split(' ').take(2).collect::<Vec<_>>().join(" "))
-                .collect();
-            v.dedup();
-            v
-        };
+        let mut leaves: Vec<String> = Vec::new();
+        for f in &members {
+            let leaf = format!("CPUID {:#x}", f.leaf);
+            if !leaves.contains(&leaf) {
+                leaves.push(leaf);
+            }
+        }
         report.add(
             TlbFound {
                 level,
