@@ -453,7 +453,8 @@ pub enum RefillArg {
 /// Which machine to simulate, and run-time choices about it.
 #[derive(Debug, Args)]
 pub struct MachineArgs {
-    /// A built-in preset name (see `tlblab sim machines`) or a path to a preset .toml file.
+    /// A built-in preset name (see `tlblab sim machines`), `host` (this machine, from CPUID and
+    /// sysfs, with the nearest preset's costs), or a path to a preset .toml file.
     #[arg(long, short = 'm', default_value = "skylake", value_name = "NAME|PATH")]
     pub machine: String,
     /// Replacement policy of every TLB and paging-structure cache (default: the preset's).
@@ -559,7 +560,7 @@ pub struct MachinesArgs {
 pub enum MachinesCommand {
     /// Print one preset: every structure and figure, its source, UNVERIFIED marks.
     Show {
-        /// A built-in preset name or a path to a preset .toml file.
+        /// A built-in preset name, `host` (this machine), or a path to a preset .toml file.
         #[arg(value_name = "NAME|PATH")]
         name: String,
         /// Print the preset's TOML (a starting point for your own preset file).
@@ -591,7 +592,8 @@ pub struct DemoArgs {
 /// `tlblab sim run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// A built-in preset name or a path to a preset .toml file (it needs a [kernel] section).
+    /// A built-in preset name, `host` (this machine), or a path to a preset .toml file (it needs a
+    /// [kernel] section).
     #[arg(long, short = 'm', default_value = "skylake", value_name = "NAME|PATH")]
     pub machine: String,
     /// Simulated CPUs.

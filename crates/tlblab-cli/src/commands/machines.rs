@@ -13,7 +13,7 @@ pub fn run(args: &MachinesArgs) -> Result<ExitCode> {
         None => render::stdout(&list()?)?,
         Some(MachinesCommand::Show { name, toml: true }) => render::stdout(&toml_text(name)?)?,
         Some(MachinesCommand::Show { name, toml: false }) => {
-            render::stdout(&show(&MachineSpec::load(name)?))?
+            render::stdout(&show(&super::load_preset(name)?))?
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -167,6 +167,10 @@ fn show(spec: &MachineSpec) -> String {
 fn toml_text(name: &str) -> Result<String> {
     if let Some((_, text)) = BUILTIN_PRESETS.iter().find(|(n, _)| *n == name) {
         return Ok(text.to_string());
+    }
+    if name == super::HOST_PRESET {
+        // The preset with the source of every figure as leading comments.
+        return Ok(tlblab_host::host_spec()?.toml);
     }
     // Not built in: validate first, so a bad file gets the preset error, then print it.
     MachineSpec::load(name)?;

@@ -110,7 +110,7 @@ pub struct BadInput(pub String);
 
 /// The machine the arguments ask for.
 pub fn load_machine(args: &MachineArgs) -> Result<MachineSpec> {
-    let mut spec = MachineSpec::load(&args.machine)?;
+    let mut spec = load_preset(&args.machine)?;
     if let Some(r) = args.replacement {
         spec = spec.with_replacement(match r {
             ReplacementArg::Lru => Replacement::Lru,
@@ -119,6 +119,18 @@ pub fn load_machine(args: &MachineArgs) -> Result<MachineSpec> {
     }
     Ok(spec.with_paging_levels(args.paging_levels)?)
 }
+
+/// The preset `name`: built in, `host` (built from this machine's CPUID and sysfs; see
+/// docs/host-preset.md), or a preset file.
+pub fn load_preset(name: &str) -> Result<MachineSpec> {
+    if name == HOST_PRESET {
+        return Ok(tlblab_host::host_spec()?.spec);
+    }
+    Ok(MachineSpec::load(name)?)
+}
+
+/// The name that selects the preset of this machine.
+pub const HOST_PRESET: &str = "host";
 
 /// One line describing the machine and the run-time choices.
 pub fn machine_line(spec: &MachineSpec) -> String {

@@ -9,7 +9,6 @@ use std::process::ExitCode;
 use tlblab_kernel::stats::KernelReport;
 use tlblab_kernel::workloads::{scenario, Params};
 use tlblab_kernel::{Kernel, KernelConfig, NoObserver, Policy};
-use tlblab_sim::machine::MachineSpec;
 use tlblab_types::Cycles;
 
 /// The JSON output of `tlblab sim run`.
@@ -39,7 +38,7 @@ struct PolicyResult {
 }
 
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
-    let spec = MachineSpec::load(&args.machine)?;
+    let spec = super::load_preset(&args.machine)?;
     let info = scenario(&args.scenario)?;
     let policies: Vec<Policy> =
         args.policies.iter().map(|p| Policy::load(p)).collect::<Result<_, _>>()?;

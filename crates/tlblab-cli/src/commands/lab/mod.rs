@@ -105,6 +105,19 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
         }
     };
 
+    // 5. The same configurations simulated on a preset of this machine.
+    let host_sims = match (&bench, host_preset(dir)) {
+        (Outcome::Done(bench), Ok((path, provenance))) => {
+            let sims = simulate_on_host(&mut runner, bench, &path, cpus, args.quick);
+            json!({ "preset": path, "provenance": provenance, "runs": sims })
+        }
+        (Outcome::Done(_), Err(e)) => {
+            runner.note_skipped("simulation on the host preset", &format!("{e:#}"));
+            json!({ "skipped": format!("{e:#}") })
+        }
+        (other, _) => other.value(),
+    };
+
     let results = json!({
         "schema": SCHEMA,
         "tlblab_version": env!("CARGO_PKG_VERSION"),
@@ -115,6 +128,7 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
         "bench": bench.value(),
         "trace_report": trace.value(),
         "replay": replay.value(),
+        "host_simulations": host_sims,
     });
     let path = dir.join("results.json");
     write_json(&path, &results)?;
@@ -122,6 +136,66 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
     println!("{}", summary::render(&results));
     println!("results: {}", path.display());
     Ok(if runner.any_failed() { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// Writes DIR/host.toml, this machine's preset; its path and provenance lines.
+fn host_preset(dir: &Path) -> Result<(PathBuf, Vec<String>)> {
+    let host = tlblab_host::host_spec()?;
+    let path = dir.join("host.toml");
+    std::fs::write(&path, &host.toml).with_context(|| format!("writing {}", path.display()))?;
+    let lines = host.provenance_text().lines().map(str::to_string).collect();
+    Ok((path, lines))
+}
+
+/// Simulated scenarios that have a live counterpart (storm has none).
+const SIMULATED: [&str; 6] =
+    ["madv-migrate", "pingpong", "madvise-busy", "munmap-threads", "madvise-scale", "pthread-mmap"];
+
+/// `tlblab sim run` of each measured configuration on the host preset, with the CPUs of this
+/// machine and the configuration's parameters; one entry per configuration.
+fn simulate_on_host(
+    runner: &mut Runner,
+    bench: &Value,
+    preset: &Path,
+    cpus: usize,
+    quick: bool,
+) -> Vec<Value> {
+    let mut out = Vec::new();
+    for c in bench["configs"].as_array().into_iter().flatten() {
+        let cfg = &c["config"];
+        let scenario = cfg["scenario"].as_str().unwrap_or("");
+        let params = cfg["params"].clone();
+        if !SIMULATED.contains(&scenario) {
+            out.push(json!({ "scenario": scenario, "params": params,
+                "skipped": "the simulator has no model of this scenario" }));
+            continue;
+        }
+        let mut a: Vec<String> = ["sim", "run", "--machine"].map(String::from).into();
+        a.push(preset.display().to_string());
+        a.extend(["--cpus".into(), cpus.to_string(), "--scenario".into(), scenario.into()]);
+        a.extend(["--seeds".into(), if quick { "2" } else { "3" }.into(), "--json".into()]);
+        for (k, v) in params.as_object().into_iter().flatten() {
+            a.extend([format!("--{k}"), v.as_str().unwrap_or_default().to_string()]);
+        }
+        let name = format!("simulated on host: {}", config_name(cfg));
+        let args: Vec<&str> = a.iter().map(String::as_str).collect();
+        let outcome = runner.json_value_step(&name, &args);
+        out.push(json!({ "scenario": scenario, "params": params, "result": outcome.value() }));
+    }
+    out
+}
+
+/// `scenario --k v …` of a bench configuration.
+fn config_name(cfg: &Value) -> String {
+    let params: Vec<String> = cfg["params"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| format!("--{k} {}", v.as_str().unwrap_or("?")))
+        .collect();
+    format!("{} {}", cfg["scenario"].as_str().unwrap_or("?"), params.join(" "))
+        .trim_end()
+        .to_string()
 }
 
 /// Why the live part cannot run here, if it cannot.
@@ -181,33 +255,38 @@ mod summary {
     //! The key figures for the terminal.
     use serde_json::Value;
 
-    /// A live configuration's name and its figure.
-    fn bench_row(c: &Value) -> (String, String) {
+    /// A live configuration's name, its measured figure, and the simulated one on the host
+    /// preset (`sim`: that configuration's entry of `host_simulations.runs`).
+    fn bench_row(c: &Value, sim: &Value) -> (String, String, String) {
         let cfg = &c["config"];
-        let params: Vec<String> = cfg["params"]
-            .as_object()
-            .into_iter()
-            .flatten()
-            .map(|(k, v)| format!("--{k} {}", v.as_str().unwrap_or("?")))
-            .collect();
         let values: Vec<f64> = c["runs"]
             .as_array()
             .into_iter()
             .flatten()
             .filter_map(|r| r["value"].as_f64())
             .collect();
-        let name = format!("{} {}", cfg["scenario"].as_str().unwrap_or("?"), params.join(" "));
-        let figure = match tlblab_stats::Summary::of(&values).ok() {
-            Some(s) => format!(
-                "{:.3} ± {:.3} {} ({} runs)",
-                s.mean,
-                s.stddev,
-                cfg["unit"].as_str().unwrap_or(""),
-                values.len()
-            ),
+        let unit = cfg["unit"].as_str().unwrap_or("");
+        let measured = match tlblab_stats::Summary::of(&values).ok() {
+            Some(s) => format!("{:.3} ± {:.3} {unit} ({} runs)", s.mean, s.stddev, values.len()),
             None => format!("not measured: {}", c["skipped"].as_str().unwrap_or("no runs")),
         };
-        (name.trim_end().to_string(), figure)
+        let p = &sim["result"]["policies"][0];
+        let simulated = match (p["mean"].as_f64(), p["values"].as_array()) {
+            (Some(mean), Some(v)) => {
+                format!(
+                    "{mean:.3} ± {:.3} ({} seeds)",
+                    p["stddev"].as_f64().unwrap_or(0.0),
+                    v.len()
+                )
+            }
+            _ => sim["skipped"]
+                .as_str()
+                .or(sim["result"]["failed"].as_str())
+                .or(sim["result"]["skipped"].as_str())
+                .unwrap_or("-")
+                .to_string(),
+        };
+        (super::config_name(cfg), measured, simulated)
     }
 
     /// Per study part: the scenario metric of each policy with its ratio; per live
@@ -255,11 +334,19 @@ mod summary {
             }
         }
         if let Some(configs) = results["bench"]["configs"].as_array() {
-            out.push_str("\nmeasured on this machine (mean ± sd of the runs):\n");
-            let rows: Vec<(String, String)> = configs.iter().map(bench_row).collect();
-            let width = rows.iter().map(|(name, _)| name.chars().count()).max().unwrap_or(0);
-            for (name, figure) in rows {
-                out.push_str(&format!("  {name:<width$}  {figure}\n"));
+            out.push_str(
+                "\nmeasured on this machine (mean ± sd of the runs) | simulated on its host preset, linux-6.18 (mean ± sd of the seeds):\n",
+            );
+            let sims = results["host_simulations"]["runs"].as_array();
+            let rows: Vec<_> = configs
+                .iter()
+                .enumerate()
+                .map(|(i, c)| bench_row(c, sims.and_then(|s| s.get(i)).unwrap_or(&Value::Null)))
+                .collect();
+            let w0 = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
+            let w1 = rows.iter().map(|r| r.1.chars().count()).max().unwrap_or(0);
+            for (name, measured, simulated) in rows {
+                out.push_str(&format!("  {name:<w0$}  {measured:<w1$}  | {simulated}\n"));
             }
         }
         if let Some(reasons) = results["trace_report"]["reasons"].as_array() {

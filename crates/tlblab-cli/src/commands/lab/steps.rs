@@ -105,6 +105,11 @@ impl Runner {
         outcome
     }
 
+    /// Runs `tlblab ARGS`, whose standard output is JSON, keeping it in memory only.
+    pub fn json_value_step(&mut self, name: &str, args: &[&str]) -> Outcome {
+        self.run(name, args, None, |stdout| Ok(serde_json::from_slice(stdout)?))
+    }
+
     /// `tlblab bench …` writing its results to `out` itself.
     pub fn bench(&mut self, args: &[String], out: &Path) -> Outcome {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
