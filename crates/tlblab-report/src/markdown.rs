@@ -31,7 +31,15 @@ fn spans(list: &[Span]) -> String {
         match s {
             Span::Text(x) => out.push_str(&escape(x)),
             Span::Strong(x) => {
-                let _ = write!(out, "**{}**", escape(x));
+                // `**` must touch the text it closes: move surrounding spaces outside.
+                let inner = x.trim();
+                let (lead, trail) =
+                    (&x[..x.len() - x.trim_start().len()], &x[x.trim_end().len()..]);
+                if inner.is_empty() {
+                    out.push_str(x);
+                } else {
+                    let _ = write!(out, "{lead}**{}**{trail}", escape(inner));
+                }
             }
             Span::Code(x) => {
                 let ticks = if x.contains('`') { "``" } else { "`" };
@@ -117,6 +125,12 @@ mod tests {
     use super::*;
     use crate::doc::cell as tcell;
     use crate::doc::Tone;
+
+    #[test]
+    fn bold_text_closes_before_its_trailing_space() {
+        let s = spans(&[Span::Strong("How to read: ".into()), Span::Text("x".into())]);
+        assert_eq!(s, "**How to read:** x");
+    }
 
     #[test]
     fn tables_are_github_tables_with_escaped_pipes() {

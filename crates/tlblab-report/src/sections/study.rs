@@ -310,8 +310,14 @@ fn measure_figure(ctx: &Ctx, s: &Study, part: &Part, idx: usize) -> Block {
             }
         }
     }
+    // The scenario's own metric is labelled by its unit alone (`s`): say what it is.
+    let y_label = if info.key == "scenario_metric" {
+        format!("{} ({})", info.label, part.scenario.metric.replace('_', " "))
+    } else {
+        info.label.clone()
+    };
     let mut chart =
-        BarChart::new("policy", &info.label, names).series(BarSeries::new(&info.label, bars));
+        BarChart::new("policy", &y_label, names).series(BarSeries::new(&info.label, bars));
     chart.color_by_category = true;
     let better = if info.lower_is_better { "lower is better" } else { "higher is better" };
     let spread = if s.seeds >= 2 {
@@ -677,8 +683,8 @@ fn tlb_flush_rows(first: &str, rows: &[(String, &PolicyResult)], s: &Study) -> O
         table.row(row);
     }
     Some(table.note(format!(
-        "tlb:tlb_flush events per run, by reason (the kernel's names and values), mean of the {} runs; reasons with no event in any row are left out.",
-        s.seeds
+        "tlb:tlb_flush events per run, by reason (the kernel's names and values), {}; reasons with no event in any row are left out.",
+        if s.seeds == 1 { "one run".to_string() } else { format!("mean of the {} runs", s.seeds) }
     )))
 }
 

@@ -74,7 +74,8 @@ fn overview(doc: &mut Document, name: &str, s: &Summary) {
         "CPUs".into(),
         vec![t(s.cpus.iter().map(u32::to_string).collect::<Vec<_>>().join(", "))],
     ));
-    kv.push(("Events enabled".into(), vec![t(tr.events.join(" "))]));
+    let events = if tr.events.is_empty() { "-".to_string() } else { tr.events.join(" ") };
+    kv.push(("Events enabled".into(), vec![t(events)]));
     kv.push((
         "Records".into(),
         vec![t(format!(
@@ -327,12 +328,14 @@ fn rate(doc: &mut Document, ctx: &Ctx, s: &Summary) {
         "events",
     ])
     .numeric_from(0);
+    // Enough decimals that consecutive interval bounds differ.
+    let decimals = ((-(r.interval_ns as f64 / 1e9).log10()).ceil().max(0.0) as usize + 1).max(3);
     for bk in &r.buckets {
         let e = &bk.events;
         let per = |n: u64| fmt::fixed(n as f64 / (r.interval_ns as f64 / 1e9), 0);
         table.row(vec![
-            format!("{:.3}", bk.start_ns as f64 / 1e9).into(),
-            format!("{:.3}", bk.end_ns as f64 / 1e9).into(),
+            format!("{:.decimals$}", bk.start_ns as f64 / 1e9).into(),
+            format!("{:.decimals$}", bk.end_ns as f64 / 1e9).into(),
             per(e.initiated).into(),
             per(e.sends).into(),
             per(e.received).into(),
