@@ -802,9 +802,11 @@ fn madvise_scale(doc: &mut Document, ctx: &Ctx, s: &Study) {
     let rows: Vec<(String, &PolicyResult)> = parts
         .iter()
         .flat_map(|p| {
-            p.policies
-                .iter()
-                .map(move |pol| (format!("{} workers, {}", workers(p), pol.policy.name), pol))
+            p.policies.iter().map(move |pol| {
+                let n = workers(p);
+                let plural = if n == 1 { "" } else { "s" };
+                (format!("{n} worker{plural}, {}", pol.policy.name), pol)
+            })
         })
         .collect();
     if let Some(table) = tlb_flush_rows("workers, policy", &rows, s) {
