@@ -14,6 +14,14 @@ pub enum ReportError {
         /// Why.
         source: std::io::Error,
     },
+    /// The file is not UTF-8 text (a binary trace file, for example).
+    #[error("report: {name}: not a text file (byte {offset} is not UTF-8); a tlblab trace file is summarised first with `tlblab trace report --format json`")]
+    NotText {
+        /// The path as given.
+        name: String,
+        /// Offset of the first byte that is not UTF-8.
+        offset: usize,
+    },
     /// The text is not JSON (truncated, or not a tlblab result at all).
     #[error("report: {name}: not valid JSON at line {line}, column {column}: {message}")]
     Json {

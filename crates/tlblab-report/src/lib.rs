@@ -39,7 +39,7 @@ mod error;
 mod fmt;
 mod html;
 mod markdown;
-pub mod model;
+mod model;
 pub mod plot;
 mod sections;
 
@@ -140,8 +140,12 @@ impl Report {
     pub fn add_file(&mut self, path: impl AsRef<Path>) -> Result<InputKind, ReportError> {
         let path = path.as_ref();
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(path)
+        let bytes = std::fs::read(path)
             .map_err(|source| ReportError::Read { name: name.clone(), source })?;
+        let text = String::from_utf8(bytes).map_err(|e| ReportError::NotText {
+            name: name.clone(),
+            offset: e.utf8_error().valid_up_to(),
+        })?;
         self.add_json(&name, &text)
     }
 

@@ -727,6 +727,21 @@ fn results_that_do_not_agree_are_refused() {
 }
 
 #[test]
+fn a_binary_file_is_refused_as_not_text() {
+    // A tlblab trace file starts with a binary magic; any non-UTF-8 byte does the same here.
+    let dir = std::env::temp_dir().join(format!("tlblab-report-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("t.flushtrace");
+    std::fs::write(&path, b"{\"schema\"\xff\xfe").unwrap();
+    let e = Report::new("t").add_file(&path).unwrap_err();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(matches!(e, ReportError::NotText { offset: 9, .. }), "{e:?}");
+    assert!(
+        e.to_string().contains("t.flushtrace") && e.to_string().contains("tlblab trace report")
+    );
+}
+
+#[test]
 fn a_missing_file_is_a_read_error_naming_it() {
     let e = Report::new("t").add_file("/nonexistent/results.json").unwrap_err();
     assert!(matches!(e, ReportError::Read { .. }));

@@ -50,8 +50,6 @@ pub struct NotRunPart {
 /// `tlblab sim study all --json`.
 #[derive(Debug, Clone, Deserialize)]
 pub struct StudyAll {
-    /// Version of the tlblab that ran them.
-    pub tlblab_version: String,
     /// One study per entry, S1 … S5.
     pub studies: Vec<Study>,
     /// Studies that could not run at all.
@@ -190,8 +188,6 @@ pub struct Ratio {
 /// The summary of the per-seed ratios.
 #[derive(Debug, Clone, Deserialize)]
 pub struct RatioSummary {
-    /// Seeds paired.
-    pub n: u64,
     /// Mean ratio.
     pub mean: f64,
 }
@@ -203,15 +199,11 @@ pub struct Interval {
     pub low: f64,
     /// Upper bound.
     pub high: f64,
-    /// Its level (0.95).
-    pub confidence: f64,
 }
 
 /// One run's counters (only those the report shows).
 #[derive(Debug, Clone, Deserialize)]
 pub struct Run {
-    /// The run's seed.
-    pub seed: u64,
     /// `tlb:tlb_flush` events by reason string.
     #[serde(default)]
     pub tlb_flush: BTreeMap<String, u64>,

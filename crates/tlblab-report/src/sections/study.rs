@@ -333,12 +333,46 @@ fn measure_figure(ctx: &Ctx, s: &Study, part: &Part, idx: usize) -> Block {
     if !missing.is_empty() {
         caption += &format!(" No value: {}.", missing.join("; "));
     }
+    if let Some(slow) = slowdown(part, idx) {
+        caption += &format!(" {slow}.");
+        summary.push(slow);
+    }
     figure(
         ctx,
         || chart.svg(),
         caption,
         format!("{} ({better}): {}", info.label, summary.join(", ")),
     )
+}
+
+/// For a speed (higher is better, e.g. a build's CPU-s/s), how many times longer the same work
+/// takes under each other policy: the inverse of the speed ratio and of its interval's bounds.
+fn slowdown(part: &Part, idx: usize) -> Option<String> {
+    let info = &part.measures[idx];
+    if info.lower_is_better || part.policies.len() < 2 {
+        return None;
+    }
+    let base = &part.policies[0].policy.name;
+    let items: Vec<String> = part.policies[1..]
+        .iter()
+        .filter_map(|pol| {
+            let m = &pol.measures[idx];
+            let r = m.ratio.as_ref().filter(|r| r.ratios.mean > 0.0 && r.ci.low > 0.0)?;
+            Some(format!(
+                "{} {:.3}× [{:.3}, {:.3}]",
+                pol.policy.name,
+                1.0 / r.ratios.mean,
+                1.0 / r.ci.high,
+                1.0 / r.ci.low
+            ))
+        })
+        .collect();
+    (!items.is_empty()).then(|| {
+        format!(
+            "Slowdown against {base} (the same work takes this many times as long: 1 / the speed ratio, 95% interval inverted): {}",
+            items.join(", ")
+        )
+    })
 }
 
 /// Every measure's ratio to the baseline, with its interval, for the other policies.
