@@ -1,0 +1,337 @@
+//! tlblab's saved results as one self-contained HTML page, or as Markdown.
+//!
+//! A [`Report`] takes the JSON files tlblab writes, whatever their kind, recognised by their
+//! `schema` field:
+//!
+//! | schema | written by | section |
+//! |---|---|---|
+//! | `tlblab.sim.study/1` | `tlblab sim study NAME --json` | setup, a table and plots per part, the policies |
+//! | `tlblab.sim.study-all/1` | `tlblab sim study all --json` | one such section per study |
+//! | `tlblab.bench/1` | `tlblab bench -o FILE` | environment, per scenario: runs, bars with CIs, comparisons, counters |
+//! | `tlblab.trace.report/1` | `tlblab trace report --format json` | reasons × CPUs, pages per flush, rate over time, processes |
+//! | `tlblab.sim.replay/1` | `tlblab sim replay --json` | cost per policy, recorded against replayed events |
+//! | `tlblab.sim.replay-sweep/1` | `tlblab sim replay --ceiling … --json` | cost against the ceiling |
+//!
+//! The HTML page has inline CSS and inline SVG plots only: no script, no web font, no image,
+//! no URL, so it can be attached to a mail or a bug and opened anywhere. The Markdown has the
+//! same headings, text and tables (GitHub tables), with a one-line summary for each plot. The
+//! same inputs always give the same bytes: nothing depends on the clock, the host or the order
+//! of a hash map.
+//!
+//! ```
+//! use tlblab_report::Report;
+//!
+//! let mut report = Report::new("madvise-busy on 6.18");
+//! let text = std::fs::read_to_string(concat!(
+//!     env!("CARGO_MANIFEST_DIR"),
+//!     "/tests/fixtures/bench-madvise-busy.json"
+//! ))?;
+//! report.add_json("bench.json", &text)?;
+//! let html = report.render_html();
+//! assert!(html.contains("<svg") && !html.contains("<script"));
+//! assert!(report.render_markdown().contains("| configuration |"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![deny(missing_docs)]
+
+mod doc;
+mod error;
+mod fmt;
+mod html;
+mod markdown;
+mod model;
+pub mod plot;
+mod sections;
+
+use std::path::Path;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+pub use error::ReportError;
+use model::replay::{Replay, Sweep};
+use model::study::{Study, StudyAll};
+use sections::Ctx;
+
+/// `tlblab sim study NAME --json`.
+pub const STUDY_SCHEMA: &str = "tlblab.sim.study/1";
+/// `tlblab sim study all --json`.
+pub const STUDY_ALL_SCHEMA: &str = "tlblab.sim.study-all/1";
+/// `tlblab sim replay --json`.
+pub const REPLAY_SCHEMA: &str = "tlblab.sim.replay/1";
+/// `tlblab sim replay --ceiling … --json`.
+pub const SWEEP_SCHEMA: &str = "tlblab.sim.replay-sweep/1";
+
+/// Every schema a report renders.
+pub const SCHEMAS: [&str; 6] = [
+    STUDY_SCHEMA,
+    STUDY_ALL_SCHEMA,
+    tlblab_bench::SCHEMA,
+    tlblab_flushtrace::summary::SCHEMA,
+    REPLAY_SCHEMA,
+    SWEEP_SCHEMA,
+];
+
+/// One input, read.
+#[derive(Debug, Clone)]
+enum Input {
+    Study(Box<Study>),
+    StudyAll(Box<StudyAll>),
+    Bench(Box<tlblab_bench::BenchResults>),
+    Trace(Box<tlblab_flushtrace::Summary>),
+    Replay(Box<Replay>),
+    Sweep(Box<Sweep>),
+}
+
+/// What kind of result an input was, as [`Report::inputs`] lists them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InputKind {
+    /// One simulator study.
+    Study,
+    /// Every study (`sim study all`).
+    StudyAll,
+    /// A live benchmark session.
+    Bench,
+    /// A trace summary.
+    Trace,
+    /// A replay per policy.
+    Replay,
+    /// A ceiling sweep.
+    Sweep,
+}
+
+/// A report being put together: a title, optional paragraphs under it, and the inputs in the
+/// order they were added (each becomes one section, or one per study for `study all`).
+#[derive(Debug, Clone)]
+pub struct Report {
+    title: String,
+    description: Vec<String>,
+    inputs: Vec<(String, Input)>,
+    noise_threshold: f64,
+}
+
+impl Report {
+    /// An empty report with this title.
+    pub fn new(title: impl Into<String>) -> Report {
+        Report {
+            title: title.into(),
+            description: Vec::new(),
+            inputs: Vec::new(),
+            noise_threshold: 0.01,
+        }
+    }
+
+    /// Adds a paragraph under the title (what was tested, on which machine, a date: the report
+    /// itself adds no timestamp).
+    pub fn describe(&mut self, paragraph: impl Into<String>) -> &mut Report {
+        self.description.push(paragraph.into());
+        self
+    }
+
+    /// The noise band of bench comparisons: a change within ± this fraction is never
+    /// significant (default 0.01, as `tlblab bench --noise`).
+    pub fn noise_threshold(&mut self, fraction: f64) -> &mut Report {
+        self.noise_threshold = fraction;
+        self
+    }
+
+    /// Reads a result file (its path, as given, names it in the report and in errors).
+    pub fn add_file(&mut self, path: impl AsRef<Path>) -> Result<InputKind, ReportError> {
+        let path = path.as_ref();
+        let name = path.display().to_string();
+        let bytes = std::fs::read(path)
+            .map_err(|source| ReportError::Read { name: name.clone(), source })?;
+        let text = String::from_utf8(bytes).map_err(|e| ReportError::NotText {
+            name: name.clone(),
+            offset: e.utf8_error().valid_up_to(),
+        })?;
+        self.add_json(&name, &text)
+    }
+
+    /// Adds a result from its JSON text; `name` stands for it in the report and in errors.
+    pub fn add_json(&mut self, name: &str, text: &str) -> Result<InputKind, ReportError> {
+        let value: Value = serde_json::from_str(text).map_err(|e| ReportError::Json {
+            name: name.into(),
+            line: e.line(),
+            column: e.column(),
+            message: strip_position(&e.to_string()),
+        })?;
+        let schema = schema_of(name, &value)?;
+        // Read again from the text, so that a field that does not fit has a line number.
+        let input = match schema.as_str() {
+            STUDY_SCHEMA => Input::Study(Box::new(from_text(name, &schema, text)?)),
+            STUDY_ALL_SCHEMA => Input::StudyAll(Box::new(from_text(name, &schema, text)?)),
+            s if s == tlblab_bench::SCHEMA => {
+                Input::Bench(Box::new(from_text(name, &schema, text)?))
+            }
+            s if s == tlblab_flushtrace::summary::SCHEMA => {
+                Input::Trace(Box::new(from_text(name, &schema, text)?))
+            }
+            REPLAY_SCHEMA => Input::Replay(Box::new(from_text(name, &schema, text)?)),
+            SWEEP_SCHEMA => Input::Sweep(Box::new(from_text(name, &schema, text)?)),
+            _ => return Err(ReportError::UnknownSchema { name: name.into(), schema }),
+        };
+        self.push(name, &schema, input)
+    }
+
+    /// Adds a result already parsed (e.g. `serde_json::to_value` of a study just run).
+    pub fn add_value(&mut self, name: &str, value: Value) -> Result<InputKind, ReportError> {
+        let schema = schema_of(name, &value)?;
+        let input = match schema.as_str() {
+            STUDY_SCHEMA => Input::Study(Box::new(from_value(name, &schema, value)?)),
+            STUDY_ALL_SCHEMA => Input::StudyAll(Box::new(from_value(name, &schema, value)?)),
+            s if s == tlblab_bench::SCHEMA => {
+                Input::Bench(Box::new(from_value(name, &schema, value)?))
+            }
+            s if s == tlblab_flushtrace::summary::SCHEMA => {
+                Input::Trace(Box::new(from_value(name, &schema, value)?))
+            }
+            REPLAY_SCHEMA => Input::Replay(Box::new(from_value(name, &schema, value)?)),
+            SWEEP_SCHEMA => Input::Sweep(Box::new(from_value(name, &schema, value)?)),
+            _ => return Err(ReportError::UnknownSchema { name: name.into(), schema }),
+        };
+        self.push(name, &schema, input)
+    }
+
+    fn push(&mut self, name: &str, schema: &str, input: Input) -> Result<InputKind, ReportError> {
+        let inconsistent = |what: String| ReportError::Inconsistent {
+            name: name.into(),
+            schema: schema.into(),
+            what,
+        };
+        let kind = match &input {
+            Input::Study(s) => {
+                s.check().map_err(inconsistent)?;
+                InputKind::Study
+            }
+            Input::StudyAll(a) => {
+                for s in &a.studies {
+                    s.check().map_err(inconsistent)?;
+                }
+                InputKind::StudyAll
+            }
+            Input::Bench(_) => InputKind::Bench,
+            Input::Trace(_) => InputKind::Trace,
+            Input::Replay(_) => InputKind::Replay,
+            Input::Sweep(_) => InputKind::Sweep,
+        };
+        self.inputs.push((name.to_string(), input));
+        Ok(kind)
+    }
+
+    /// The inputs added so far: their names and kinds, in order.
+    pub fn inputs(&self) -> Vec<(&str, InputKind)> {
+        self.inputs
+            .iter()
+            .map(|(name, input)| {
+                let kind = match input {
+                    Input::Study(_) => InputKind::Study,
+                    Input::StudyAll(_) => InputKind::StudyAll,
+                    Input::Bench(_) => InputKind::Bench,
+                    Input::Trace(_) => InputKind::Trace,
+                    Input::Replay(_) => InputKind::Replay,
+                    Input::Sweep(_) => InputKind::Sweep,
+                };
+                (name.as_str(), kind)
+            })
+            .collect()
+    }
+
+    fn document(&self, plots: bool) -> doc::Document {
+        let ctx = Ctx { plots, noise_threshold: self.noise_threshold };
+        let mut d = doc::Document::new(&self.title, &self.description);
+        if !self.inputs.is_empty() {
+            let names: Vec<&str> = self.inputs.iter().map(|(n, _)| n.as_str()).collect();
+            d.meta = format!(
+                "Made by tlblab-report {} from {}.",
+                env!("CARGO_PKG_VERSION"),
+                names.join(", ")
+            );
+        }
+        for (name, input) in &self.inputs {
+            match input {
+                Input::Study(s) => sections::study::study(&mut d, &ctx, name, s),
+                Input::StudyAll(a) => {
+                    for s in &a.studies {
+                        sections::study::study(&mut d, &ctx, name, s);
+                    }
+                    if !a.not_run.is_empty() {
+                        d.push(doc::Block::Warning(vec![doc::t(format!(
+                            "{}: studies not run (no scenario of theirs exists in this build of the kernel model):",
+                            name
+                        ))]));
+                        d.push(doc::Block::List(
+                            a.not_run
+                                .iter()
+                                .map(|n| vec![doc::b(&n.study), doc::t(format!(": {}", n.reason))])
+                                .collect(),
+                        ));
+                    }
+                }
+                Input::Bench(r) => sections::bench::bench(&mut d, &ctx, name, r),
+                Input::Trace(s) => sections::trace::trace(&mut d, &ctx, name, s),
+                Input::Replay(r) => sections::replay::replay(&mut d, &ctx, name, r),
+                Input::Sweep(s) => sections::replay::sweep(&mut d, &ctx, name, s),
+            }
+        }
+        d
+    }
+
+    /// The report as one HTML page with inline CSS and SVG.
+    pub fn render_html(&self) -> String {
+        html::render(&self.document(true))
+    }
+
+    /// The report as Markdown: the same tables, one line per plot.
+    pub fn render_markdown(&self) -> String {
+        markdown::render(&self.document(false))
+    }
+
+    /// The section and part headings (levels 2 and 3) in order: the table of contents.
+    pub fn outline(&self) -> Vec<(u8, String)> {
+        self.document(false).outline().into_iter().map(|(l, t, _)| (l, t.to_string())).collect()
+    }
+}
+
+/// serde_json's message without its own ` at line L column C` (the error says it).
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) => message[..i].to_string(),
+        None => message.to_string(),
+    }
+}
+
+fn schema_of(name: &str, value: &Value) -> Result<String, ReportError> {
+    value
+        .get("schema")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| ReportError::NoSchema { name: name.into() })
+}
+
+fn malformed(name: &str, schema: &str, path: String, e: &serde_json::Error) -> ReportError {
+    ReportError::Malformed {
+        name: name.into(),
+        schema: schema.into(),
+        path: if path.is_empty() { ".".into() } else { path },
+        message: strip_position(&e.to_string()),
+        line: e.line(),
+        column: e.column(),
+    }
+}
+
+fn from_text<T: DeserializeOwned>(name: &str, schema: &str, text: &str) -> Result<T, ReportError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(&mut de)
+        .map_err(|e| malformed(name, schema, e.path().to_string(), e.inner()))
+}
+
+fn from_value<T: DeserializeOwned>(
+    name: &str,
+    schema: &str,
+    value: Value,
+) -> Result<T, ReportError> {
+    serde_path_to_error::deserialize(value)
+        .map_err(|e| malformed(name, schema, e.path().to_string(), e.inner()))
+}

@@ -1,0 +1,876 @@
+//! A simulator study (`tlblab.sim.study/1`): setup, a table and plots per part, each study's
+//! own extras (S1's flush-size histogram, S4's preemption-off sections and madvise-scale curve,
+//! S5's exposure windows and IPIs), and the policies with the kernels they mirror.
+
+use std::collections::BTreeMap;
+
+use super::{figure, Ctx};
+use crate::doc::{b, c, cell, t, Block, Document, Span, Table, Tone};
+use crate::fmt;
+use crate::model::study::{MeasureResult, Part, PolicyResult, Study};
+use crate::plot::{Bar, BarChart, BarSeries, LineChart, LineSeries, Point, Scale};
+
+/// The reasons of `tlb:tlb_flush` in the kernel's order (`enum tlb_flush_reason`, 6.18).
+const REASONS: [&str; 6] = [
+    "flush on task switch",
+    "remote shootdown",
+    "local shootdown",
+    "local MM shootdown",
+    "remote IPI send",
+    "remote wrong CPU",
+];
+
+/// Adds one study's section.
+pub fn study(doc: &mut Document, ctx: &Ctx, name: &str, s: &Study) {
+    doc.heading(2, format!("{} ({}): {}", s.short.to_uppercase(), s.study, s.title));
+    doc.para(vec![b("Mirrors: "), t(&s.mirrors)]);
+    if s.quick {
+        doc.push(Block::Warning(vec![t(
+            "Quick run (--quick): every part was shrunk (fewer iterations, smaller windows, fewer worker counts) for tests and smoke runs. These are not the study's figures.",
+        )]));
+    }
+    doc.para(how_to_read(s));
+    doc.push(Block::KeyValues(vec![
+        ("Input".into(), vec![c(name)]),
+        ("Written by".into(), vec![t(format!("tlblab {}", s.tlblab_version))]),
+        (
+            "Runs per policy".into(),
+            vec![t(format!("{} ({}): {}", s.seeds, seeds_range(s), s.seeds_why))],
+        ),
+        (
+            "Parts".into(),
+            vec![t(s.parts.iter().map(|p| p.label.as_str()).collect::<Vec<_>>().join("; "))],
+        ),
+    ]));
+    if !s.not_run.is_empty() {
+        doc.push(Block::Warning(vec![t(format!(
+            "{} part(s) not run (this build of the kernel model lacks their scenario); the others ran:",
+            s.not_run.len()
+        ))]));
+        doc.push(Block::List(
+            s.not_run
+                .iter()
+                .map(|n| vec![b(&n.label), t(format!(" (scenario {}): {}", n.scenario, n.reason))])
+                .collect(),
+        ));
+    }
+    let mut scale_done = false;
+    for part in &s.parts {
+        if s.layout == "flush-info" && part.scenario.name == "madvise-scale" {
+            if !scale_done {
+                scale_done = true;
+                madvise_scale(doc, ctx, s);
+            }
+            continue;
+        }
+        part_section(doc, ctx, s, part);
+    }
+    policies(doc, s);
+}
+
+fn seeds_range(s: &Study) -> String {
+    if s.seeds == 1 {
+        format!("seed {}", s.first_seed)
+    } else {
+        format!("seeds {}–{}", s.first_seed, s.first_seed + s.seeds - 1)
+    }
+}
+
+fn how_to_read(s: &Study) -> Vec<Span> {
+    let conf = s.confidence * 100.0;
+    if s.seeds >= 2 {
+        vec![
+            b("How to read: "),
+            t(format!(
+                "each run is deterministic; seeds change only timer phases and the workload's random draws. A figure is the mean ± sample standard deviation over the {} runs of a policy. Each policy is compared with its part's first policy (the baseline): the ratio is the mean of the per-seed ratios policy/baseline, paired by seed, with its {conf:.0}% Student-t confidence interval; significant means the interval excludes 1. Intervals are tight because the model is deterministic: read the size of a ratio, not only its verdict.",
+                s.seeds
+            )),
+        ]
+    } else {
+        vec![
+            b("How to read: "),
+            t("one run per policy: every figure is that run's value. Ratios to the baseline need 2 seeds or more, so none are shown and nothing is marked significant."),
+        ]
+    }
+}
+
+fn params_text(part: &Part) -> String {
+    part.params
+        .iter()
+        .map(|(k, v)| match v.as_u64() {
+            Some(n) => format!("{k} {}", fmt::group(n)),
+            None => format!("{k} {v}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+fn setup(part: &Part) -> Block {
+    let m = &part.machine;
+    let mut kv = vec![
+        (
+            "Scenario".to_string(),
+            vec![c(&part.scenario.name), t(format!(": {}", part.scenario.description))],
+        ),
+        (
+            "Machine".to_string(),
+            vec![
+                c(&m.name),
+                t(format!(
+                    " ({}, {:.2} GHz), {} CPUs simulated. {}",
+                    m.description,
+                    m.clock_mhz as f64 / 1000.0,
+                    part.cpus,
+                    m.why
+                )),
+            ],
+        ),
+        ("Parameters".to_string(), vec![t(params_text(part))]),
+    ];
+    if let Some(ms) = part.window_ms {
+        kv.push((
+            "Window".to_string(),
+            vec![t(format!(
+                "each run is a window of {} ms of simulated time: its elapsed time is the window, so the speed to compare is the {}",
+                fmt::group(ms),
+                part.scenario.unit
+            ))],
+        ));
+    }
+    kv.push(("Why these settings".to_string(), vec![t(&part.settings_why)]));
+    Block::KeyValues(kv)
+}
+
+fn part_section(doc: &mut Document, ctx: &Ctx, s: &Study, part: &Part) {
+    doc.heading(3, &part.label);
+    doc.push(setup(part));
+    doc.table(measure_table(part, s));
+    doc.push(measure_notes(part));
+    let main = part.measures.iter().position(|m| m.key == "scenario_metric").unwrap_or(0);
+    doc.push(measure_figure(ctx, s, part, main));
+    if let Some(fig) = ratio_figure(ctx, s, part) {
+        doc.push(fig);
+    }
+    let preempt = [("preempt_off_max_us", "max"), ("preempt_off_p99_us", "p99")];
+    if let Some(fig) = grouped_figure(
+        ctx,
+        s,
+        part,
+        &preempt,
+        "preemption-off section, µs",
+        "statistic over the run's sections",
+        "Longest (max) and 99th-percentile preemption-disabled section of flush_tlb_mm_range() on the initiator CPU. Such a section bounds the scheduling latency of a high-priority task woken on that CPU: it cannot run before the section ends.",
+    ) {
+        doc.push(fig);
+    }
+    let exposure =
+        [("exposure_median_us", "median"), ("exposure_p99_us", "p99"), ("exposure_max_us", "max")];
+    if let Some(fig) = grouped_figure(
+        ctx,
+        s,
+        part,
+        &exposure,
+        "exposure window, µs",
+        "statistic over the closed windows",
+        &format!(
+            "Exposure window: for each page taken out of the kernel direct map, the time until the last CPU that could still use its stale kernel translation has flushed it (median, p99, max over the windows that closed). {}",
+            censored_text(part)
+        ),
+    ) {
+        doc.push(fig);
+    }
+    let ipis = [("ipis_sent", "IPIs sent"), ("ipis_received", "IPIs received")];
+    if let Some(fig) = grouped_figure(
+        ctx,
+        s,
+        part,
+        &ipis,
+        "IPIs per run",
+        "flush IPIs, all CPUs",
+        "Flush IPIs sent, and received (the TLB row of /proc/interrupts, plus the CAL row where kernel-range flushes land), summed over all CPUs in one run.",
+    ) {
+        doc.push(fig);
+    }
+    if s.layout == "pti" {
+        flush_histograms(doc, ctx, s, part);
+    }
+    if let Some(table) = tlb_flush_table(part, s) {
+        doc.table(table);
+    }
+}
+
+/// The measure's value cell: mean ± sd (or the value with one seed), or why there is none.
+fn value_cell(m: &MeasureResult, seeds: u64) -> crate::doc::Cell {
+    match (m.mean, m.stddev) {
+        (Some(mean), Some(sd)) if seeds >= 2 => fmt::mean_sd(mean, sd).into(),
+        (Some(mean), _) => fmt::num(mean).into(),
+        _ => cell(m.note.clone().unwrap_or_else(|| "-".into()), Tone::Missing),
+    }
+}
+
+fn ratio_cells(m: &MeasureResult, pol: &PolicyResult) -> (crate::doc::Cell, crate::doc::Cell) {
+    if pol.baseline {
+        return ("baseline".into(), "-".into());
+    }
+    match (&m.ratio, m.significant) {
+        (Some(r), Some(sig)) => {
+            let text = fmt::ratio_ci(r.ratios.mean, r.ci.low, r.ci.high, sig);
+            let tone = if sig { Tone::Significant } else { Tone::Plain };
+            (cell(text, tone), cell(if sig { "yes" } else { "no" }, tone))
+        }
+        _ if m.mean.is_none() => ("-".into(), "-".into()),
+        _ => (
+            cell(format!("({})", m.note.as_deref().unwrap_or("no ratio")), Tone::Missing),
+            "-".into(),
+        ),
+    }
+}
+
+fn measure_table(part: &Part, s: &Study) -> Table {
+    let base = &part.policies[0].policy.name;
+    let with_ratios = s.seeds >= 2;
+    let head: Vec<String> = if with_ratios {
+        vec![
+            "measure".into(),
+            "policy".into(),
+            format!("mean ± sd ({} runs)", s.seeds),
+            format!("ratio to {base} [{:.0}% CI]", s.confidence * 100.0),
+            "significant".into(),
+        ]
+    } else {
+        vec!["measure".into(), "policy".into(), "value (1 run)".into()]
+    };
+    let mut table = Table::new(&head).numeric_from(2);
+    for (i, info) in part.measures.iter().enumerate() {
+        for (q, pol) in part.policies.iter().enumerate() {
+            let m = &pol.measures[i];
+            let label = if q == 0 {
+                let better = if info.lower_is_better { "" } else { " (higher is better)" };
+                format!("{}{better}", info.label)
+            } else {
+                String::new()
+            };
+            let mut row =
+                vec![label.into(), pol.policy.name.clone().into(), value_cell(m, s.seeds)];
+            if with_ratios {
+                let (r, sig) = ratio_cells(m, pol);
+                row.extend([r, sig]);
+            }
+            table.row(row);
+        }
+    }
+    if with_ratios {
+        table.note(format!(
+            "mean ± sample standard deviation over {} seeded runs; ratio: the mean of the per-seed ratios policy / {base}, paired by seed, with its {:.0}% Student-t interval; significant: the interval excludes 1. Unless marked, lower is better.",
+            s.seeds,
+            s.confidence * 100.0
+        ))
+    } else {
+        table.note("one run per policy; unless marked, lower is better")
+    }
+}
+
+fn measure_notes(part: &Part) -> Block {
+    Block::Details {
+        summary: "What each measure is".into(),
+        blocks: vec![Block::List(
+            part.measures.iter().map(|m| vec![b(&m.label), t(": "), t(&m.what)]).collect(),
+        )],
+    }
+}
+
+/// Bars of one measure per policy: the mean, ± 1 sd, and the runs as dots.
+fn measure_figure(ctx: &Ctx, s: &Study, part: &Part, idx: usize) -> Block {
+    let info = &part.measures[idx];
+    let names: Vec<String> = part.policies.iter().map(|p| p.policy.name.clone()).collect();
+    let mut bars = Vec::new();
+    let mut summary = Vec::new();
+    let mut missing = Vec::new();
+    for pol in &part.policies {
+        let m = &pol.measures[idx];
+        match m.mean {
+            Some(mean) => {
+                let sd = m.stddev.unwrap_or(0.0);
+                let mut bar = Bar::new(mean).samples(m.values.clone());
+                if s.seeds >= 2 {
+                    bar = bar.interval(mean - sd, mean + sd);
+                    summary.push(format!("{} {}", pol.policy.name, fmt::mean_sd(mean, sd)));
+                } else {
+                    summary.push(format!("{} {}", pol.policy.name, fmt::num(mean)));
+                }
+                bars.push(Some(bar));
+            }
+            None => {
+                missing.push(format!(
+                    "{}: {}",
+                    pol.policy.name,
+                    m.note.as_deref().unwrap_or("no value")
+                ));
+                bars.push(None);
+            }
+        }
+    }
+    // The scenario's own metric is labelled by its unit alone (`s`): say what it is.
+    let y_label = if info.key == "scenario_metric" {
+        format!("{} ({})", info.label, part.scenario.metric.replace('_', " "))
+    } else {
+        info.label.clone()
+    };
+    let mut chart =
+        BarChart::new("policy", &y_label, names).series(BarSeries::new(&info.label, bars));
+    chart.color_by_category = true;
+    let better = if info.lower_is_better { "lower is better" } else { "higher is better" };
+    let spread = if s.seeds >= 2 {
+        format!(
+            "bar = mean of {} runs ({}), whisker = ± 1 sample standard deviation, dots = the individual runs",
+            s.seeds,
+            seeds_range(s)
+        )
+    } else {
+        "bar = the single run's value".to_string()
+    };
+    let mut caption = format!("{} per policy ({better}): {spread}.", info.label);
+    if !missing.is_empty() {
+        caption += &format!(" No value: {}.", missing.join("; "));
+    }
+    if let Some(slow) = slowdown(part, idx) {
+        caption += &format!(" {slow}.");
+        summary.push(slow);
+    }
+    figure(
+        ctx,
+        || chart.svg(),
+        caption,
+        format!("{} ({better}): {}", info.label, summary.join(", ")),
+    )
+}
+
+/// For a speed (higher is better, e.g. a build's CPU-s/s), how many times longer the same work
+/// takes under each other policy: the inverse of the speed ratio and of its interval's bounds.
+fn slowdown(part: &Part, idx: usize) -> Option<String> {
+    let info = &part.measures[idx];
+    if info.lower_is_better || part.policies.len() < 2 {
+        return None;
+    }
+    let base = &part.policies[0].policy.name;
+    let items: Vec<String> = part.policies[1..]
+        .iter()
+        .filter_map(|pol| {
+            let m = &pol.measures[idx];
+            let r = m.ratio.as_ref().filter(|r| r.ratios.mean > 0.0 && r.ci.low > 0.0)?;
+            Some(format!(
+                "{} {:.3}× [{:.3}, {:.3}]",
+                pol.policy.name,
+                1.0 / r.ratios.mean,
+                1.0 / r.ci.high,
+                1.0 / r.ci.low
+            ))
+        })
+        .collect();
+    (!items.is_empty()).then(|| {
+        format!(
+            "Slowdown against {base} (the same work takes this many times as long: 1 / the speed ratio, 95% interval inverted): {}",
+            items.join(", ")
+        )
+    })
+}
+
+/// Every measure's ratio to the baseline, with its interval, for the other policies.
+fn ratio_figure(ctx: &Ctx, s: &Study, part: &Part) -> Option<Block> {
+    if s.seeds < 2 || part.policies.len() < 2 {
+        return None;
+    }
+    let base = &part.policies[0].policy.name;
+    let shown: Vec<usize> = (0..part.measures.len())
+        .filter(|&i| part.policies[1..].iter().any(|p| p.measures[i].ratio.is_some()))
+        .collect();
+    if shown.is_empty() {
+        return None;
+    }
+    let categories: Vec<String> = shown.iter().map(|&i| part.measures[i].label.clone()).collect();
+    let mut chart =
+        BarChart::new("measure", &format!("ratio to {base}"), categories).reference(1.0);
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    let mut summary = Vec::new();
+    let mut missing = Vec::new();
+    for (q, pol) in part.policies.iter().enumerate().skip(1) {
+        let bars = shown
+            .iter()
+            .map(|&i| {
+                let m = &pol.measures[i];
+                match (&m.ratio, m.significant) {
+                    (Some(r), sig) => {
+                        lo = lo.min(r.ci.low).min(r.ratios.mean);
+                        hi = hi.max(r.ci.high).max(r.ratios.mean);
+                        summary.push(format!(
+                            "{} {} {}{}",
+                            pol.policy.name,
+                            part.measures[i].label,
+                            fmt::ratio_ci(r.ratios.mean, r.ci.low, r.ci.high, sig == Some(true)),
+                            if sig == Some(true) { " significant" } else { "" }
+                        ));
+                        Some(Bar::new(r.ratios.mean).interval(r.ci.low, r.ci.high))
+                    }
+                    _ => {
+                        missing.push(format!(
+                            "{} of {} ({})",
+                            part.measures[i].label,
+                            pol.policy.name,
+                            m.note.as_deref().unwrap_or("no ratio")
+                        ));
+                        None
+                    }
+                }
+            })
+            .collect();
+        chart = chart.series(BarSeries::new(&pol.policy.name, bars).color(q));
+    }
+    chart.always_legend = true;
+    // Ratios spanning more than a factor of 4 (9.5× dTLB walks beside 0.99× time) would flatten
+    // the small ones on a linear axis.
+    if lo > 0.0 && hi / lo > 4.0 {
+        chart = chart.y_scale(Scale::Log10);
+    }
+    let mut caption = format!(
+        "Each measure relative to {base}{}: bar = the mean of the per-seed ratios (paired by seed), whisker = its {:.0}% Student-t interval; the dashed line at 1 is the baseline. A ratio is significant when its whisker does not cross 1 (see the table). Above 1 is more of the measure, which is better only for the measures marked higher-is-better.",
+        chart.scale_note(),
+        s.confidence * 100.0
+    );
+    if !missing.is_empty() {
+        caption += &format!(" No ratio: {}.", missing.join("; "));
+    }
+    Some(figure(ctx, || chart.svg(), caption, format!("ratios to {base}: {}", summary.join("; "))))
+}
+
+/// Several measures of the same unit side by side per policy (mean ± sd, runs as dots); only
+/// when the part has the first of them.
+fn grouped_figure(
+    ctx: &Ctx,
+    s: &Study,
+    part: &Part,
+    keys: &[(&str, &str)],
+    y_label: &str,
+    x_label: &str,
+    what: &str,
+) -> Option<Block> {
+    let idx: Vec<(usize, &str)> = keys
+        .iter()
+        .filter_map(|(k, label)| {
+            part.measures.iter().position(|m| m.key == *k).map(|i| (i, *label))
+        })
+        .collect();
+    if idx.is_empty() || part.measures.iter().all(|m| m.key != keys[0].0) {
+        return None;
+    }
+    let categories: Vec<String> = idx.iter().map(|(_, l)| l.to_string()).collect();
+    let mut chart = BarChart::new(x_label, y_label, categories);
+    chart.always_legend = true;
+    let mut summary = Vec::new();
+    let mut missing = Vec::new();
+    for (q, pol) in part.policies.iter().enumerate() {
+        let values: Vec<&MeasureResult> = idx.iter().map(|(i, _)| &pol.measures[*i]).collect();
+        if values.iter().all(|m| m.mean.is_none()) {
+            let note =
+                values.iter().find_map(|m| m.note.clone()).unwrap_or_else(|| "no value".into());
+            missing.push(format!("{}: {note}", pol.policy.name));
+            continue;
+        }
+        let bars = values
+            .iter()
+            .zip(&idx)
+            .map(|(m, (_, label))| {
+                let mean = m.mean?;
+                let sd = m.stddev.unwrap_or(0.0);
+                summary.push(format!("{} {label} {}", pol.policy.name, fmt::mean_sd(mean, sd)));
+                let bar = Bar::new(mean).samples(m.values.clone());
+                Some(if s.seeds >= 2 { bar.interval(mean - sd, mean + sd) } else { bar })
+            })
+            .collect();
+        chart = chart.series(BarSeries::new(&pol.policy.name, bars).color(q));
+    }
+    if chart.series.is_empty() {
+        return None;
+    }
+    let mut caption = format!(
+        "{what} Per policy: bar = mean of {} runs, whisker = ± 1 sample standard deviation, dots = the runs.",
+        s.seeds
+    );
+    if !missing.is_empty() {
+        caption += &format!(" Not shown: {}.", missing.join("; "));
+    }
+    Some(figure(ctx, || chart.svg(), caption, format!("{y_label}: {}", summary.join("; "))))
+}
+
+fn censored_text(part: &Part) -> String {
+    let Some(i) = part.measures.iter().position(|m| m.key == "exposure_censored") else {
+        return String::new();
+    };
+    let counts: Vec<String> = part
+        .policies
+        .iter()
+        .filter_map(|p| p.measures[i].mean.map(|m| format!("{} {}", p.policy.name, fmt::num(m))))
+        .collect();
+    if counts.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "Windows still open when the run ended (censored, not in the statistics), mean per run: {}.",
+            counts.join(", ")
+        )
+    }
+}
+
+/// Flushes and their cycles by size (-1: full).
+type SizeCounts = BTreeMap<i64, (u64, u64)>;
+
+/// S1: `flush_tlb_func()` flushes by size over every run of a policy (as the text output).
+fn flush_histograms(doc: &mut Document, ctx: &Ctx, s: &Study, part: &Part) {
+    let mut by_policy: Vec<(&str, SizeCounts)> = Vec::new();
+    for pol in &part.policies {
+        let mut by: BTreeMap<i64, (u64, u64)> = BTreeMap::new();
+        for run in &pol.runs {
+            for f in &run.flush_sizes {
+                let e = by.entry(f.pages).or_default();
+                e.0 += f.flushes;
+                e.1 += f.cycles;
+            }
+        }
+        by_policy.push((&pol.policy.name, by));
+    }
+    let runs =
+        if s.seeds == 1 { "the run".to_string() } else { format!("all {} runs together", s.seeds) };
+    // Partial sizes ascending, then full flushes (-1) last, as the study prints them.
+    let order = |by: &BTreeMap<i64, (u64, u64)>| -> Vec<i64> {
+        by.keys()
+            .copied()
+            .filter(|p| *p >= 0)
+            .chain(by.keys().copied().filter(|p| *p < 0))
+            .collect()
+    };
+    let label = |p: i64| if p < 0 { "full".to_string() } else { p.to_string() };
+    for (name, by) in &by_policy {
+        let total: u64 = by.values().map(|e| e.0).sum();
+        doc.para(vec![
+            b(format!("Flush sizes under {name}")),
+            t(": flushes of "),
+            c("flush_tlb_func()"),
+            t(format!(" in {runs}.")),
+        ]);
+        if total == 0 {
+            doc.para(vec![t("No flush.")]);
+            continue;
+        }
+        let mut table = Table::new(&[
+            "pages",
+            "% of flushes",
+            "cumulative %",
+            "avg cycles",
+            "cycles/page",
+            "samples",
+        ])
+        .numeric_from(0);
+        let mut cumulative = 0;
+        for p in order(by) {
+            let (flushes, cycles) = by[&p];
+            cumulative += flushes;
+            let avg = cycles as f64 / flushes as f64;
+            table.row(vec![
+                label(p).into(),
+                format!("{:.2}%", flushes as f64 * 100.0 / total as f64).into(),
+                format!("{:.2}%", cumulative as f64 * 100.0 / total as f64).into(),
+                fmt::fixed(avg, 0).into(),
+                if p > 0 { fmt::fixed(avg / p as f64, 1).into() } else { "-".into() },
+                fmt::group(flushes).into(),
+            ]);
+        }
+        doc.table(table.note(
+            "pages: entries flushed (full: the whole address space); avg cycles: the flush instructions and flush_tlb_func()'s own cost, per flush; samples: flushes of that size. Compare with the study's calibration table (cycles per flush and per page by size): the model predicts it, it is not fitted to it.",
+        ));
+    }
+    // One category per size seen under any policy, in the same order.
+    let mut all: BTreeMap<i64, ()> = BTreeMap::new();
+    for (_, by) in &by_policy {
+        for p in by.keys() {
+            all.insert(*p, ());
+        }
+    }
+    let sizes: Vec<i64> = {
+        let m: BTreeMap<i64, (u64, u64)> = all.keys().map(|p| (*p, (0, 0))).collect();
+        order(&m)
+    };
+    if sizes.is_empty() {
+        return;
+    }
+    let categories: Vec<String> = sizes.iter().map(|p| label(*p)).collect();
+    let mut share = BarChart::new(
+        "pages flushed per flush_tlb_func() call",
+        &format!("% of flushes ({runs})"),
+        categories,
+    );
+    share.always_legend = true;
+    let (mut lo, mut hi) = (f64::INFINITY, 0f64);
+    let mut share_summary = Vec::new();
+    for (name, by) in &by_policy {
+        let total: u64 = by.values().map(|e| e.0).sum();
+        let bars = sizes
+            .iter()
+            .map(|p| {
+                let (flushes, _) = by.get(p).copied()?;
+                let pct = flushes as f64 * 100.0 / total.max(1) as f64;
+                lo = lo.min(pct);
+                hi = hi.max(pct);
+                Some(Bar::new(pct))
+            })
+            .collect();
+        let first = order(by).first().map(|p| {
+            format!(
+                "{name}: {:.2}% of flushes are {} page(s)",
+                by[p].0 as f64 * 100.0 / total.max(1) as f64,
+                label(*p)
+            )
+        });
+        share_summary.extend(first);
+        share = share.series(BarSeries::new(*name, bars));
+    }
+    if lo > 0.0 && hi / lo > 50.0 {
+        share = share.y_scale(Scale::Log10);
+    }
+    let caption = format!(
+        "Flush-size histogram: the share of flush_tlb_func() flushes of each size, per policy, over {runs}{} (no spread: the runs are pooled, as in the study's table).",
+        share.scale_note()
+    );
+    doc.push(figure(ctx, || share.svg(), caption, share_summary.join("; ")));
+
+    let partial: Vec<i64> = sizes.iter().copied().filter(|p| *p > 0).collect();
+    if partial.is_empty() {
+        return;
+    }
+    let mut per_page = BarChart::new(
+        "pages flushed per flush_tlb_func() call",
+        "cycles per page flushed",
+        partial.iter().map(|p| p.to_string()).collect(),
+    );
+    per_page.always_legend = true;
+    let mut summary = Vec::new();
+    for (name, by) in &by_policy {
+        let bars = partial
+            .iter()
+            .map(|p| {
+                let (flushes, cycles) = by.get(p).copied()?;
+                let v = cycles as f64 / flushes as f64 / *p as f64;
+                summary.push(format!("{name} {p} page(s) {}", fmt::fixed(v, 1)));
+                Some(Bar::new(v))
+            })
+            .collect();
+        per_page = per_page.series(BarSeries::new(*name, bars));
+    }
+    let caption = format!(
+        "Average cycles per page of a partial flush (the flush instructions and flush_tlb_func()'s own cost, divided by the pages flushed), by flush size, per policy, over {runs}; full flushes have no per-page cost and are left out."
+    );
+    doc.push(figure(
+        ctx,
+        || per_page.svg(),
+        caption,
+        format!("cycles per page: {}", summary.join("; ")),
+    ));
+}
+
+/// `tlb:tlb_flush` events per run by reason and policy: the tracepoint's own vocabulary.
+fn tlb_flush_table(part: &Part, s: &Study) -> Option<Table> {
+    let rows: Vec<(String, &PolicyResult)> =
+        part.policies.iter().map(|p| (p.policy.name.clone(), p)).collect();
+    tlb_flush_rows("policy", &rows, s)
+}
+
+/// The table of [`tlb_flush_table`] for any rows of policy results.
+fn tlb_flush_rows(first: &str, rows: &[(String, &PolicyResult)], s: &Study) -> Option<Table> {
+    let mut reasons: Vec<String> = REASONS.iter().map(|r| r.to_string()).collect();
+    for (_, pol) in rows {
+        for run in &pol.runs {
+            for k in run.tlb_flush.keys() {
+                if !reasons.contains(k) {
+                    reasons.push(k.clone());
+                }
+            }
+        }
+    }
+    let mean = |pol: &PolicyResult, reason: &str| -> f64 {
+        if pol.runs.is_empty() {
+            return 0.0;
+        }
+        pol.runs.iter().map(|r| r.tlb_flush.get(reason).copied().unwrap_or(0) as f64).sum::<f64>()
+            / pol.runs.len() as f64
+    };
+    reasons.retain(|r| rows.iter().any(|(_, p)| mean(p, r) > 0.0));
+    if reasons.is_empty() {
+        return None;
+    }
+    let mut head = vec![first.to_string()];
+    head.extend(reasons.iter().map(|r| match REASONS.iter().position(|k| k == r) {
+        Some(i) => format!("{r} ({i})"),
+        None => r.clone(),
+    }));
+    let mut table = Table::new(&head).numeric_from(1);
+    for (label, pol) in rows {
+        let mut row = vec![label.clone().into()];
+        row.extend(reasons.iter().map(|r| fmt::fixed(mean(pol, r), 1).into()));
+        table.row(row);
+    }
+    Some(table.note(format!(
+        "tlb:tlb_flush events per run, by reason (the kernel's names and values), {}; reasons with no event in any row are left out.",
+        if s.seeds == 1 { "one run".to_string() } else { format!("mean of the {} runs", s.seeds) }
+    )))
+}
+
+/// S4's madvise-scale parts together: ops/s against workers, mmtests-style.
+fn madvise_scale(doc: &mut Document, ctx: &Ctx, s: &Study) {
+    let parts: Vec<&Part> = s.parts.iter().filter(|p| p.scenario.name == "madvise-scale").collect();
+    let first = parts[0];
+    let workers = |p: &Part| p.params.get("tasks").and_then(|v| v.as_u64()).unwrap_or(0);
+    let list: Vec<String> = parts.iter().map(|p| workers(p).to_string()).collect();
+    doc.heading(
+        3,
+        format!("madvise-scale (mmtests stressng-madvise), {} workers", list.join(", ")),
+    );
+    doc.push(setup(first));
+    let base = &first.policies[0].policy.name;
+    let with_ratios = s.seeds >= 2;
+    let mut head = vec![
+        "workers".to_string(),
+        "policy".to_string(),
+        format!("ops/s, mean ± sd ({} runs)", s.seeds),
+    ];
+    if with_ratios {
+        head.push(format!("ratio to {base} [{:.0}% CI]", s.confidence * 100.0));
+        head.push("significant".into());
+    }
+    let mut table = Table::new(&head).numeric_from(2);
+    for p in &parts {
+        for (q, pol) in p.policies.iter().enumerate() {
+            let m = &pol.measures[0];
+            let mut row = vec![
+                if q == 0 { workers(p).to_string() } else { String::new() }.into(),
+                pol.policy.name.clone().into(),
+                value_cell(m, s.seeds),
+            ];
+            if with_ratios {
+                let (r, sig) = ratio_cells(m, pol);
+                row.extend([r, sig]);
+            }
+            table.row(row);
+        }
+    }
+    doc.table(table.note(format!(
+        "ops/s over all workers (higher is better), mean ± sample standard deviation of {} runs per worker count; ratio: mean of the per-seed ratios to {base} with its {:.0}% Student-t interval (significant: it excludes 1).",
+        s.seeds,
+        s.confidence * 100.0
+    )));
+    // ops/s against workers, one line per policy.
+    let mut chart = LineChart::new("workers", "ops/s (all workers)").x_scale(Scale::Log2);
+    let mut summary = Vec::new();
+    for (q, pol) in first.policies.iter().enumerate() {
+        let points: Vec<Point> = parts
+            .iter()
+            .filter_map(|p| {
+                let m = &p.policies.get(q)?.measures[0];
+                let mean = m.mean?;
+                let sd = m.stddev.unwrap_or(0.0);
+                summary.push(format!(
+                    "{} at {}: {}",
+                    pol.policy.name,
+                    workers(p),
+                    fmt::mean_sd(mean, sd)
+                ));
+                let pt = Point::new(workers(p) as f64, mean);
+                Some(if with_ratios { pt.interval(mean - sd, mean + sd) } else { pt })
+            })
+            .collect();
+        chart = chart.series(LineSeries::new(&pol.policy.name, points));
+    }
+    doc.push(figure(
+        ctx,
+        || chart.svg(),
+        format!(
+            "madvise-scale throughput against the number of workers (log₂ axis), per policy: point = mean of {} runs, whisker = ± 1 sample standard deviation (higher is better).",
+            s.seeds
+        ),
+        summary.join("; "),
+    ));
+    if with_ratios && first.policies.len() > 1 {
+        let mut chart =
+            LineChart::new("workers", &format!("ops/s ratio to {base}")).x_scale(Scale::Log2);
+        chart.y_from_zero = false;
+        let mut summary = Vec::new();
+        for (q, pol) in first.policies.iter().enumerate().skip(1) {
+            let points: Vec<Point> = parts
+                .iter()
+                .filter_map(|p| {
+                    let m = &p.policies.get(q)?.measures[0];
+                    let r = m.ratio.as_ref()?;
+                    summary.push(format!(
+                        "{} at {}: {}",
+                        pol.policy.name,
+                        workers(p),
+                        fmt::ratio_ci(
+                            r.ratios.mean,
+                            r.ci.low,
+                            r.ci.high,
+                            m.significant == Some(true)
+                        )
+                    ));
+                    Some(Point::new(workers(p) as f64, r.ratios.mean).interval(r.ci.low, r.ci.high))
+                })
+                .collect();
+            chart = chart.series(LineSeries::new(&pol.policy.name, points).color(q));
+        }
+        doc.push(figure(
+            ctx,
+            || chart.svg(),
+            format!(
+                "madvise-scale throughput relative to {base} against workers: point = mean of the per-seed ratios, whisker = its {:.0}% Student-t interval; above 1 is faster than the baseline.",
+                s.confidence * 100.0
+            ),
+            summary.join("; "),
+        ));
+    }
+    let rows: Vec<(String, &PolicyResult)> = parts
+        .iter()
+        .flat_map(|p| {
+            p.policies.iter().map(move |pol| {
+                let n = workers(p);
+                let plural = if n == 1 { "" } else { "s" };
+                (format!("{n} worker{plural}, {}", pol.policy.name), pol)
+            })
+        })
+        .collect();
+    if let Some(table) = tlb_flush_rows("workers, policy", &rows, s) {
+        doc.table(table);
+    }
+}
+
+fn policies(doc: &mut Document, s: &Study) {
+    doc.heading(3, format!("{}: policies and the kernels they mirror", s.short.to_uppercase()));
+    let mut seen: Vec<&str> = Vec::new();
+    let mut table = Table::new(&["policy", "mirrors", "baseline of"]);
+    for part in &s.parts {
+        for pol in &part.policies {
+            if seen.contains(&pol.policy.name.as_str()) {
+                continue;
+            }
+            seen.push(&pol.policy.name);
+            let baseline_of: Vec<&str> = s
+                .parts
+                .iter()
+                .filter(|p| p.policies[0].policy.name == pol.policy.name)
+                .map(|p| p.label.as_str())
+                .collect();
+            table.row(vec![
+                pol.policy.name.clone().into(),
+                pol.policy.mirrors.clone().into(),
+                if baseline_of.is_empty() { "-".to_string() } else { baseline_of.join("; ") }
+                    .into(),
+            ]);
+        }
+    }
+    doc.table(table);
+}
