@@ -58,6 +58,9 @@ pub enum Command {
     /// and the rest still runs. `--quick` shortens every part (a couple of minutes on a 2-core
     /// machine).
     Study(LabArgs),
+    /// Render saved results (tlblab study's results.json, sim study JSON, bench result files,
+    /// trace reports, replays) as one self-contained HTML page with plots, or as Markdown.
+    Report(ReportArgs),
     /// Record the kernel's tlb:tlb_flush events (and, on request, context switches and IPIs),
     /// summarise a trace, import ftrace or perf text, remove left-over tracing instances.
     #[command(subcommand)]
@@ -70,6 +73,35 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         command: Vec<String>,
     },
+}
+
+/// `tlblab report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Result files (JSON written by tlblab), rendered in this order.
+    #[arg(value_name = "RESULTS.json", required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// The output file (default: standard output).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// html: one self-contained page (inline CSS and SVG); markdown: the same tables, for mail.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Html)]
+    pub format: ReportFormat,
+    /// The page's title.
+    #[arg(long, default_value = "tlblab report")]
+    pub title: String,
+    /// Replace an existing output file.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `--format` of `tlblab report`.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ReportFormat {
+    /// One self-contained HTML page.
+    Html,
+    /// Markdown (GitHub tables).
+    Markdown,
 }
 
 /// `tlblab study`.

@@ -31,7 +31,13 @@ pub enum SourceError {
 
 enum Inner {
     Binary(Box<TraceReader<BufReader<File>>>),
-    Text { importer: Box<TextImporter<BufReader<File>>>, pending: Option<Record>, done: bool },
+    Text {
+        importer: Box<TextImporter<BufReader<File>>>,
+        pending: Option<Record>,
+        done: bool,
+        /// Records handed out (the trailer a text lacks counts them).
+        records: u64,
+    },
 }
 
 /// Records from a trace file of any kind, with its header and, at the end, its trailer.
@@ -77,7 +83,7 @@ impl TraceSource {
         let mut header = Header::new(format.origin());
         header.source_path = Some(path.display().to_string());
         Ok(TraceSource {
-            inner: Inner::Text { importer, pending, done: false },
+            inner: Inner::Text { importer, pending, done: false, records: 0 },
             header,
             trailer: None,
             path: path.to_path_buf(),
@@ -118,18 +124,23 @@ impl TraceSource {
                 }
                 Ok(rec)
             }
-            Inner::Text { importer, pending, done } => {
+            Inner::Text { importer, pending, done, records } => {
                 if let Some(rec) = pending.take() {
+                    *records += 1;
                     return Ok(Some(rec));
                 }
                 if *done {
                     return Ok(None);
                 }
                 match importer.next().transpose()? {
-                    Some(rec) => Ok(Some(rec)),
+                    Some(rec) => {
+                        *records += 1;
+                        Ok(Some(rec))
+                    }
                     None => {
                         *done = true;
-                        let mut trailer = Trailer { end: End::Complete, ..Trailer::default() };
+                        let mut trailer =
+                            Trailer { end: End::Complete, records: *records, ..Trailer::default() };
                         importer.fill_trailer(&mut trailer);
                         self.trailer = Some(trailer);
                         Ok(None)

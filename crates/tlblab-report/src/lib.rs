@@ -62,8 +62,12 @@ pub const REPLAY_SCHEMA: &str = "tlblab.sim.replay/1";
 /// `tlblab sim replay --ceiling … --json`.
 pub const SWEEP_SCHEMA: &str = "tlblab.sim.replay-sweep/1";
 
+/// `tlblab study` (its `results.json`).
+pub const STUDY_RESULTS_SCHEMA: &str = "tlblab.study/1";
+
 /// Every schema a report renders.
-pub const SCHEMAS: [&str; 6] = [
+pub const SCHEMAS: [&str; 7] = [
+    STUDY_RESULTS_SCHEMA,
     STUDY_SCHEMA,
     STUDY_ALL_SCHEMA,
     tlblab_bench::SCHEMA,
@@ -78,6 +82,8 @@ enum Input {
     Study(Box<Study>),
     StudyAll(Box<StudyAll>),
     Bench(Box<tlblab_bench::BenchResults>),
+    Steps(Vec<sections::lab::Step>),
+    Host(Box<sections::lab::HostComparison>),
     Trace(Box<tlblab_flushtrace::Summary>),
     Replay(Box<Replay>),
     Sweep(Box<Sweep>),
@@ -99,6 +105,8 @@ pub enum InputKind {
     Replay,
     /// A ceiling sweep.
     Sweep,
+    /// `tlblab study`'s results: its parts, what ran, and measured beside simulated.
+    StudyResults,
 }
 
 /// A report being put together: a title, optional paragraphs under it, and the inputs in the
@@ -158,6 +166,9 @@ impl Report {
             message: strip_position(&e.to_string()),
         })?;
         let schema = schema_of(name, &value)?;
+        if schema == STUDY_RESULTS_SCHEMA {
+            return self.add_study_results(name, value);
+        }
         // Read again from the text, so that a field that does not fit has a line number.
         let input = match schema.as_str() {
             STUDY_SCHEMA => Input::Study(Box::new(from_text(name, &schema, text)?)),
@@ -178,6 +189,9 @@ impl Report {
     /// Adds a result already parsed (e.g. `serde_json::to_value` of a study just run).
     pub fn add_value(&mut self, name: &str, value: Value) -> Result<InputKind, ReportError> {
         let schema = schema_of(name, &value)?;
+        if schema == STUDY_RESULTS_SCHEMA {
+            return self.add_study_results(name, value);
+        }
         let input = match schema.as_str() {
             STUDY_SCHEMA => Input::Study(Box::new(from_value(name, &schema, value)?)),
             STUDY_ALL_SCHEMA => Input::StudyAll(Box::new(from_value(name, &schema, value)?)),
@@ -192,6 +206,75 @@ impl Report {
             _ => return Err(ReportError::UnknownSchema { name: name.into(), schema }),
         };
         self.push(name, &schema, input)
+    }
+
+    /// `tlblab study`'s results: what ran, then each part that ran (a part that did not is
+    /// `{"skipped": why}` or `{"failed": why}`, named in the steps), and the measured
+    /// configurations beside their simulation on the host preset.
+    fn add_study_results(&mut self, name: &str, v: Value) -> Result<InputKind, ReportError> {
+        let schema = STUDY_RESULTS_SCHEMA;
+        let steps: Vec<sections::lab::Step> =
+            from_value(name, schema, v["steps"].clone()).unwrap_or_default();
+        self.inputs.push((name.to_string(), Input::Steps(steps)));
+        for (key, what) in [
+            ("sim_studies", "simulated studies"),
+            ("bench", "live benchmarks"),
+            ("trace_report", "trace"),
+            ("replay", "replay of the trace"),
+        ] {
+            if v[key]["schema"].is_string() {
+                self.add_value(&format!("{name}: {what}"), v[key].clone())?;
+            }
+        }
+        if v["bench"]["schema"].is_string() && v["host_simulations"]["runs"].is_array() {
+            let bench: tlblab_bench::BenchResults = from_value(name, schema, v["bench"].clone())?;
+            let sims = v["host_simulations"]["runs"].as_array().cloned().unwrap_or_default();
+            let rows = bench
+                .configs
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let sim = sims.get(i).cloned().unwrap_or(Value::Null);
+                    let simulated: Vec<f64> = sim["result"]["policies"][0]["values"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_f64)
+                        .collect();
+                    let note = sim["skipped"]
+                        .as_str()
+                        .or(sim["result"]["failed"].as_str())
+                        .or(sim["result"]["skipped"].as_str())
+                        .map(str::to_string);
+                    sections::lab::Row {
+                        name: c.config.key(),
+                        unit: c.config.unit.clone(),
+                        measured: c.values(),
+                        simulated,
+                        note,
+                    }
+                })
+                .collect();
+            let policy = sims
+                .iter()
+                .find_map(|s| s["result"]["policies"][0]["policy"]["name"].as_str())
+                .unwrap_or("linux-6.18")
+                .to_string();
+            let host = sections::lab::HostComparison {
+                preset: v["host_simulations"]["preset"].as_str().map(str::to_string),
+                provenance: v["host_simulations"]["provenance"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|l| l.as_str().map(str::to_string))
+                    .collect(),
+                policy,
+                rows,
+                seed: bench.method.seed,
+            };
+            self.inputs.push((name.to_string(), Input::Host(Box::new(host))));
+        }
+        Ok(InputKind::StudyResults)
     }
 
     fn push(&mut self, name: &str, schema: &str, input: Input) -> Result<InputKind, ReportError> {
@@ -215,6 +298,7 @@ impl Report {
             Input::Trace(_) => InputKind::Trace,
             Input::Replay(_) => InputKind::Replay,
             Input::Sweep(_) => InputKind::Sweep,
+            Input::Steps(_) | Input::Host(_) => InputKind::StudyResults,
         };
         self.inputs.push((name.to_string(), input));
         Ok(kind)
@@ -232,6 +316,7 @@ impl Report {
                     Input::Trace(_) => InputKind::Trace,
                     Input::Replay(_) => InputKind::Replay,
                     Input::Sweep(_) => InputKind::Sweep,
+                    Input::Steps(_) | Input::Host(_) => InputKind::StudyResults,
                 };
                 (name.as_str(), kind)
             })
@@ -273,6 +358,8 @@ impl Report {
                 Input::Trace(s) => sections::trace::trace(&mut d, &ctx, name, s),
                 Input::Replay(r) => sections::replay::replay(&mut d, &ctx, name, r),
                 Input::Sweep(s) => sections::replay::sweep(&mut d, &ctx, name, s),
+                Input::Steps(s) => sections::lab::steps(&mut d, name, s),
+                Input::Host(h) => sections::lab::host(&mut d, &ctx, h),
             }
         }
         d

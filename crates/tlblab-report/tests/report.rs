@@ -771,3 +771,67 @@ fn garbage_never_panics() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// `tlblab study`'s results.json (schema tlblab.study/1): its parts, what ran, and measured
+// beside simulated. The fixture is a quick run's results with the simulated studies left out
+// (README.md).
+
+const STUDY_RESULTS: &str = "study-results-quick.min.json";
+
+#[test]
+fn study_results_render_their_parts_what_ran_and_measured_beside_simulated() {
+    let r = report(&[STUDY_RESULTS]);
+    let html = r.render_html();
+    let root = parse(&html).unwrap();
+    assert_self_contained(&html, &[]);
+    let h2: Vec<String> = root.find("h2").iter().map(|h| h.text()).collect();
+    assert_eq!(h2[0], format!("What ran ({STUDY_RESULTS})"));
+    assert!(h2.iter().any(|h| h.starts_with("Benchmark: ")), "{h2:?}");
+    assert!(h2.iter().any(|h| h.starts_with("Flush trace: ")), "{h2:?}");
+    assert!(h2.iter().any(|h| h.starts_with("Replay of a flush trace")), "{h2:?}");
+    assert_eq!(h2.last().unwrap(), "Simulated and measured on this machine");
+
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture(STUDY_RESULTS)).unwrap()).unwrap();
+    let host = root.find("section").pop().unwrap();
+    let rows: Vec<Vec<String>> = host.find("table")[0]
+        .find("tr")
+        .iter()
+        .skip(1)
+        .map(|tr| tr.find("td").iter().map(|td| td.text()).collect())
+        .collect();
+    let configs = results["bench"]["configs"].as_array().unwrap();
+    assert_eq!(rows.len(), configs.len(), "a row per measured configuration");
+    let sims = results["host_simulations"]["runs"].as_array().unwrap();
+    for ((row, c), sim) in rows.iter().zip(configs).zip(sims) {
+        assert_eq!(row[0].split(' ').next(), c["config"]["scenario"].as_str());
+        match sim["result"]["policies"][0]["mean"].as_f64() {
+            // simulated / measured, from the numbers in the file.
+            Some(simulated) => {
+                let measured: Vec<f64> = c["runs"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|r| r["value"].as_f64().unwrap())
+                    .collect();
+                let mean = measured.iter().sum::<f64>() / measured.len() as f64;
+                assert_eq!(row[5], format!("{:.2}", simulated / mean), "{row:?}");
+            }
+            None => {
+                assert!(row[4].contains("no model"), "{row:?}");
+                assert_eq!(row[5], "-");
+            }
+        }
+    }
+    // One plot of the µs/op configurations, measured and simulated.
+    let svgs = host.find("svg");
+    assert_eq!(svgs.len(), 1);
+    let texts = svg_texts(svgs[0]).join(" ");
+    assert!(texts.contains("measured") && texts.contains("simulated on the host preset"));
+    assert!(texts.contains("µs/op") && texts.contains("configuration"), "{texts}");
+    // What ran: every step with its status.
+    let steps = root.find("section")[0].find("tr").len() - 1;
+    assert_eq!(steps, results["steps"].as_array().unwrap().len());
+    assert_eq!(r.inputs()[0].1, InputKind::StudyResults);
+}

@@ -7,6 +7,7 @@ mod demo;
 mod lab;
 mod machines;
 mod replay;
+mod report;
 mod run;
 mod study;
 mod trace;
@@ -37,6 +38,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Bench(args) => bench::run(&args),
         Command::BenchWorker => bench::serve_worker(),
         Command::Study(args) => lab::run(&args),
+        Command::Report(args) => report::run(&args),
         Command::Trace(TraceCommand::Record(args)) => tracer::record(&args),
         Command::Trace(TraceCommand::Report(args)) => tracer::report(&args),
         Command::Trace(TraceCommand::Dump(args)) => tracer::dump(&args),
@@ -64,6 +66,7 @@ pub fn exit_status(error: &anyhow::Error) -> u8 {
             || cause.is::<tlblab_flushtrace::ImportError>()
             || cause.is::<tlblab_flushtrace::SourceError>()
             || cause.is::<tlblab_replay::ReplayError>()
+            || cause.is::<tlblab_report::ReportError>()
             || cause
                 .downcast_ref::<tlblab_flushtrace::FileError>()
                 .is_some_and(|e| !matches!(e, tlblab_flushtrace::FileError::Io { .. }))

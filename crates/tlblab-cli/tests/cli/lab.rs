@@ -30,6 +30,12 @@ fn without_the_live_part_the_studies_still_run_and_the_skips_say_why() {
     assert!(steps[1..].iter().all(|s| s["status"] == "skipped" && s["reason"] == "--no-live"));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("s4 — rt-latency") && stdout.contains("results: "), "{stdout}");
+    // The report says which parts did not run, and why.
+    let page = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    assert!(page.contains("What ran") && page.contains("--no-live"));
+    assert!(stdout
+        .trim_end()
+        .ends_with(&format!("report: {}", dir.path().join("report.html").display())));
     // A second run into the same directory is refused unless --force.
     let again = tlblab().args(["study", "--quick", "--no-live", "--out"]).arg(dir.path()).output();
     assert_eq!(again.unwrap().status.code(), Some(2));
@@ -68,4 +74,41 @@ fn with_root_every_scenario_is_measured_and_one_is_traced_and_replayed() {
         assert!(simulated.is_some_and(|m| m > 0.0) || sim["skipped"].is_string(), "{sim}");
     }
     assert!(dir.path().join("host.toml").is_file());
+}
+
+fn report_fixture(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tlblab-report/tests/fixtures")
+        .join(name)
+}
+
+#[test]
+fn report_renders_saved_results_as_html_or_markdown_and_refuses_what_it_cannot_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("r.html");
+    let inputs = ["study-s1-quick.json", "bench-madvise-busy.json", "study-results-quick.min.json"];
+    let out = tlblab()
+        .arg("report")
+        .args(inputs.map(report_fixture))
+        .arg("-o")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>") && page.contains("<svg"));
+    assert!(!page.contains("<script") && !page.contains("https://"));
+    assert!(page.contains("Simulated and measured on this machine"));
+    let md = tlblab()
+        .args(["report", "--format", "markdown"])
+        .arg(report_fixture("bench-madvise-busy.json"))
+        .output()
+        .unwrap();
+    assert!(md.status.success());
+    assert!(String::from_utf8_lossy(&md.stdout).contains("| configuration |"));
+    // An unknown schema: bad input, naming the file.
+    let bad = tlblab().arg("report").arg(report_fixture("bad-unknown-schema.json")).output();
+    let bad = bad.unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("bad-unknown-schema.json"));
 }

@@ -2,6 +2,7 @@
 //! document.
 
 pub mod bench;
+pub mod lab;
 pub mod replay;
 pub mod study;
 pub mod trace;

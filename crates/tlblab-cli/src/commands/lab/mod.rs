@@ -132,9 +132,24 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
     });
     let path = dir.join("results.json");
     write_json(&path, &results)?;
+    let html = dir.join("report.html");
+    let mut report = tlblab_report::Report::new("tlblab study");
+    report.describe(format!(
+        "tlblab {} on a machine with {cpus} CPUs{}. Results: results.json beside this page.",
+        env!("CARGO_PKG_VERSION"),
+        if args.quick {
+            ", quick settings (--quick): the figures are not the studies'"
+        } else {
+            ""
+        }
+    ));
+    report.add_value("results.json", results.clone())?;
+    std::fs::write(&html, report.render_html())
+        .with_context(|| format!("writing {}", html.display()))?;
     runner.finish();
     println!("{}", summary::render(&results));
     println!("results: {}", path.display());
+    println!("report: {}", html.display());
     Ok(if runner.any_failed() { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
