@@ -15,7 +15,7 @@ if ! command -v chromium >/dev/null 2>&1; then
     echo "screenshot: chromium is not installed (apt-get install chromium, as root)" >&2
     exit 2
   fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
 
 # Static checks: nothing to fetch, nothing to run.

@@ -110,9 +110,11 @@ pub struct LabArgs {
     /// Shorter settings everywhere (quick studies, 3 runs of 100 ms per configuration).
     #[arg(long)]
     pub quick: bool,
-    /// Where the results go.
-    #[arg(long, default_value = "tlblab-study", value_name = "DIR")]
-    pub out: PathBuf,
+    /// Where the results go. Without it: tlblab-study/ in the current directory, replacing the
+    /// results of an earlier run there; a DIR given here that already holds results needs
+    /// --force.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
     /// Only the simulated studies, even where the live part could run.
     #[arg(long)]
     pub no_live: bool,

@@ -53,12 +53,20 @@ impl LiveSettings {
     }
 }
 
+/// The directory used without `--out`: the main job's own, replaced by each run.
+const DEFAULT_OUT: &str = "tlblab-study";
+
 /// Runs every step and writes `results.json` in `args.out`.
 pub fn run(args: &LabArgs) -> Result<ExitCode> {
-    crate::commands::refuse_existing(&args.out.join("results.json"), args.force)?;
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("creating {}", args.out.display()))?;
-    let dir = &args.out;
+    let dir = match &args.out {
+        Some(dir) => {
+            crate::commands::refuse_existing(&dir.join("results.json"), args.force)?;
+            dir.clone()
+        }
+        None => PathBuf::from(DEFAULT_OUT),
+    };
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let dir = &dir;
     let mut runner = Runner::new(args.quiet)?;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
 
