@@ -835,3 +835,43 @@ fn study_results_render_their_parts_what_ran_and_measured_beside_simulated() {
     assert_eq!(steps, results["steps"].as_array().unwrap().len());
     assert_eq!(r.inputs()[0].1, InputKind::StudyResults);
 }
+
+/// S4 (results that keep the distribution): the preemption-off sections as a CDF per policy.
+#[test]
+fn s4_plots_the_preemption_off_distribution_per_policy() {
+    const S4: &str = "study-s4-quick.min.json";
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(fixture(S4)).unwrap()).unwrap();
+    let html = report(&[S4]).render_html();
+    let root = parse(&html).unwrap();
+    let cdfs: Vec<&Node> = root
+        .find("figure")
+        .into_iter()
+        .filter(|f| f.text().contains("Distribution (CDF) of the preemption-disabled sections"))
+        .collect();
+    // One per part whose runs had preemption-off sections (the madvise-scale parts are drawn
+    // together as one ops/s curve instead).
+    let with_sections = v["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| !p["label"].as_str().unwrap().starts_with("madvise-scale"))
+        .filter(|p| p["policies"][0]["runs"][0]["preempt_off_cycles"]["count"].as_u64() > Some(0))
+        .count();
+    assert!(with_sections > 0);
+    assert_eq!(cdfs.len(), with_sections);
+    for fig in cdfs {
+        let svg = fig.find("svg");
+        assert_eq!(svg.len(), 1);
+        let texts = svg_texts(svg[0]).join(" ");
+        assert!(
+            texts.contains("preemption-off section, µs") && texts.contains("fraction of sections")
+        );
+        assert!(
+            texts.contains("flush-info-percpu") && texts.contains("flush-info-stack"),
+            "{texts}"
+        );
+    }
+    // The Markdown keeps a one-line summary with each policy's p99.
+    let md = report(&[S4]).render_markdown();
+    assert!(md.contains("preemption-off CDF: flush-info-percpu: p99"), "{md}");
+}

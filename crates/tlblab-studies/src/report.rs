@@ -184,6 +184,22 @@ pub struct Distribution {
     pub p99: Option<f64>,
     /// Largest value.
     pub max: Option<u64>,
+    /// The distribution itself, for a CDF: the value at each of [`QUANTILES`] (empty when
+    /// there are no values).
+    pub quantiles: Vec<Quantile>,
+}
+
+/// The percentiles a [`Distribution`] keeps: enough points for a CDF from the body to the tail.
+pub const QUANTILES: [f64; 13] =
+    [0.0, 1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 99.99, 100.0];
+
+/// One point of a distribution.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Quantile {
+    /// The percentile, 0–100.
+    pub p: f64,
+    /// The value at it (interpolated between the two nearest values).
+    pub value: f64,
 }
 
 impl Distribution {
@@ -195,6 +211,10 @@ impl Distribution {
             p50: percentile_cycles(values, 50.0),
             p99: percentile_cycles(values, 99.0),
             max: values.iter().copied().max(),
+            quantiles: QUANTILES
+                .iter()
+                .filter_map(|&p| Some(Quantile { p, value: percentile_cycles(values, p)? }))
+                .collect(),
         }
     }
 }

@@ -210,6 +210,26 @@ pub struct Run {
     /// Flushes of `flush_tlb_func()` by size.
     #[serde(default)]
     pub flush_sizes: Vec<FlushSize>,
+    /// Preemption-disabled sections of `flush_tlb_mm_range()` (absent in older results).
+    #[serde(default)]
+    pub preempt_off_cycles: Option<Distribution>,
+}
+
+/// A distribution of cycles, as far as the report uses it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Distribution {
+    /// The value at each percentile (none in results written before tlblab kept them).
+    #[serde(default)]
+    pub quantiles: Vec<Quantile>,
+}
+
+/// One point of a distribution.
+#[derive(Debug, Clone, Copy, Deserialize)]
+pub struct Quantile {
+    /// The percentile, 0–100.
+    pub p: f64,
+    /// Cycles at it.
+    pub value: f64,
 }
 
 /// Flushes of one size in one run.

@@ -141,6 +141,56 @@ fn setup(part: &Part) -> Block {
     Block::KeyValues(kv)
 }
 
+/// The CDF of the preemption-off sections per policy: at each kept percentile, the mean over
+/// the seeds of the run's value, in µs (`None` when no run has sections, or the results predate
+/// the distribution).
+fn preempt_off_cdf(ctx: &Ctx, part: &Part) -> Option<Block> {
+    let mhz = part.machine.clock_mhz.max(1) as f64;
+    let mut chart = LineChart::new("preemption-off section, µs", "fraction of sections ≤ x")
+        .x_scale(Scale::Log10);
+    chart.y_from_zero = true;
+    let mut summary = Vec::new();
+    for pol in &part.policies {
+        let runs: Vec<_> = pol
+            .runs
+            .iter()
+            .filter_map(|r| r.preempt_off_cycles.as_ref())
+            .filter(|d| !d.quantiles.is_empty())
+            .collect();
+        let Some(first) = runs.first() else { continue };
+        let points: Vec<Point> = first
+            .quantiles
+            .iter()
+            .enumerate()
+            .filter_map(|(i, q)| {
+                let values: Vec<f64> =
+                    runs.iter().filter_map(|d| d.quantiles.get(i)).map(|q| q.value).collect();
+                let us = values.iter().sum::<f64>() / values.len() as f64 / mhz;
+                // A log axis has no 0: sections shorter than a cycle do not exist.
+                (us > 0.0).then(|| Point::new(us, q.p / 100.0))
+            })
+            .collect();
+        if let Some(p99) =
+            first.quantiles.iter().position(|q| q.p == 99.0).and_then(|i| points.get(i))
+        {
+            summary.push(format!("{}: p99 {} µs", pol.policy.name, fmt::num(p99.x)));
+        }
+        chart = chart.series(LineSeries::new(&pol.policy.name, points));
+    }
+    if chart.series.is_empty() {
+        return None;
+    }
+    Some(figure(
+        ctx,
+        || chart.svg(),
+        format!(
+            "Distribution (CDF) of the preemption-disabled sections of flush_tlb_mm_range(): the fraction of sections no longer than x, at the 0th … 100th percentiles (points), each the mean over the {} runs of a policy; x on a log scale. The right end is the longest section: the worst wait of a high-priority task woken on that CPU.",
+            part.policies.first().map_or(0, |p| p.runs.len())
+        ),
+        format!("preemption-off CDF: {}", summary.join("; ")),
+    ))
+}
+
 fn part_section(doc: &mut Document, ctx: &Ctx, s: &Study, part: &Part) {
     doc.heading(3, &part.label);
     doc.push(setup(part));
@@ -161,6 +211,9 @@ fn part_section(doc: &mut Document, ctx: &Ctx, s: &Study, part: &Part) {
         "statistic over the run's sections",
         "Longest (max) and 99th-percentile preemption-disabled section of flush_tlb_mm_range() on the initiator CPU. Such a section bounds the scheduling latency of a high-priority task woken on that CPU: it cannot run before the section ends.",
     ) {
+        doc.push(fig);
+    }
+    if let Some(fig) = preempt_off_cdf(ctx, part) {
         doc.push(fig);
     }
     let exposure =
