@@ -1,18 +1,8 @@
 //! Numbers as people read them: thousands grouped, decimals chosen for the magnitude, ratios
 //! shown with enough decimals that a significant interval does not print as touching 1.
 
-/// `1234567` as `1,234,567`.
-pub fn group(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+/// `1234567` as `1,234,567`: the same grouping as the studies' text output.
+pub use tlblab_studies::text::group;
 
 /// A signed integer with grouped thousands.
 pub fn group_i(n: i64) -> String {

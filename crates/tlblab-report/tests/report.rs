@@ -139,7 +139,7 @@ fn parse(html: &str) -> Result<Node, String> {
                 let c = if r.is_char_ref() {
                     r.resolve_char_ref().map_err(|e| e.to_string())?.ok_or("bad char ref")?
                 } else {
-                    match r.as_ref() {
+                    match &*r {
                         b"amp" => '&',
                         b"lt" => '<',
                         b"gt" => '>',
