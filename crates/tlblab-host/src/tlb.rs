@@ -423,14 +423,7 @@ pub fn structure_name(level: u8, accesses: &[AccessKind], sizes: &[PageSize]) ->
 
 /// `4K+2M`.
 pub fn size_list(sizes: &[PageSize]) -> String {
-    let names: Vec<&str> = sizes
-        .iter()
-        .map(|s| match s {
-            PageSize::Size4K => "4K",
-            PageSize::Size2M => "2M",
-            PageSize::Size1G => "1G",
-        })
-        .collect();
+    let names: Vec<String> = sizes.iter().map(PageSize::to_string).collect();
     names.join("+")
 }
 

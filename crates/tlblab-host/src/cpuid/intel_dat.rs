@@ -8,7 +8,7 @@
 //! logical processors that share it. Valid subleaves need not be contiguous.
 
 use super::{bit, bits, CpuidDump};
-use crate::tlb::{all_triples, TlbFound, TlbReport};
+use crate::tlb::{all_triples, size_list, TlbFound, TlbReport};
 use tlblab_types::{AccessKind, PageSize};
 
 /// The leaf.
@@ -110,17 +110,9 @@ fn type_name(kind: u32) -> &'static str {
 }
 
 fn sizes_text(sizes: &[PageSize]) -> String {
-    let names: Vec<&str> = sizes
-        .iter()
-        .map(|s| match s {
-            PageSize::Size4K => "4K",
-            PageSize::Size2M => "2M",
-            PageSize::Size1G => "1G",
-        })
-        .collect();
-    if names.is_empty() {
+    if sizes.is_empty() {
         "(no page size)".to_owned()
     } else {
-        names.join("+")
+        size_list(sizes)
     }
 }
