@@ -677,6 +677,10 @@ pub struct RunArgs {
     /// rt-latency: length of each interrupts-off burst on the sibling CPU, µs.
     #[arg(long, default_value_t = 20)]
     pub burst_us: u64,
+    /// Windowed runs (kbuild* without --jobs): simulated time run before the window but not
+    /// measured, ms; every counter starts after it (default 0: none).
+    #[arg(long, default_value_t = 0)]
+    pub warmup_ms: u64,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,

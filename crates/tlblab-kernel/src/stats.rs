@@ -70,7 +70,7 @@ pub struct XpfoReport {
 pub struct KernelReport {
     /// The policy's name.
     pub policy: String,
-    /// Simulated time at the end, in cycles.
+    /// Simulated time measured, in cycles: from the start (or the end of a warm-up) to the end.
     pub elapsed_cycles: u64,
     /// Core clock, MHz.
     pub clock_mhz: u64,
@@ -117,7 +117,7 @@ impl KernelReport {
         let (counters, flush_sizes, cpus) = k.parts();
         KernelReport {
             policy: k.policy().name.clone(),
-            elapsed_cycles: k.now().0,
+            elapsed_cycles: k.now().0 - k.measured_from().0,
             clock_mhz: k.clock_mhz(),
             tasks,
             vmstat: counters.vmstat,

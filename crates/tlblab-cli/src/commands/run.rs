@@ -53,6 +53,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         jobs: args.jobs,
         window_ms: args.window_ms,
         burst_us: args.burst_us,
+        warmup_ms: args.warmup_ms,
     };
     let jobs: Vec<(usize, u64)> =
         (0..policies.len()).flat_map(|p| (0..args.seeds).map(move |s| (p, s))).collect();
@@ -67,7 +68,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             };
             let mut kernel = Kernel::new(&spec, &policies[p], config, NoObserver)?;
             info.install(&mut kernel, &params)?;
-            kernel.run();
+            info.run(&mut kernel, &params);
             Ok(kernel.report())
         })
         .collect::<Result<_>>()?;

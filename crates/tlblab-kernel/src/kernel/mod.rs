@@ -318,6 +318,8 @@ pub struct Kernel<O: Observer> {
     essential_left: u32,
     tick_cycles: u64,
     slice_cycles: u64,
+    /// When the measurement began (0, or the end of a warm-up): the report covers the time since.
+    measured_from: Cycles,
 }
 
 // Run-time 5-level-paging tests per operation under `la57-runtime` (4.14-rc boot-time
@@ -410,6 +412,7 @@ impl<O: Observer> Kernel<O> {
             essential_left: 0,
             tick_cycles: 0,
             slice_cycles: 0,
+            measured_from: Cycles(0),
             spec,
             config,
         };
@@ -545,6 +548,43 @@ impl<O: Observer> Kernel<O> {
     /// Lowers the run's time limit to `limit` (a scenario's window).
     pub fn limit_time(&mut self, limit: Cycles) {
         self.config.time_limit = self.config.time_limit.min(limit);
+    }
+
+    /// Starts the measurement at `at` (the end of a warm-up run with [`Kernel::run_until`];
+    /// no earlier than the last event): every counter, time and distribution the report gives
+    /// restarts from zero, as `perf stat` started at that moment would see it. The state
+    /// (TLBs, page tables, tasks, queued events) is untouched. XPFO exposure windows opened
+    /// before are left out of the report, even if they close later.
+    pub fn start_measuring(&mut self, at: Cycles) {
+        let now = at.max(self.now());
+        self.measured_from = now;
+        let n = self.cpus.len();
+        self.counters = Counters {
+            irq_tlb: vec![0; n],
+            irq_cal: vec![0; n],
+            ipis_sent: vec![0; n],
+            ..Counters::default()
+        };
+        self.flush_sizes = FlushSizes::default();
+        self.xpfo.start_measuring();
+        for s in &mut self.hw_stats {
+            *s = new_stats(&self.spec);
+        }
+        for c in &mut self.cpus {
+            c.idle_cycles = 0;
+            c.irq_cycles = 0;
+            if c.idle_since.is_some() {
+                c.idle_since = Some(now);
+            }
+        }
+        for t in &mut self.tasks {
+            t.report = TaskReport { exited: t.report.exited, ..TaskReport::default() };
+        }
+    }
+
+    /// When the measurement began: 0, or when [`Kernel::start_measuring`] was called.
+    pub fn measured_from(&self) -> Cycles {
+        self.measured_from
     }
 
     /// The current time.

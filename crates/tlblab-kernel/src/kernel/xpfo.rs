@@ -42,6 +42,8 @@ pub(crate) struct XpfoTracker {
     pub(super) ipis: u64,
     /// `xpfo-deferred` (windows close at full flushes) rather than `xpfo-sync`.
     deferred: bool,
+    /// The first window opened since the measurement began.
+    measured_from: usize,
 }
 
 impl XpfoTracker {
@@ -52,7 +54,16 @@ impl XpfoTracker {
             full_flushes: vec![Vec::new(); nr_cpus],
             full_flush_count: 0,
             ipis: 0,
+            measured_from: 0,
         }
+    }
+
+    /// Counts from now on: earlier windows (still tracked, as their flushes may come) and
+    /// counts are left out of the report.
+    pub(super) fn start_measuring(&mut self) {
+        self.measured_from = self.windows.len();
+        self.full_flush_count = 0;
+        self.ipis = 0;
     }
 
     pub(super) fn open(&mut self, start: Cycles, cpu: CpuId, remaining: u32) -> u32 {
@@ -72,14 +83,14 @@ impl XpfoTracker {
     /// censored.
     pub(crate) fn report(&self, nr_cpus: usize) -> XpfoReport {
         let mut r = XpfoReport {
-            kernel_unmaps: self.windows.len() as u64,
+            kernel_unmaps: (self.windows.len() - self.measured_from) as u64,
             full_flushes: self.full_flush_count,
             ipis: self.ipis,
             ..XpfoReport::default()
         };
         // Windows open in time order, so each CPU's pointer into its flush times only moves on.
         let mut next = vec![0usize; nr_cpus];
-        for w in &self.windows {
+        for w in &self.windows[self.measured_from..] {
             let end = if self.deferred && nr_cpus > 1 {
                 self.deferred_end(w, &mut next)
             } else {

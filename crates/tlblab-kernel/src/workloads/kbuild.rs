@@ -517,4 +517,67 @@ mod tests {
         let compiler_faults = r.page_faults as f64 - 2.0 * mix.make_pages as f64;
         assert!((compiler_faults / expected - 1.0).abs() < 0.25, "{compiler_faults} vs {expected}");
     }
+
+    /// A warm-up is run but not measured: a run with `warmup_ms` reports exactly the difference
+    /// between two snapshots of the same run taken at the end of the warm-up and at the end of
+    /// the window (the measurement changes no state), and its elapsed time is the window.
+    #[test]
+    fn a_warm_up_leaves_exactly_the_window_in_the_report() {
+        let spec = tlblab_sim::machine::builtin("skylake").unwrap();
+        let kernel = |policy: &str| {
+            let config = KernelConfig { nr_cpus: 4, seed: 7, time_limit: Cycles(u64::MAX) };
+            Kernel::new(&spec, &Policy::named(policy).unwrap(), config, NoObserver).unwrap()
+        };
+        let s = scenario("kbuild-xpfo").unwrap();
+        let measured = Params { tasks: 6, window_ms: 30, warmup_ms: 20, ..Params::default() };
+        for policy in ["no-xpfo", "xpfo-sync", "xpfo-deferred"] {
+            let mut k = kernel(policy);
+            s.install(&mut k, &measured).unwrap();
+            assert!(!s.run(&mut k, &measured), "a window ends before the build");
+            let r = k.report();
+            let mhz = k.clock_mhz();
+            // The window's end is its last event, as in a run without a warm-up.
+            let window = 30_000 * mhz;
+            assert!(r.elapsed_cycles <= window && r.elapsed_cycles > window - 1000, "{policy}");
+            // The same run, snapshotted at 20 ms and at 50 ms.
+            let mut whole = kernel(policy);
+            let unmeasured = Params { warmup_ms: 0, window_ms: 50, ..measured };
+            s.install(&mut whole, &unmeasured).unwrap();
+            whole.run_until(Cycles(20_000 * mhz));
+            let (a, b) = (whole.report(), {
+                whole.run();
+                whole.report()
+            });
+            assert_eq!(r.elapsed_cycles, b.elapsed_cycles - 20_000 * mhz, "{policy}");
+            let sum = |v: &[u64]| v.iter().sum::<u64>();
+            assert!(r.page_faults > 0 && r.page_faults == b.page_faults - a.page_faults);
+            assert_eq!(sum(&r.ipis_sent), sum(&b.ipis_sent) - sum(&a.ipis_sent), "{policy}");
+            assert_eq!(sum(&r.irq_cal), sum(&b.irq_cal) - sum(&a.irq_cal), "{policy}");
+            for (reason, n) in &r.tlb_flush {
+                assert_eq!(*n, b.tlb_flush[reason] - a.tlb_flush[reason], "{policy} {reason}");
+            }
+            let work =
+                |r: &crate::stats::KernelReport| r.tasks.iter().map(|t| t.work_cycles).sum::<u64>();
+            assert!(work(&r) > 0 && work(&r) == work(&b) - work(&a), "{policy}");
+            let idle = |r: &crate::stats::KernelReport| sum(&r.idle_cycles);
+            assert_eq!(idle(&r), idle(&b) - idle(&a), "{policy}");
+            if let (Some(x), Some(xa), Some(xb)) = (&r.xpfo, &a.xpfo, &b.xpfo) {
+                assert!(x.kernel_unmaps > 0);
+                assert_eq!(x.kernel_unmaps, xb.kernel_unmaps - xa.kernel_unmaps, "{policy}");
+                assert_eq!(x.ipis, xb.ipis - xa.ipis, "{policy}");
+            }
+        }
+    }
+
+    /// A warm-up needs a window to end: without one it is refused.
+    #[test]
+    fn a_warm_up_without_a_window_is_refused() {
+        let spec = tlblab_sim::machine::builtin("skylake").unwrap();
+        let config = KernelConfig { nr_cpus: 4, seed: 1, time_limit: Cycles(u64::MAX) };
+        let mut k =
+            Kernel::new(&spec, &Policy::named("linux-6.18").unwrap(), config, NoObserver).unwrap();
+        let p = Params { warmup_ms: 10, ..Params::default() };
+        let err = scenario("madvise-busy").unwrap().install(&mut k, &p).unwrap_err();
+        assert!(err.to_string().contains("--warmup-ms needs a window"), "{err}");
+    }
 }

@@ -69,6 +69,9 @@ pub struct Params {
     pub window_ms: u64,
     /// `rt-latency`: length of each interrupts-off burst on the sibling CPU, µs.
     pub burst_us: u64,
+    /// Windowed runs: simulated time run before the window but not measured, ms (0: none).
+    /// Every counter starts after it ([`Kernel::start_measuring`]).
+    pub warmup_ms: u64,
 }
 
 impl Default for Params {
@@ -84,6 +87,7 @@ impl Default for Params {
             jobs: 0,
             window_ms: 0,
             burst_us: 20,
+            warmup_ms: 0,
         }
     }
 }
@@ -286,11 +290,25 @@ impl ScenarioInfo {
         };
         match window {
             0 => tlblab_types::Cycles(u64::MAX),
-            ms => tlblab_types::Cycles(ms * 1000 * clock_mhz),
+            ms => tlblab_types::Cycles((p.warmup_ms + ms) * 1000 * clock_mhz),
         }
     }
 
-    /// Installs the scenario's tasks, and its window as the run's time limit.
+    /// Runs an installed scenario: its warm-up first, if any, then the measured run (see
+    /// [`Params::warmup_ms`]). Returns whether every essential task finished.
+    pub fn run<O: Observer>(&self, k: &mut Kernel<O>, p: &Params) -> bool {
+        if p.warmup_ms > 0 {
+            let end = tlblab_types::Cycles(p.warmup_ms * 1000 * k.clock_mhz());
+            if k.run_until(end) {
+                return true;
+            }
+            k.start_measuring(end);
+        }
+        k.run()
+    }
+
+    /// Installs the scenario's tasks, and its window (after any warm-up) as the run's time
+    /// limit. Run it with [`ScenarioInfo::run`].
     pub fn install<O: Observer>(&self, k: &mut Kernel<O>, p: &Params) -> Result<(), ScenarioError> {
         let needed = (self.min_cpus)(p);
         if k.nr_cpus() < needed {
@@ -313,6 +331,12 @@ impl ScenarioInfo {
             });
         }
         let limit = self.time_limit(p, k.clock_mhz());
+        if p.warmup_ms > 0 && limit == tlblab_types::Cycles(u64::MAX) {
+            return Err(ScenarioError::BadParameter {
+                scenario: self.name,
+                message: "--warmup-ms needs a window: a kbuild scenario without --jobs".into(),
+            });
+        }
         k.limit_time(limit);
         let madvise = |pages| Box::new(MadviseLoop::new(p, pages)) as Box<dyn Program>;
         match self.kind {
