@@ -314,14 +314,15 @@ fn svg_texts(svg: &Node) -> Vec<String> {
 fn one_svg_per_plot_with_its_axis_titles() {
     // Plots per input: S1 CPU-s/s, ratios, flush-size shares, cycles per page; S2 with one
     // seed: the main measure of its 4 parts (no ratios); all studies: S1 4, S2 8 (main and
-    // ratios of 4 parts), S3 4, S4 8 (madvise-busy and rt-latency: main, ratios, preemption-off;
-    // madvise-scale: ops/s and its ratio against workers), S5 8 (2 parts: main, ratios,
-    // exposure, IPIs); bench: 1 scenario; traces: pages histogram and rate; replay: cycles per
-    // request and IPIs; sweep: cycles per request against the ceiling.
+    // ratios of 4 parts), S3 4, S4 10 (madvise-busy and rt-latency: main, ratios, preemption-off
+    // max/p99 and CDF; madvise-scale: ops/s and its ratio against workers), S5 10 (2 parts:
+    // main, ratios, exposure, IPIs; the core sweep: CPU-s/s and the slowdown against CPUs);
+    // bench: 1 scenario; traces: pages histogram and rate; replay: cycles per request and IPIs;
+    // sweep: cycles per request against the ceiling.
     let cases = [
         (S1, 4),
         (S2_ONE_SEED, 4),
-        (ALL, 32),
+        (ALL, 36),
         (BENCH, 1),
         (TRACE, 2),
         (TRACE_TEXT, 2),
@@ -874,4 +875,74 @@ fn s4_plots_the_preemption_off_distribution_per_policy() {
     // The Markdown keeps a one-line summary with each policy's p99.
     let md = report(&[S4]).render_markdown();
     assert!(md.contains("preemption-off CDF: flush-info-percpu: p99"), "{md}");
+}
+
+/// S5's core sweep is drawn as the slowdown of each policy against the number of CPUs, and its
+/// table's slowdown is 1 / the ratio in the results, with the interval's bounds inverted.
+#[test]
+fn s5_core_sweep_plots_the_slowdown_against_cpus() {
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(fixture(ALL)).unwrap()).unwrap();
+    let s5 = v["studies"].as_array().unwrap().iter().find(|s| s["short"] == "s5").unwrap();
+    let points: Vec<&Value> = s5["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["sweep"]["axis"] == "cpus")
+        .collect();
+    assert!(points.len() >= 3);
+    let root = parse(&report(&[ALL]).render_html()).unwrap();
+    let slowdown: Vec<&Node> = root
+        .find("figure")
+        .into_iter()
+        .filter(|f| f.text().contains("How many times as long the same work takes as under no-xpfo"))
+        .collect();
+    assert_eq!(slowdown.len(), 1);
+    let svg = slowdown[0].find("svg")[0];
+    assert_eq!(axis_titles(svg), ("slowdown against no-xpfo, ×".into(), "CPUs".into()));
+    let texts = svg_texts(svg).join(" ");
+    assert!(texts.contains("xpfo-sync") && texts.contains("xpfo-deferred"), "{texts}");
+    // Every point's xpfo-sync row: 1 / ratio [1 / high, 1 / low].
+    let table = rows(&root);
+    for p in points {
+        let m = &p["policies"][1]["measures"][0];
+        let r = &m["ratio"];
+        let (mean, low, high) = (
+            r["ratios"]["mean"].as_f64().unwrap(),
+            r["ci"]["low"].as_f64().unwrap(),
+            r["ci"]["high"].as_f64().unwrap(),
+        );
+        let want = format!("{:.3} [{:.3}, {:.3}]", 1.0 / mean, 1.0 / high, 1.0 / low);
+        assert!(
+            table.iter().any(|row| row.get(1).map(String::as_str) == Some("xpfo-sync")
+                && row.get(3) == Some(&want)),
+            "{} CPUs: no row with {want}",
+            p["cpus"]
+        );
+    }
+}
+
+/// S3's parts show a `perf stat -r K` table: each counter's mean and relative standard error
+/// (sd / √runs / mean), and `<not modelled>` for what the model does not count.
+#[test]
+fn s3_has_a_perf_stat_table() {
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(fixture(ALL)).unwrap()).unwrap();
+    let s3 = v["studies"].as_array().unwrap().iter().find(|s| s["short"] == "s3").unwrap();
+    let part = &s3["parts"][0];
+    let key = |k: &str| {
+        part["measures"].as_array().unwrap().iter().position(|m| m["key"] == k).unwrap()
+    };
+    let faults = &part["policies"][0]["measures"][key("page_faults")];
+    let values: Vec<f64> =
+        faults["values"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let sd = (values.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    let rse = sd / n.sqrt() / mean * 100.0;
+    let root = parse(&report(&[ALL]).render_html()).unwrap();
+    let table = rows(&root);
+    let row = table.iter().find(|r| r[0] == "page-faults").expect("a page-faults row");
+    assert!(row[1].ends_with(&format!("( ± {rse:.2}% )")), "{row:?} against {rse:.2}%");
+    let instructions = table.iter().find(|r| r[0] == "instructions").unwrap();
+    assert!(instructions[1..].iter().all(|c| c == "<not modelled>"), "{instructions:?}");
+    assert!(headers(&root).iter().any(|h| h.starts_with("la57-runtime (")));
 }

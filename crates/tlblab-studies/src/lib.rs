@@ -39,7 +39,7 @@ pub use error::StudyError;
 pub use measure::Measure;
 pub use report::{AllReport, StudyNotRun, StudyReport, SCHEMA, SCHEMA_ALL};
 pub use runner::{run, Options};
-pub use study::{find, known_names, Part, Size, Study, STUDIES};
+pub use study::{find, known_names, Part, Relative, Size, Study, Sweep, SweepAxis, STUDIES};
 
 /// The study called `name` (`s2-pcid`, `s2`, `S2`), or an error naming the known ones.
 pub fn lookup(name: &str) -> Result<&'static Study, StudyError> {

@@ -3,7 +3,7 @@
 
 use crate::measure::Measure;
 use crate::report::{MeasureResult, PartReport, PolicyReport, StudyReport};
-use crate::study::{Layout, Size, STUDIES};
+use crate::study::{Layout, Relative, Size, Sweep, SweepAxis, STUDIES};
 use crate::text::{count, group, num, wrap, Table};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -59,8 +59,16 @@ pub fn list() -> String {
 /// One study's results as text.
 pub fn study(r: &StudyReport) -> String {
     let mut out = header(r);
-    let mut scale_done = false;
+    let mut sweeps_done = Vec::new();
     for part in &r.parts {
+        // A sweep's points are shown together, where its first point is.
+        if let Some(sweep) = part.sweep {
+            if !sweeps_done.contains(&sweep.name) {
+                sweeps_done.push(sweep.name);
+                out += &sweep_tables(r, sweep);
+            }
+            continue;
+        }
         match r.layout {
             Layout::Pti => {
                 out += &part_header(part);
@@ -71,12 +79,6 @@ pub fn study(r: &StudyReport) -> String {
                 out += &part_header(part);
                 out += &perf_stat(part, r);
                 out += &measure_table(part, r);
-            }
-            Layout::FlushInfo if part.scenario.name == "madvise-scale" => {
-                if !scale_done {
-                    scale_done = true;
-                    out += &mmtests(r);
-                }
             }
             Layout::FlushInfo if part.scenario.name == "rt-latency" => {
                 out += &part_header(part);
@@ -447,67 +449,102 @@ fn value_or(m: &MeasureResult, f: impl Fn(f64) -> String) -> String {
     }
 }
 
-/// S4: the madvise-scale parts as one mmtests-style table (Amean per worker count).
-fn mmtests(r: &StudyReport) -> String {
+/// A sweep's parts as mmtests-style tables, one per measure: the Amean per point (workers or
+/// CPUs) and policy, with the change (or the slowdown) against the baseline.
+fn sweep_tables(r: &StudyReport, sweep: Sweep) -> String {
     let parts: Vec<&PartReport> =
-        r.parts.iter().filter(|p| p.scenario.name == "madvise-scale").collect();
+        r.parts.iter().filter(|p| p.sweep.is_some_and(|s| s.name == sweep.name)).collect();
     let first = parts[0];
+    let axis = sweep.axis;
+    let points: Vec<String> =
+        parts.iter().map(|p| axis.value(p.cpus, &p.params).to_string()).collect();
+    let cpus = match axis {
+        SweepAxis::Workers => format!("{} CPUs", first.cpus),
+        SweepAxis::Cpus => format!("{} CPUs", points.join(", ")),
+    };
     let mut out = format!(
-        "\n== madvise-scale (mmtests stressng-madvise): scenario madvise-scale on {} ({}), {} CPUs ==\n",
-        first.machine.name, first.machine.description, first.cpus
+        "\n== {}: scenario {} on {} ({}), {cpus} ==\n",
+        sweep.name, first.scenario.name, first.machine.name, first.machine.description
     );
     out += &wrap("what:     ", first.scenario.description, 2, WIDTH);
-    let workers: Vec<String> = parts.iter().map(|p| p.params.tasks.to_string()).collect();
-    out += &wrap(
-        "params:   ",
-        &format!("{} (tasks = workers: {})", params(first), workers.join(", ")),
-        2,
-        WIDTH,
-    );
+    let varies = match axis {
+        SweepAxis::Workers => format!("tasks = workers: {}", points.join(", ")),
+        SweepAxis::Cpus => format!("tasks = CPUs: {}", points.join(", ")),
+    };
+    out += &wrap("params:   ", &format!("{} ({varies})", params(first)), 2, WIDTH);
+    if let Some(ms) = first.window_ms {
+        out += &wrap(
+            "window:   ",
+            &format!("each run is a window of {} ms of simulated time", group(ms)),
+            2,
+            WIDTH,
+        );
+    }
     out += &wrap("why:      ", first.settings_why, 2, WIDTH);
     out += &wrap("machine:  ", first.machine.why, 2, WIDTH);
-    out.push('\n');
     let base = &first.policies[0].policy.name;
-    out += &wrap(
-        "",
-        &format!(
-            "ops/s, Amean over {} runs (higher is better); (%) is the mean per-seed change against {base}; *…* marks a significant change (the {:.0}% CI of the paired ratio excludes 1){}.",
-            r.seeds,
-            r.confidence * 100.0,
-            if r.seeds < 2 { "; with one seed no change can be tested" } else { "" }
-        ),
-        2,
-        WIDTH,
-    );
-    out.push('\n');
-    let mut header = vec!["", ""];
     let names: Vec<String> = first.policies.iter().map(|p| p.policy.name.clone()).collect();
-    header.extend(names.iter().map(String::as_str));
-    let columns: Vec<usize> = (2..header.len()).collect();
-    let mut t = Table::new(&header).right(&columns);
-    for p in &parts {
-        let mut row = vec!["Amean".to_string(), format!("workers-{}", p.params.tasks)];
-        for pol in &p.policies {
-            let m = &pol.measures[0];
-            let Some(mean) = m.mean else {
-                row.push(m.note.clone().unwrap_or_else(|| "-".into()));
-                continue;
-            };
-            let cell = match (&m.ratio, m.significant) {
-                _ if pol.baseline => format!("{} ({:>7.2}%)", num(mean, 2), 0.0),
-                (Some(ratio), Some(sig)) => {
-                    let change = (ratio.ratios.mean - 1.0) * 100.0;
-                    let (open, close) = if sig { ('*', '*') } else { ('(', ')') };
-                    format!("{} {open}{change:>7.2}%{close}", num(mean, 2))
-                }
-                _ => format!("{} (      -)", num(mean, 2)),
-            };
-            row.push(cell);
+    for (i, info) in first.measures.iter().enumerate() {
+        let slowdown = i == 0 && sweep.relative == Relative::Slowdown && !info.lower_is_better;
+        let how = if slowdown {
+            format!("(×n) is how many times as long the same work takes as under {base}: 1 / the mean per-seed speed ratio")
+        } else {
+            format!("(%) is the mean per-seed change against {base}")
+        };
+        out.push('\n');
+        out += &wrap(
+            "",
+            &format!(
+                "{}, Amean over {} runs ({}); {how}; *…* marks a significant difference (the {:.0}% CI of the paired ratio excludes 1){}.",
+                info.label,
+                r.seeds,
+                if info.lower_is_better { "lower is better" } else { "higher is better" },
+                r.confidence * 100.0,
+                if r.seeds < 2 { "; with one seed no change can be tested" } else { "" }
+            ),
+            2,
+            WIDTH,
+        );
+        out.push('\n');
+        let mut header = vec!["", ""];
+        header.extend(names.iter().map(String::as_str));
+        let columns: Vec<usize> = (2..header.len()).collect();
+        let mut t = Table::new(&header).right(&columns);
+        for (p, point) in parts.iter().zip(&points) {
+            let mut row =
+                vec!["Amean".to_string(), format!("{}-{point}", axis.label().to_lowercase())];
+            row.extend(
+                p.policies
+                    .iter()
+                    .map(|pol| sweep_cell(&pol.measures[i], pol.baseline, info.decimals, slowdown)),
+            );
+            t.row(row);
         }
-        t.row(row);
+        out += &t.render(2);
     }
-    out += &t.render(2);
     out
+}
+
+/// One policy's cell of a sweep table: the mean, then the change in % or the slowdown.
+fn sweep_cell(m: &MeasureResult, baseline: bool, decimals: usize, slowdown: bool) -> String {
+    let Some(mean) = m.mean else {
+        return m.note.clone().unwrap_or_else(|| "-".into());
+    };
+    let value = num(mean, decimals);
+    let ratio = m.ratio.as_ref().filter(|r| r.ratios.mean > 0.0);
+    match (ratio, m.significant) {
+        _ if baseline && slowdown => format!("{value} ( ×{:.3})", 1.0),
+        _ if baseline => format!("{value} ({:>7.2}%)", 0.0),
+        (Some(r), Some(sig)) => {
+            let (open, close) = if sig { ('*', '*') } else { ('(', ')') };
+            if slowdown {
+                format!("{value} {open}×{:.3}{close}", 1.0 / r.ratios.mean)
+            } else {
+                format!("{value} {open}{:>7.2}%{close}", (r.ratios.mean - 1.0) * 100.0)
+            }
+        }
+        _ => format!("{value} (      -)"),
+    }
 }
 
 fn footer(r: &StudyReport) -> String {

@@ -4,7 +4,7 @@
 //! counters) are summarised (count, percentiles, sums), never copied whole.
 
 use crate::measure::{percentile_cycles, Measure};
-use crate::study::Layout;
+use crate::study::{Layout, Sweep};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use tlblab_kernel::observer::Vmstat;
@@ -89,6 +89,9 @@ pub struct PartReport {
     pub measures: Vec<MeasureInfo>,
     /// The policies, baseline first.
     pub policies: Vec<PolicyReport>,
+    /// The sweep this part is a point of (`null` if none): parts with the same sweep name are
+    /// one curve per policy along its axis.
+    pub sweep: Option<Sweep>,
 }
 
 /// The machine of a part.

@@ -148,11 +148,11 @@ fn prepare(study: &'static Study, part: Part) -> Result<Prepared, StudyError> {
             source: Box::new(source),
         })?;
     // A run that is a window of simulated time (kbuild's default) ends at the window: its
-    // elapsed time is the window, not a result.
+    // elapsed time is the window (the limit less any warm-up), not a result.
     let clock_mhz = spec.raw().kernel.as_ref().map_or(0, |k| k.clock.mhz);
     let limit = scenario.time_limit(&part.params, clock_mhz);
-    let window_ms =
-        (limit != Cycles(u64::MAX) && clock_mhz > 0).then(|| limit.0 / (clock_mhz * 1000));
+    let window_ms = (limit != Cycles(u64::MAX) && clock_mhz > 0)
+        .then(|| limit.0 / (clock_mhz * 1000) - part.params.warmup_ms);
     let dropped = |m: &Measure| match m {
         // The scenario's metric would repeat the elapsed seconds.
         Measure::ScenarioMetric => {
@@ -189,7 +189,7 @@ fn run_one(
             source: Box::new(source),
         }
     })?;
-    let finished = kernel.run();
+    let finished = prepared.scenario.run(&mut kernel, &part.params);
     let report = kernel.report();
     let metric = prepared.scenario.metric;
     Ok(RunData {
@@ -255,6 +255,7 @@ fn part_report(prepared: Prepared, runs: Vec<Vec<RunData>>) -> PartReport {
         settings_why: part.settings_why,
         measures,
         policies: out,
+        sweep: part.sweep,
     }
 }
 

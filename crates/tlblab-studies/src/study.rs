@@ -7,7 +7,7 @@
 //! to make a result come out one way.
 
 use crate::measure::Measure::{self, *};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tlblab_kernel::workloads::Params;
 
 /// How big a run is.
@@ -94,6 +94,59 @@ pub struct Part {
     pub policies: Vec<&'static str>,
     /// What is reported, in order.
     pub measures: Vec<Measure>,
+    /// The sweep this part is a point of, if any.
+    pub sweep: Option<Sweep>,
+}
+
+/// Parts that repeat one scenario along one axis (workers, CPUs): each is a point, and the
+/// points together are one curve per policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Sweep {
+    /// Its name; the parts that carry it form the sweep, in the study's order.
+    pub name: &'static str,
+    /// What varies from point to point.
+    pub axis: SweepAxis,
+    /// How each other policy is set against the baseline along the axis.
+    pub relative: Relative,
+}
+
+/// What varies along a sweep.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SweepAxis {
+    /// The scenario's workers (`params.tasks`).
+    Workers,
+    /// The simulated CPUs (`cpus`).
+    Cpus,
+}
+
+impl SweepAxis {
+    /// The axis value of a point.
+    pub fn value(self, cpus: usize, params: &Params) -> usize {
+        match self {
+            SweepAxis::Workers => params.tasks,
+            SweepAxis::Cpus => cpus,
+        }
+    }
+
+    /// Its name in tables and on plots.
+    pub fn label(self) -> &'static str {
+        match self {
+            SweepAxis::Workers => "workers",
+            SweepAxis::Cpus => "CPUs",
+        }
+    }
+}
+
+/// How a sweep sets each policy against the baseline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Relative {
+    /// The first measure's change in % (mmtests' style).
+    Change,
+    /// For a speed (higher is better): how many times as long the same work takes, 1 / the
+    /// speed ratio.
+    Slowdown,
 }
 
 /// Every built-in study, in order.
@@ -168,6 +221,7 @@ const SKYLAKE_DESKTOP: &str = "studies.md: a 4-core Skylake desktop/laptop witho
 fn s1_parts(size: Size) -> Vec<Part> {
     vec![Part {
         label: "kbuild (make -j8)".into(),
+        sweep: None,
         machine: "skylake",
         machine_why: SKYLAKE_DESKTOP,
         // studies.md S1: 4 cores, no SMT.
@@ -194,6 +248,7 @@ fn s2_parts(size: Size) -> Vec<Part> {
     vec![
         Part {
             label: "madv-migrate".into(),
+            sweep: None,
             machine: "skylake",
             machine_why: SKYLAKE_DESKTOP,
             cpus: 4,
@@ -211,6 +266,7 @@ fn s2_parts(size: Size) -> Vec<Part> {
         },
         Part {
             label: "pthread-mmap (8 threads)".into(),
+            sweep: None,
             machine: "skylake",
             machine_why: SKYLAKE_DESKTOP,
             cpus: 4,
@@ -230,6 +286,7 @@ fn s2_parts(size: Size) -> Vec<Part> {
         },
         Part {
             label: "pingpong".into(),
+            sweep: None,
             machine: "skylake",
             machine_why: SKYLAKE_DESKTOP,
             cpus: 4,
@@ -246,6 +303,7 @@ fn s2_parts(size: Size) -> Vec<Part> {
         },
         Part {
             label: "pingpong --touch 512".into(),
+            sweep: None,
             machine: "skylake",
             machine_why: SKYLAKE_DESKTOP,
             cpus: 4,
@@ -287,6 +345,7 @@ fn s3_parts(size: Size) -> Vec<Part> {
     vec![
         Part {
             label: "kbuild-allmod (make -j100), 4-level hardware".into(),
+            sweep: None,
             machine: "skylake-server",
             machine_why: S3_SERVER,
             // ≈ 27 CPUs busy on average (studies.md S3).
@@ -299,6 +358,7 @@ fn s3_parts(size: Size) -> Vec<Part> {
         },
         Part {
             label: "kbuild-allmod (make -j100), la57-on vs la57-off on LA57 hardware (beyond the study)".into(),
+            sweep: None,
             machine: "icelake-server",
             machine_why: "beyond the study: real 5-level walks need LA57 hardware; icelake-server ([features] la57 = true), with the same 27 CPUs. Both policies are on the 4.14 base (linux-4.14+la57-on), so only the paging depth differs",
             cpus: 27,
@@ -324,6 +384,7 @@ fn s4_parts(size: Size) -> Vec<Part> {
     let policies = || vec!["flush-info-percpu", "flush-info-stack"];
     let mut parts = vec![Part {
         label: "madvise-busy (3 busy siblings)".into(),
+        sweep: None,
         machine: "icelake-server",
         machine_why: ICELAKE_128,
         cpus: 128,
@@ -344,6 +405,11 @@ fn s4_parts(size: Size) -> Vec<Part> {
     for &n in workers {
         parts.push(Part {
             label: format!("madvise-scale, {n} worker{}", if n == 1 { "" } else { "s" }),
+            sweep: Some(Sweep {
+                name: "madvise-scale (mmtests stressng-madvise)",
+                axis: SweepAxis::Workers,
+                relative: Relative::Change,
+            }),
             machine: "icelake-server",
             machine_why: ICELAKE_128,
             cpus: 128,
@@ -361,6 +427,7 @@ fn s4_parts(size: Size) -> Vec<Part> {
     }
     parts.push(Part {
         label: "rt-latency (madvise-busy with interrupts-off bursts)".into(),
+        sweep: None,
         machine: "icelake-server",
         machine_why: ICELAKE_128,
         cpus: 128,
@@ -382,6 +449,14 @@ fn s4_parts(size: Size) -> Vec<Part> {
 // ---------------------------------------------------------------------------------------------
 // S5
 // ---------------------------------------------------------------------------------------------
+/// S5's warm-up, ms: simulated before each window and not measured. A window starts with every
+/// slot setting up at once (make's own memory, each slot's first exec), which in a real build
+/// happened long before; under xpfo-sync every one of those pages interrupts every other CPU,
+/// so the burst is far from the build's steady state. Checked on 128 CPUs (make -j128,
+/// xpfo-sync, the worst case here): without a warm-up a 10 ms window ran 0.27 CPU-s/s against
+/// 18.4 in steady state; after 50 ms, the 50, 100 and 200 ms that follow agree within 1.5%.
+const S5_WARMUP_MS: u64 = 50;
+
 fn s5_parts(size: Size) -> Vec<Part> {
     let policies = || vec!["no-xpfo", "xpfo-sync", "xpfo-deferred"];
     let measures = || {
@@ -399,9 +474,10 @@ fn s5_parts(size: Size) -> Vec<Part> {
             ExposureCensored,
         ]
     };
-    vec![
+    let mut parts = vec![
         Part {
             label: "kbuild-xpfo (make -j60), 96 CPUs".into(),
+            sweep: None,
             machine: "skylake-server",
             machine_why: "studies.md S5 (a): 96-core Intel Xeon Platinum 8160 at 2.1 GHz; the skylake-server preset (two 24-core sockets with SMT = 96 CPUs; the second socket's extra latency is not modelled)",
             cpus: 96,
@@ -413,14 +489,17 @@ fn s5_parts(size: Size) -> Vec<Part> {
                 // ms): under xpfo-sync every page given to user space costs 95 IPIs, and 300 ms
                 // keeps the study within its time budget. Quick: 20 ms.
                 window_ms: size.pick(300, 20),
+                // Quick: 20 ms.
+                warmup_ms: size.pick(S5_WARMUP_MS, 20),
                 ..Params::default()
             },
-            settings_why: "make -j60 all (studies.md S5 (a)); studies.md gives no fault rate for S5, so kbuild-xpfo uses S1's. Representative window: 300 ms of simulated time in the middle of the build (kbuild's default is 1,000 ms; under xpfo-sync every page given to user space costs 95 IPIs, and 300 ms keeps the study within its time budget): slots never run out of jobs and their first jobs are already under way, so the window is in steady state, and each page given to user space is one unmap, so the flush and IPI traffic per unit of work is set by the build's rates. 300 ms × 60 slots is ≈ 18 CPU-seconds, ≈ 65 compile jobs of 274 ms median",
+            settings_why: "make -j60 all (studies.md S5 (a)); studies.md gives no fault rate for S5, so kbuild-xpfo uses S1's. Representative window: 300 ms of simulated time in the middle of the build (kbuild's default is 1,000 ms; under xpfo-sync every page given to user space costs 95 IPIs, and 300 ms keeps the study within its time budget): slots never run out of jobs and their first jobs are already under way, so the window is in steady state, and each page given to user space is one unmap, so the flush and IPI traffic per unit of work is set by the build's rates. 300 ms × 60 slots is ≈ 18 CPU-seconds, ≈ 65 compile jobs of 274 ms median. Warm-up: the first 50 ms are run but not measured. A window starts with every slot setting up at once (make's own memory, each slot's first exec), a burst that in the real build happened long before; under xpfo-sync each of those pages interrupts every other CPU. Checked on 128 CPUs under xpfo-sync: the 50, 100 and 200 ms after a 50 ms warm-up run within 1.5% of each other, while a 10 ms window with no warm-up ran at 1.5% of that rate",
             policies: policies(),
             measures: measures(),
         },
         Part {
             label: "kbuild-xpfo (make -j4), 4 CPUs".into(),
+            sweep: None,
             machine: "ivybridge",
             machine_why: "studies.md S5 (b): 4-core Intel Core i5-3550 at 3.3 GHz; the ivybridge preset (PCID, no INVPCID)",
             cpus: 4,
@@ -430,13 +509,44 @@ fn s5_parts(size: Size) -> Vec<Part> {
                 tasks: 4,
                 // Representative window: kbuild's own (0 = 1,000 ms). Quick: 40 ms.
                 window_ms: size.pick(0, 40),
+                // Quick: 20 ms.
+                warmup_ms: size.pick(S5_WARMUP_MS, 20),
                 ..Params::default()
             },
-            settings_why: "make -j4 all (studies.md S5 (b)), at S1's fault rate (none is given for S5). Representative window: kbuild's own window of simulated time (1,000 ms), for the same reasons as on 96 CPUs; 1,000 ms on 4 CPUs is ≈ 4 CPU-seconds, ≈ 15 compile jobs",
+            settings_why: "make -j4 all (studies.md S5 (b)), at S1's fault rate (none is given for S5). Representative window: kbuild's own window of simulated time (1,000 ms) after the same 50 ms warm-up as on 96 CPUs, for the same reasons; 1,000 ms on 4 CPUs is ≈ 4 CPU-seconds, ≈ 15 compile jobs",
             policies: policies(),
             measures: measures(),
         },
-    ]
+    ];
+    // The core sweep: make -jN on N CPUs, N = 4 … 128 (quick: 4, 16, 64).
+    let cpus = size.pick::<&[usize]>(&[4, 8, 16, 32, 64, 128], &[4, 16, 64]);
+    for &n in cpus {
+        parts.push(Part {
+            label: format!("kbuild-xpfo core sweep, {n} CPUs (make -j{n})"),
+            sweep: Some(Sweep {
+                name: "kbuild-xpfo core sweep",
+                axis: SweepAxis::Cpus,
+                relative: Relative::Slowdown,
+            }),
+            machine: "skylake-server",
+            machine_why: "the S5 (a) machine's core (skylake-server: Xeon Platinum 8160) at every point, so only the number of CPUs changes; Skylake-SP scales to 8 sockets, so 128 CPUs is a real configuration (the sockets' extra latency is not modelled)",
+            cpus: n,
+            scenario: "kbuild-xpfo",
+            params: Params {
+                // make -jN: every CPU has a job.
+                tasks: n,
+                // Representative window: 100 ms of simulated time (quick: 10 ms).
+                window_ms: size.pick(100, 10),
+                // Quick: 20 ms.
+                warmup_ms: size.pick(S5_WARMUP_MS, 20),
+                ..Params::default()
+            },
+            settings_why: "beyond the two machines of studies.md S5: the same build on 4 … 128 CPUs of the S5 (a) core, make -jN on N CPUs so that every CPU has a job and the build's work per second grows with N. Under xpfo-sync each page given to user space interrupts the N − 1 other CPUs, so the cost of a page grows with N while the pages per second grow with N too; this sweep shows that product. At S1's fault rate (S5 gives none). Representative window: 100 ms of simulated time at every point after a 50 ms warm-up (as on 96 CPUs; slots never run out of jobs, so the window is in steady state; 100 ms keeps the 128-CPU xpfo-sync runs, ≈ 1.3 M IPIs each, within the study's time budget)",
+            policies: policies(),
+            measures: vec![ScenarioMetric, SystemS, IpisSent, XpfoFullFlushes, ExposureP99Us],
+        });
+    }
+    parts
 }
 
 #[cfg(test)]
@@ -477,6 +587,55 @@ mod tests {
                     .unwrap_or_else(|| panic!("{} {}", s.name, q.label));
                 assert!(q.params.iterations <= f.params.iterations, "{} {}", s.name, q.label);
                 assert!(q.params.tasks <= full_max_tasks(&full, q), "{} {}", s.name, q.label);
+            }
+        }
+    }
+
+    /// A sweep's points differ only along its axis, which grows, so its curves compare like
+    /// with like; and there are enough points to draw a curve.
+    #[test]
+    fn a_sweep_varies_only_its_axis() {
+        for s in STUDIES {
+            for size in [Size::Full, Size::Quick] {
+                let parts = s.parts(size);
+                let mut names: Vec<&str> =
+                    parts.iter().filter_map(|p| p.sweep.map(|w| w.name)).collect();
+                names.dedup();
+                for name in names {
+                    let points: Vec<&Part> =
+                        parts.iter().filter(|p| p.sweep.is_some_and(|w| w.name == name)).collect();
+                    assert!(points.len() >= 3, "{name}");
+                    let (first, axis) = (points[0], points[0].sweep.unwrap().axis);
+                    for w in points.windows(2) {
+                        let (a, b) = (w[0], w[1]);
+                        assert!(
+                            axis.value(a.cpus, &a.params) < axis.value(b.cpus, &b.params),
+                            "{name}"
+                        );
+                    }
+                    for p in &points {
+                        assert_eq!(p.sweep, first.sweep, "{name}");
+                        assert_eq!(
+                            (p.scenario, p.machine),
+                            (first.scenario, first.machine),
+                            "{name}"
+                        );
+                        assert_eq!(
+                            (&p.policies, &p.measures),
+                            (&first.policies, &first.measures),
+                            "{name}"
+                        );
+                        let (x, y) = (&p.params, &first.params);
+                        assert_eq!(
+                            (x.window_ms, x.warmup_ms, x.iterations),
+                            (y.window_ms, y.warmup_ms, y.iterations),
+                            "{name}"
+                        );
+                        if axis == SweepAxis::Workers {
+                            assert_eq!(p.cpus, first.cpus, "{name}");
+                        }
+                    }
+                }
             }
         }
     }

@@ -275,7 +275,13 @@ fn s5_quick_is_deterministic_and_deferral_trades_ipis_for_exposure() {
         for (s, d) in sync.iter().zip(&deferred) {
             assert!(s < d, "{label}: sync exposure {s} µs vs deferred {d} µs");
         }
-        assert!(values(p, "xpfo-deferred", "xpfo_full_flushes").iter().all(|&v| v > 0.0));
+    }
+    // Deferred flushes are full flushes at mm switches, and only deferral does them. Quick
+    // windows are short (a few jobs end in them), so look where 64 CPUs switch.
+    let p = part(&r, "kbuild-xpfo core sweep, 64 CPUs");
+    assert!(values(p, "xpfo-deferred", "xpfo_full_flushes").iter().all(|&v| v > 0.0));
+    for q in ["no-xpfo", "xpfo-sync"] {
+        assert!(values(p, q, "xpfo_full_flushes").iter().all(|&v| v == 0.0), "{q}");
     }
 }
 
@@ -325,4 +331,26 @@ fn study_help_documents_the_output_and_every_study() {
     }
     let sim = String::from_utf8(stdout_of(["sim", "--help"])).unwrap();
     assert!(sim.contains("study"), "{sim}");
+}
+
+/// S5's core sweep prints as one mmtests-style table per measure; the speed's cells carry each
+/// policy's slowdown against no-xpfo, 1 / the mean per-seed speed ratio of the JSON.
+#[test]
+fn s5_core_sweep_prints_the_slowdown_per_cpu_count() {
+    let args = ["sim", "study", "s5", "--quick", "--seeds", "2"];
+    let text = String::from_utf8(stdout_of(args)).unwrap();
+    let json: Value = serde_json::from_slice(&stdout_of(
+        args.iter().copied().chain(["--json"]).collect::<Vec<_>>(),
+    ))
+    .unwrap();
+    assert!(text.contains("== kbuild-xpfo core sweep: scenario kbuild-xpfo on skylake-server"));
+    let p = part(&json, "kbuild-xpfo core sweep, 64 CPUs");
+    assert_eq!(p["sweep"]["axis"], "cpus");
+    let sync = &policy(p, "xpfo-sync")["measures"][0];
+    let slowdown = 1.0 / sync["ratio"]["ratios"]["mean"].as_f64().unwrap();
+    let row = text.lines().find(|l| l.trim_start().starts_with("Amean  cpus-64")).unwrap();
+    assert!(row.contains(&format!("*×{slowdown:.3}*")), "{row} (want ×{slowdown:.3})");
+    // The table of each other measure follows, with the same rows.
+    let rows = text.lines().filter(|l| l.trim_start().starts_with("Amean  cpus-")).count();
+    assert_eq!(rows, 3 * p["measures"].as_array().unwrap().len());
 }

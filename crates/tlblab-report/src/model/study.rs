@@ -3,6 +3,7 @@
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
+pub use tlblab_studies::{Relative, SweepAxis};
 
 /// `tlblab sim study NAME --json`.
 #[derive(Debug, Clone, Deserialize)]
@@ -89,6 +90,20 @@ pub struct Part {
     pub measures: Vec<MeasureInfo>,
     /// The policies, the baseline first.
     pub policies: Vec<PolicyResult>,
+    /// The sweep this part is a point of (older results have none).
+    #[serde(default)]
+    pub sweep: Option<Sweep>,
+}
+
+/// Parts that repeat one scenario along one axis: one curve per policy.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Sweep {
+    /// Its name, shared by its parts.
+    pub name: String,
+    /// What varies.
+    pub axis: SweepAxis,
+    /// How the other policies are set against the baseline.
+    pub relative: Relative,
 }
 
 /// The machine preset of a part.

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use super::{figure, Ctx};
 use crate::doc::{b, c, cell, t, Block, Document, Span, Table, Tone};
 use crate::fmt;
-use crate::model::study::{MeasureResult, Part, PolicyResult, Study};
+use crate::model::study::{MeasureResult, Part, PolicyResult, Relative, Study, Sweep, SweepAxis};
 use crate::plot::{Bar, BarChart, BarSeries, LineChart, LineSeries, Point, Scale};
 
 /// The reasons of `tlb:tlb_flush` in the kernel's order (`enum tlb_flush_reason`, 6.18).
@@ -54,12 +54,13 @@ pub fn study(doc: &mut Document, ctx: &Ctx, name: &str, s: &Study) {
                 .collect(),
         ));
     }
-    let mut scale_done = false;
+    let mut sweeps_done: Vec<&str> = Vec::new();
     for part in &s.parts {
-        if s.layout == "flush-info" && part.scenario.name == "madvise-scale" {
-            if !scale_done {
-                scale_done = true;
-                madvise_scale(doc, ctx, s);
+        // A sweep's points are shown together, where its first point is.
+        if let Some(sweep) = &part.sweep {
+            if !sweeps_done.contains(&sweep.name.as_str()) {
+                sweeps_done.push(&sweep.name);
+                sweep_section(doc, ctx, s, sweep);
             }
             continue;
         }
@@ -194,6 +195,9 @@ fn preempt_off_cdf(ctx: &Ctx, part: &Part) -> Option<Block> {
 fn part_section(doc: &mut Document, ctx: &Ctx, s: &Study, part: &Part) {
     doc.heading(3, &part.label);
     doc.push(setup(part));
+    if s.layout == "la57" {
+        doc.table(perf_stat_table(part, s));
+    }
     doc.table(measure_table(part, s));
     doc.push(measure_notes(part));
     let main = part.measures.iter().position(|m| m.key == "scenario_metric").unwrap_or(0);
@@ -213,8 +217,11 @@ fn part_section(doc: &mut Document, ctx: &Ctx, s: &Study, part: &Part) {
     ) {
         doc.push(fig);
     }
-    if let Some(fig) = preempt_off_cdf(ctx, part) {
-        doc.push(fig);
+    // S4 is about these sections; elsewhere the CDF would be a plot nobody asked for.
+    if s.layout == "flush-info" {
+        if let Some(fig) = preempt_off_cdf(ctx, part) {
+            doc.push(fig);
+        }
     }
     let exposure =
         [("exposure_median_us", "median"), ("exposure_p99_us", "p99"), ("exposure_max_us", "max")];
@@ -250,6 +257,55 @@ fn part_section(doc: &mut Document, ctx: &Ctx, s: &Study, part: &Part) {
     if let Some(table) = tlb_flush_table(part, s) {
         doc.table(table);
     }
+}
+
+/// S3: the counters as `perf stat -r K` prints them, one column per policy: the mean over the
+/// runs and its relative standard error.
+fn perf_stat_table(part: &Part, s: &Study) -> Table {
+    let mut head = vec!["event".to_string()];
+    head.extend(part.policies.iter().map(|p| format!("{} ({} runs)", p.policy.name, s.seeds)));
+    let mut table = Table::new(&head).numeric_from(1);
+    // perf's event name, the measure's key (None: not modelled), the unit.
+    let rows: [(&str, Option<&str>, &str); 9] = [
+        ("task-clock", Some("task_clock_ms"), " msec"),
+        ("page-faults", Some("page_faults"), ""),
+        ("cycles", Some("cycles"), ""),
+        ("instructions", None, ""),
+        ("branches", None, ""),
+        ("branch-misses", None, ""),
+        ("la57 run-time checks (one load + one branch each)", Some("la57_checks"), ""),
+        ("dTLB walks", Some("dtlb_walks"), ""),
+        ("", Some("scenario_metric"), ""),
+    ];
+    for (name, key, unit) in rows {
+        let index = key.map(|key| part.measures.iter().position(|m| m.key == key));
+        let name = match index {
+            Some(None) => continue, // not among this part's measures
+            Some(Some(i)) if name.is_empty() => {
+                format!("{} (the scenario's own metric)", part.measures[i].label)
+            }
+            _ => name.to_string(),
+        };
+        let mut row = vec![crate::doc::Cell::from(name)];
+        for pol in &part.policies {
+            row.push(match index.flatten().map(|i| &pol.measures[i]) {
+                None => cell("<not modelled>", Tone::Missing),
+                Some(m) => match (m.mean, m.stddev) {
+                    (Some(mean), Some(sd)) if mean != 0.0 && m.values.len() >= 2 => {
+                        let rse = sd / (m.values.len() as f64).sqrt() / mean.abs() * 100.0;
+                        format!("{}{unit}  ( ± {rse:.2}% )", fmt::num(mean)).into()
+                    }
+                    (Some(mean), _) => format!("{}{unit}", fmt::num(mean)).into(),
+                    _ => cell(m.note.clone().unwrap_or_else(|| "-".into()), Tone::Missing),
+                },
+            });
+        }
+        table.row(row);
+    }
+    table.note(format!(
+        "As `perf stat -r {}` prints it: the mean over the runs and ( ± x% ), the relative standard error (sample standard deviation / √runs / mean). task-clock and cycles are the user + system time of the build's tasks. <not modelled>: the model does not count instructions or branches (perf prints <not supported> for events a CPU lacks). The table below gives each measure's ratio to the baseline with its interval.",
+        s.seeds
+    ))
 }
 
 /// The measure's value cell: mean ± sd (or the value with one seed), or why there is none.
@@ -775,51 +831,73 @@ fn tlb_flush_rows(first: &str, rows: &[(String, &PolicyResult)], s: &Study) -> O
     )))
 }
 
-/// S4's madvise-scale parts together: ops/s against workers, mmtests-style.
-fn madvise_scale(doc: &mut Document, ctx: &Ctx, s: &Study) {
-    let parts: Vec<&Part> = s.parts.iter().filter(|p| p.scenario.name == "madvise-scale").collect();
+/// A sweep's parts together (S4's madvise-scale over workers, S5's build over CPUs): one table
+/// of every point and policy, the first measure against the axis per policy, and each other
+/// policy against the baseline along the axis (the ratio, or the slowdown of a speed).
+fn sweep_section(doc: &mut Document, ctx: &Ctx, s: &Study, sweep: &Sweep) {
+    let parts: Vec<&Part> =
+        s.parts.iter().filter(|p| p.sweep.as_ref().is_some_and(|w| w.name == sweep.name)).collect();
     let first = parts[0];
-    let workers = |p: &Part| p.params.get("tasks").and_then(|v| v.as_u64()).unwrap_or(0);
-    let list: Vec<String> = parts.iter().map(|p| workers(p).to_string()).collect();
-    doc.heading(
-        3,
-        format!("madvise-scale (mmtests stressng-madvise), {} workers", list.join(", ")),
-    );
+    let axis = sweep.axis;
+    let at = |p: &Part| match axis {
+        SweepAxis::Workers => p.params.get("tasks").and_then(|v| v.as_u64()).unwrap_or(0),
+        SweepAxis::Cpus => p.cpus,
+    };
+    let points: Vec<String> = parts.iter().map(|p| at(p).to_string()).collect();
+    doc.heading(3, format!("{}: {} {}", sweep.name, points.join(", "), axis.label()));
     doc.push(setup(first));
     let base = &first.policies[0].policy.name;
     let with_ratios = s.seeds >= 2;
+    let main = &first.measures[0];
+    let slowdown = sweep.relative == Relative::Slowdown && !main.lower_is_better;
+    let relative_head = if slowdown {
+        format!("slowdown against {base} [{:.0}% CI]", s.confidence * 100.0)
+    } else {
+        format!("ratio to {base} [{:.0}% CI]", s.confidence * 100.0)
+    };
     let mut head = vec![
-        "workers".to_string(),
+        axis.label().to_string(),
         "policy".to_string(),
-        format!("ops/s, mean ± sd ({} runs)", s.seeds),
+        format!("{}, mean ± sd ({} runs)", main.label, s.seeds),
     ];
     if with_ratios {
-        head.push(format!("ratio to {base} [{:.0}% CI]", s.confidence * 100.0));
+        head.push(relative_head);
         head.push("significant".into());
     }
+    head.extend(first.measures[1..].iter().map(|m| format!("{}, mean ± sd", m.label)));
     let mut table = Table::new(&head).numeric_from(2);
     for p in &parts {
         for (q, pol) in p.policies.iter().enumerate() {
             let m = &pol.measures[0];
             let mut row = vec![
-                if q == 0 { workers(p).to_string() } else { String::new() }.into(),
+                if q == 0 { at(p).to_string() } else { String::new() }.into(),
                 pol.policy.name.clone().into(),
                 value_cell(m, s.seeds),
             ];
             if with_ratios {
-                let (r, sig) = ratio_cells(m, pol);
+                let (r, sig) = if slowdown { slowdown_cells(m, pol) } else { ratio_cells(m, pol) };
                 row.extend([r, sig]);
             }
+            row.extend(pol.measures[1..].iter().map(|m| value_cell(m, s.seeds)));
             table.row(row);
         }
     }
+    let how = if slowdown {
+        format!("slowdown: how many times as long the same work takes as under {base}, 1 / the mean of the per-seed speed ratios, with its {:.0}% Student-t interval inverted", s.confidence * 100.0)
+    } else {
+        format!(
+            "ratio: mean of the per-seed ratios to {base} with its {:.0}% Student-t interval",
+            s.confidence * 100.0
+        )
+    };
     doc.table(table.note(format!(
-        "ops/s over all workers (higher is better), mean ± sample standard deviation of {} runs per worker count; ratio: mean of the per-seed ratios to {base} with its {:.0}% Student-t interval (significant: it excludes 1).",
+        "{} ({}), mean ± sample standard deviation of {} runs per point; {how} (significant: it excludes 1).",
+        main.label,
+        if main.lower_is_better { "lower is better" } else { "higher is better" },
         s.seeds,
-        s.confidence * 100.0
     )));
-    // ops/s against workers, one line per policy.
-    let mut chart = LineChart::new("workers", "ops/s (all workers)").x_scale(Scale::Log2);
+    // The first measure against the axis, one line per policy.
+    let mut chart = LineChart::new(axis.label(), &main.label).x_scale(Scale::Log2);
     let mut summary = Vec::new();
     for (q, pol) in first.policies.iter().enumerate() {
         let points: Vec<Point> = parts
@@ -831,10 +909,10 @@ fn madvise_scale(doc: &mut Document, ctx: &Ctx, s: &Study) {
                 summary.push(format!(
                     "{} at {}: {}",
                     pol.policy.name,
-                    workers(p),
+                    at(p),
                     fmt::mean_sd(mean, sd)
                 ));
-                let pt = Point::new(workers(p) as f64, mean);
+                let pt = Point::new(at(p) as f64, mean);
                 Some(if with_ratios { pt.interval(mean - sd, mean + sd) } else { pt })
             })
             .collect();
@@ -844,15 +922,23 @@ fn madvise_scale(doc: &mut Document, ctx: &Ctx, s: &Study) {
         ctx,
         || chart.svg(),
         format!(
-            "madvise-scale throughput against the number of workers (log₂ axis), per policy: point = mean of {} runs, whisker = ± 1 sample standard deviation (higher is better).",
-            s.seeds
+            "{} against {} (log₂ axis), per policy: point = mean of {} runs, whisker = ± 1 sample standard deviation ({}).",
+            main.label,
+            axis.label(),
+            s.seeds,
+            if main.lower_is_better { "lower is better" } else { "higher is better" }
         ),
         summary.join("; "),
     ));
     if with_ratios && first.policies.len() > 1 {
-        let mut chart =
-            LineChart::new("workers", &format!("ops/s ratio to {base}")).x_scale(Scale::Log2);
+        let y_label = if slowdown {
+            format!("slowdown against {base}, ×")
+        } else {
+            format!("{} ratio to {base}", main.label)
+        };
+        let mut chart = LineChart::new(axis.label(), &y_label).x_scale(Scale::Log2);
         chart.y_from_zero = false;
+        let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
         let mut summary = Vec::new();
         for (q, pol) in first.policies.iter().enumerate().skip(1) {
             let points: Vec<Point> = parts
@@ -860,44 +946,72 @@ fn madvise_scale(doc: &mut Document, ctx: &Ctx, s: &Study) {
                 .filter_map(|p| {
                     let m = &p.policies.get(q)?.measures[0];
                     let r = m.ratio.as_ref()?;
+                    let sig = m.significant == Some(true);
+                    let (mean, low, high) = if slowdown {
+                        if r.ratios.mean <= 0.0 || r.ci.low <= 0.0 {
+                            return None;
+                        }
+                        (1.0 / r.ratios.mean, 1.0 / r.ci.high, 1.0 / r.ci.low)
+                    } else {
+                        (r.ratios.mean, r.ci.low, r.ci.high)
+                    };
+                    lo = lo.min(low);
+                    hi = hi.max(high);
                     summary.push(format!(
                         "{} at {}: {}",
                         pol.policy.name,
-                        workers(p),
-                        fmt::ratio_ci(
-                            r.ratios.mean,
-                            r.ci.low,
-                            r.ci.high,
-                            m.significant == Some(true)
-                        )
+                        at(p),
+                        fmt::ratio_ci(mean, low, high, sig)
                     ));
-                    Some(Point::new(workers(p) as f64, r.ratios.mean).interval(r.ci.low, r.ci.high))
+                    Some(Point::new(at(p) as f64, mean).interval(low, high))
                 })
                 .collect();
             chart = chart.series(LineSeries::new(&pol.policy.name, points).color(q));
         }
-        doc.push(figure(
-            ctx,
-            || chart.svg(),
+        // A 6× slowdown beside a 1.01× one would flatten the small one on a linear axis.
+        if lo > 0.0 && hi / lo > 4.0 {
+            chart = chart.y_scale(Scale::Log10);
+        }
+        let caption = if slowdown {
             format!(
-                "madvise-scale throughput relative to {base} against workers: point = mean of the per-seed ratios, whisker = its {:.0}% Student-t interval; above 1 is faster than the baseline.",
+                "How many times as long the same work takes as under {base}, against {} (log₂ axis{}): point = 1 / the mean of the per-seed speed ratios, whisker = its {:.0}% Student-t interval inverted; 1 is no slowdown.",
+                axis.label(),
+                if chart.y_scale == Scale::Log10 { "; log₁₀ y axis" } else { "" },
                 s.confidence * 100.0
-            ),
-            summary.join("; "),
-        ));
+            )
+        } else {
+            format!(
+                "{} relative to {base} against {} (log₂ axis{}): point = mean of the per-seed ratios, whisker = its {:.0}% Student-t interval; above 1 is more of the measure.",
+                main.label,
+                axis.label(),
+                if chart.y_scale == Scale::Log10 { "; log₁₀ y axis" } else { "" },
+                s.confidence * 100.0
+            )
+        };
+        doc.push(figure(ctx, || chart.svg(), caption, summary.join("; ")));
     }
     let rows: Vec<(String, &PolicyResult)> = parts
         .iter()
         .flat_map(|p| {
-            p.policies.iter().map(move |pol| {
-                let n = workers(p);
-                let plural = if n == 1 { "" } else { "s" };
-                (format!("{n} worker{plural}, {}", pol.policy.name), pol)
-            })
+            p.policies
+                .iter()
+                .map(move |pol| (format!("{} {}, {}", at(p), axis.label(), pol.policy.name), pol))
         })
         .collect();
-    if let Some(table) = tlb_flush_rows("workers, policy", &rows, s) {
+    if let Some(table) = tlb_flush_rows(&format!("{}, policy", axis.label()), &rows, s) {
         doc.table(table);
+    }
+}
+
+/// A speed's slowdown against the baseline: 1 / the ratio, its interval inverted.
+fn slowdown_cells(m: &MeasureResult, pol: &PolicyResult) -> (crate::doc::Cell, crate::doc::Cell) {
+    match (&m.ratio, m.significant) {
+        (Some(r), Some(sig)) if !pol.baseline && r.ratios.mean > 0.0 && r.ci.low > 0.0 => {
+            let text = fmt::ratio_ci(1.0 / r.ratios.mean, 1.0 / r.ci.high, 1.0 / r.ci.low, sig);
+            let tone = if sig { Tone::Significant } else { Tone::Plain };
+            (cell(text, tone), cell(if sig { "yes" } else { "no" }, tone))
+        }
+        _ => ratio_cells(m, pol),
     }
 }
 
