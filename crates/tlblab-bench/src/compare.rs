@@ -1,11 +1,11 @@
 //! A/B comparisons of configurations, with tlblab-stats' tests and verdict.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tlblab_env::{Difference, Environment};
 use tlblab_stats::{compare, harmonic_mean, CompareOptions, Comparison};
 
 use crate::error::BenchError;
-use crate::results::{BenchResults, ConfigResult};
+use crate::results::{BenchResults, ConfigResult, COMPARE_SCHEMA};
 
 /// Settings of a comparison.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -25,7 +25,7 @@ impl Default for CompareSettings {
 }
 
 /// One configuration of A against the same (or, within a session, another) of B.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ConfigComparison {
     /// The baseline configuration's key.
     pub a: String,
@@ -44,9 +44,12 @@ pub struct ConfigComparison {
     pub counters_per_op: Vec<(String, f64, f64)>,
 }
 
-/// Two sessions compared.
-#[derive(Debug, Clone, Serialize)]
+/// Two sessions compared: the document `tlblab compare --format json` prints, schema
+/// [`COMPARE_SCHEMA`]. Read back, its summaries have no samples (see [`tlblab_stats::Summary`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ResultsComparison {
+    /// [`COMPARE_SCHEMA`] (first, so that a reader can tell the document's kind at once).
+    pub schema: String,
     /// Label of A (a baseline name or file).
     pub a_label: String,
     /// Label of B.
@@ -121,6 +124,7 @@ pub fn compare_results(
         rows.push(compare_configs(ca, cb, settings)?);
     }
     Ok(ResultsComparison {
+        schema: COMPARE_SCHEMA.to_string(),
         a_label: a_label.to_string(),
         b_label: b_label.to_string(),
         rows,

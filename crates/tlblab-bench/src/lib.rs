@@ -12,7 +12,8 @@
 //! configuration by configuration; different scenarios or parameters are refused) or
 //! [`compare_within`] (each configuration of one session against its first), with the
 //! statistics of `tlblab-stats`: Welch's t-test, a bootstrap interval of the relative change,
-//! and criterion's verdict rule. [`render`] prints mmtests-style tables, Markdown, CSV or JSON.
+//! and criterion's verdict rule. [`render`] prints mmtests-style tables, Markdown, CSV or JSON
+//! (a [`ResultsComparison`], schema [`COMPARE_SCHEMA`], which reads back with serde).
 //!
 //! ```
 //! use std::sync::atomic::AtomicBool;
@@ -46,7 +47,8 @@ pub use compare::{
 pub use error::{BenchError, ExecError};
 pub use executor::{Executor, MockExecutor};
 pub use results::{
-    BenchConfig, BenchResults, ConfigResult, HarnessOverhead, Method, RunRecord, SCHEMA,
+    BenchConfig, BenchResults, ConfigResult, HarnessOverhead, Method, RunRecord, COMPARE_SCHEMA,
+    SCHEMA,
 };
 pub use session::{Progress, Session};
 pub use store::{load_results, write_atomic, BaselineStore};

@@ -9,6 +9,10 @@ use tlblab_env::{Environment, Sources};
 /// The schema name and version of a result file.
 pub const SCHEMA: &str = "tlblab.bench/1";
 
+/// The schema name and version of a saved comparison of two sessions (`tlblab compare
+/// --format json`, [`crate::ResultsComparison`]).
+pub const COMPARE_SCHEMA: &str = "tlblab.bench.compare/1";
+
 /// One configuration: a scenario with its parameters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BenchConfig {

@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tlblab_bench::render::{self, Format};
 use tlblab_bench::{
     compare_results, compare_within, load_results, BaselineStore, BenchConfig, BenchError,
-    BenchResults, CompareSettings, ExecError, Executor, Method, MockExecutor, RunRecord, Session,
+    BenchResults, CompareSettings, ExecError, Executor, Method, MockExecutor, ResultsComparison,
+    RunRecord, Session, COMPARE_SCHEMA,
 };
 use tlblab_stats::Verdict;
 
@@ -181,6 +182,55 @@ fn rates_use_the_harmonic_mean_and_positive_percent_means_more() {
     let json: serde_json::Value =
         serde_json::from_str(&render::comparison(&cmp, Format::Json)).unwrap();
     assert_eq!(json["rows"][0]["hmean"][1], 320.0);
+}
+
+/// `a` and `b` have the same shape, strings and booleans, and numbers within 2 ulp.
+fn assert_close(a: &serde_json::Value, b: &serde_json::Value, path: &str) {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
+            assert!((x - y).abs() <= 2.0 * f64::EPSILON * x.abs().max(y.abs()), "{path}: {x} {y}");
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            assert_eq!(x.len(), y.len(), "{path}");
+            for (i, (x, y)) in x.iter().zip(y).enumerate() {
+                assert_close(x, y, &format!("{path}[{i}]"));
+            }
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            assert_eq!(x.keys().collect::<Vec<_>>(), y.keys().collect::<Vec<_>>(), "{path}");
+            for (k, x) in x {
+                assert_close(x, &y[k], &format!("{path}.{k}"));
+            }
+        }
+        (x, y) => assert_eq!(x, y, "{path}"),
+    }
+}
+
+#[test]
+fn compare_json_names_its_schema_first_and_reads_back_to_the_same_document() {
+    let m = Method { runs: 6, ..Method::default() };
+    let (a, _) = session(&[(cfg("1"), vec![10.0, 10.2, 9.9, 10.1, 10.0, 10.3])], m.clone());
+    let (b, _) = session(&[(cfg("1"), vec![9.0, 9.1, 8.9, 9.2, 9.0, 8.8])], m);
+    let cmp = compare_results(("a", a.results()), ("b", b.results()), &CompareSettings::default())
+        .unwrap();
+    let text = render::comparison(&cmp, Format::Json);
+    assert_eq!(COMPARE_SCHEMA, "tlblab.bench.compare/1");
+    assert!(
+        text.starts_with("{\n  \"schema\": \"tlblab.bench.compare/1\",\n"),
+        "the schema is the first field: {text}"
+    );
+    let back: ResultsComparison = serde_json::from_str(&text).unwrap();
+    assert_eq!(back.rows[0].comparison.verdict, Verdict::Improved);
+    assert_eq!((back.a_label.as_str(), back.b_label.as_str()), ("a", "b"));
+    // Every field survives, to the last bit or one unit in the last place: serde_json's
+    // default parser (without its `float_roundtrip` feature) may round a long decimal to the
+    // neighbouring double. The printed tables, with their 2 to 4 decimals, are the same.
+    let (v0, v1): (serde_json::Value, serde_json::Value) =
+        (serde_json::from_str(&text).unwrap(), serde_json::to_value(&back).unwrap());
+    assert_close(&v0, &v1, "");
+    assert_eq!(render::comparison(&back, Format::Table), render::comparison(&cmp, Format::Table));
 }
 
 #[test]

@@ -8,9 +8,15 @@
 //! | `tlblab.sim.study/1` | `tlblab sim study NAME --json` | setup, a table and plots per part, the policies |
 //! | `tlblab.sim.study-all/1` | `tlblab sim study all --json` | one such section per study |
 //! | `tlblab.bench/1` | `tlblab bench -o FILE` | environment, per scenario: runs, bars with CIs, comparisons, counters |
+//! | `tlblab.bench.compare/1` | `tlblab compare A B --format json` | B against A per configuration: table, change plot, counters, environment differences |
 //! | `tlblab.trace.report/1` | `tlblab trace report --format json` | reasons × CPUs, pages per flush, rate over time, processes |
 //! | `tlblab.sim.replay/1` | `tlblab sim replay --json` | cost per policy, recorded against replayed events |
 //! | `tlblab.sim.replay-sweep/1` | `tlblab sim replay --ceiling … --json` | cost against the ceiling |
+//!
+//! Two or more `tlblab.bench/1` sessions are also compared, each later one against the first,
+//! as `tlblab compare` does (tlblab-bench's `compare_results` with its default settings and the
+//! report's [`Report::noise_threshold`]), and drawn as a `tlblab.bench.compare/1` input is;
+//! sessions of other scenarios or parameters get a note saying why they were not compared.
 //!
 //! The HTML page has inline CSS and inline SVG plots only: no script, no web font, no image,
 //! no URL, so it can be attached to a mail or a bug and opened anywhere. The Markdown has the
@@ -66,11 +72,12 @@ pub const SWEEP_SCHEMA: &str = "tlblab.sim.replay-sweep/1";
 pub const STUDY_RESULTS_SCHEMA: &str = "tlblab.study/1";
 
 /// Every schema a report renders.
-pub const SCHEMAS: [&str; 7] = [
+pub const SCHEMAS: [&str; 8] = [
     STUDY_RESULTS_SCHEMA,
     STUDY_SCHEMA,
     STUDY_ALL_SCHEMA,
     tlblab_bench::SCHEMA,
+    tlblab_bench::COMPARE_SCHEMA,
     tlblab_flushtrace::summary::SCHEMA,
     REPLAY_SCHEMA,
     SWEEP_SCHEMA,
@@ -82,6 +89,7 @@ enum Input {
     Study(Box<Study>),
     StudyAll(Box<StudyAll>),
     Bench(Box<tlblab_bench::BenchResults>),
+    Compare(Box<tlblab_bench::ResultsComparison>),
     Steps(Vec<sections::lab::Step>),
     Host(Box<sections::lab::HostComparison>),
     Trace(Box<tlblab_flushtrace::Summary>),
@@ -99,6 +107,8 @@ pub enum InputKind {
     StudyAll,
     /// A live benchmark session.
     Bench,
+    /// Two benchmark sessions compared (`tlblab compare --format json`).
+    Compare,
     /// A trace summary.
     Trace,
     /// A replay per policy.
@@ -137,8 +147,10 @@ impl Report {
         self
     }
 
-    /// The noise band of bench comparisons: a change within ± this fraction is never
-    /// significant (default 0.01, as `tlblab bench --noise`).
+    /// The noise band of the bench comparisons the report computes (within a session, and of
+    /// later sessions against the first): a change within ± this fraction is never significant
+    /// (default 0.01, as `tlblab bench --noise`). A saved comparison keeps the band it was
+    /// made with.
     pub fn noise_threshold(&mut self, fraction: f64) -> &mut Report {
         self.noise_threshold = fraction;
         self
@@ -176,6 +188,9 @@ impl Report {
             s if s == tlblab_bench::SCHEMA => {
                 Input::Bench(Box::new(from_text(name, &schema, text)?))
             }
+            s if s == tlblab_bench::COMPARE_SCHEMA => {
+                Input::Compare(Box::new(from_text(name, &schema, text)?))
+            }
             s if s == tlblab_flushtrace::summary::SCHEMA => {
                 Input::Trace(Box::new(from_text(name, &schema, text)?))
             }
@@ -197,6 +212,9 @@ impl Report {
             STUDY_ALL_SCHEMA => Input::StudyAll(Box::new(from_value(name, &schema, value)?)),
             s if s == tlblab_bench::SCHEMA => {
                 Input::Bench(Box::new(from_value(name, &schema, value)?))
+            }
+            s if s == tlblab_bench::COMPARE_SCHEMA => {
+                Input::Compare(Box::new(from_value(name, &schema, value)?))
             }
             s if s == tlblab_flushtrace::summary::SCHEMA => {
                 Input::Trace(Box::new(from_value(name, &schema, value)?))
@@ -295,6 +313,15 @@ impl Report {
                 InputKind::StudyAll
             }
             Input::Bench(_) => InputKind::Bench,
+            Input::Compare(cmp) => {
+                let noise = cmp.noise_threshold;
+                if !(noise.is_finite() && (0.0..1.0).contains(&noise)) {
+                    return Err(inconsistent(format!(
+                        "noise_threshold {noise} is not a fraction in [0, 1)"
+                    )));
+                }
+                InputKind::Compare
+            }
             Input::Trace(_) => InputKind::Trace,
             Input::Replay(_) => InputKind::Replay,
             Input::Sweep(_) => InputKind::Sweep,
@@ -313,6 +340,7 @@ impl Report {
                     Input::Study(_) => InputKind::Study,
                     Input::StudyAll(_) => InputKind::StudyAll,
                     Input::Bench(_) => InputKind::Bench,
+                    Input::Compare(_) => InputKind::Compare,
                     Input::Trace(_) => InputKind::Trace,
                     Input::Replay(_) => InputKind::Replay,
                     Input::Sweep(_) => InputKind::Sweep,
@@ -334,6 +362,8 @@ impl Report {
                 names.join(", ")
             );
         }
+        // The first session, which every later one is compared with.
+        let mut first_bench: Option<(&str, &tlblab_bench::BenchResults)> = None;
         for (name, input) in &self.inputs {
             match input {
                 Input::Study(s) => sections::study::study(&mut d, &ctx, name, s),
@@ -354,7 +384,19 @@ impl Report {
                         ));
                     }
                 }
-                Input::Bench(r) => sections::bench::bench(&mut d, &ctx, name, r),
+                Input::Bench(r) => {
+                    sections::bench::bench(&mut d, &ctx, name, r);
+                    match first_bench {
+                        None => first_bench = Some((name, r)),
+                        Some(first) => compare_sessions(&mut d, &ctx, first, (name, r)),
+                    }
+                }
+                Input::Compare(cmp) => sections::compare::comparison(
+                    &mut d,
+                    &ctx,
+                    sections::compare::Origin::File(name),
+                    cmp,
+                ),
                 Input::Trace(s) => sections::trace::trace(&mut d, &ctx, name, s),
                 Input::Replay(r) => sections::replay::replay(&mut d, &ctx, name, r),
                 Input::Sweep(s) => sections::replay::sweep(&mut d, &ctx, name, s),
@@ -378,6 +420,28 @@ impl Report {
     /// The section and part headings (levels 2 and 3) in order: the table of contents.
     pub fn outline(&self) -> Vec<(u8, String)> {
         self.document(false).outline().into_iter().map(|(l, t, _)| (l, t.to_string())).collect()
+    }
+}
+
+/// A later session against the first, as `tlblab compare` compares them (its default settings,
+/// the report's noise band); a pair it refuses gets a note with its reason instead.
+fn compare_sessions(
+    d: &mut doc::Document,
+    ctx: &Ctx,
+    (a_name, a): (&str, &tlblab_bench::BenchResults),
+    (b_name, b): (&str, &tlblab_bench::BenchResults),
+) {
+    let settings = tlblab_bench::CompareSettings {
+        noise_threshold: ctx.noise_threshold,
+        ..tlblab_bench::CompareSettings::default()
+    };
+    match tlblab_bench::compare_results((a_name, a), (b_name, b), &settings) {
+        Ok(cmp) => sections::compare::comparison(d, ctx, sections::compare::Origin::Sessions, &cmp),
+        Err(e) => d.push(doc::Block::Warning(vec![
+            doc::t("Not compared with the first session ("),
+            doc::c(a_name),
+            doc::t(format!("): {e}")),
+        ])),
     }
 }
 

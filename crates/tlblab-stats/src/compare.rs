@@ -95,8 +95,9 @@ impl Speedup {
     }
 }
 
-/// Everything [`compare`] found.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// Everything [`compare`] found. Read back from JSON, its summaries have no samples (see
+/// [`Summary`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
     /// Summary of the baseline.
     pub summary_a: Summary,

@@ -129,8 +129,10 @@ fn check_positive(samples: &[f64]) -> Result<(), StatsError> {
 /// Descriptive statistics of one sample.
 ///
 /// All fields are computed once by [`Summary::of`]; the sorted samples are kept (privately) for
-/// [`Summary::percentile`]. Serializes to the statistics only (not the samples), so a
-/// `Summary` can be written to JSON but not read back.
+/// [`Summary::percentile`]. Serializes to the statistics only (not the samples); a `Summary`
+/// read back from JSON (e.g. inside a saved comparison) has every statistic but no samples:
+/// [`Summary::sorted_samples`] is empty and [`Summary::percentile`] fails with
+/// [`StatsError::Empty`].
 ///
 /// ```
 /// use tlblab_stats::Summary;
@@ -141,7 +143,7 @@ fn check_positive(samples: &[f64]) -> Result<(), StatsError> {
 /// assert_eq!(s.percentile(25.0)?, 4.0);
 /// # Ok::<(), tlblab_stats::StatsError>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     /// Number of samples (≥ 1).
     pub n: usize,
@@ -199,9 +201,13 @@ impl Summary {
     /// `h = (n − 1)·p/100`, the result is `x⌊h⌋ + (h − ⌊h⌋)·(x⌊h⌋₊₁ − x⌊h⌋)`. So `p = 0` is the
     /// minimum, `p = 100` the maximum and `p = 50` the median.
     ///
-    /// Errors: [`StatsError::InvalidPercentile`] for `p` outside `[0, 100]` or NaN.
+    /// Errors: [`StatsError::InvalidPercentile`] for `p` outside `[0, 100]` or NaN;
+    /// [`StatsError::Empty`] for a summary read back from JSON, which has no samples.
     pub fn percentile(&self, p: f64) -> Result<f64, StatsError> {
         check_percentile(p)?;
+        if self.sorted.is_empty() {
+            return Err(StatsError::Empty);
+        }
         Ok(percentile_sorted(&self.sorted, p))
     }
 

@@ -134,6 +134,20 @@ fn summary_serializes_without_the_samples() {
 }
 
 #[test]
+fn summary_read_back_keeps_the_statistics_but_not_the_samples() {
+    let s = Summary::of(&CLASSIC).unwrap();
+    let text = serde_json::to_string(&s).unwrap();
+    let back: Summary = serde_json::from_str(&text).unwrap();
+    assert_eq!((back.n, back.mean, back.median, back.mad), (8, 5.0, 4.5, 0.5));
+    assert_eq!((back.stddev, back.sem, back.cv), (s.stddev, s.sem, s.cv));
+    assert_eq!(serde_json::to_string(&back).unwrap(), text);
+    // No samples: a percentile is refused rather than made up.
+    assert!(back.sorted_samples().is_empty());
+    assert_eq!(back.percentile(50.0), Err(StatsError::Empty));
+    assert_eq!(s.percentile(50.0), Ok(4.5));
+}
+
+#[test]
 fn mean_std_of_seeds() {
     let m = mean_std(&CLASSIC).unwrap();
     assert_eq!((m.n, m.mean), (8, 5.0));
@@ -580,6 +594,10 @@ fn compare_errors_and_serialization() {
     assert_eq!(json["verdict"], "NoSignificantChange");
     assert_eq!(json["mann_whitney"]["method"], "Exact");
     assert!(json["change"]["ci"]["low"].is_number());
+    // Read back, everything but the summaries' samples survives.
+    let back: tlblab_stats::Comparison = serde_json::from_value(json.clone()).unwrap();
+    assert_eq!((back.verdict, back.welch, back.change), (c.verdict, c.welch, c.change));
+    assert_eq!(serde_json::to_value(&back).unwrap(), json);
 }
 
 #[test]

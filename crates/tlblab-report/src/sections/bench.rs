@@ -210,7 +210,7 @@ fn short_key(c: &ConfigResult) -> String {
 }
 
 /// Whether a counter is one CPU's share (`irq.tlb.cpu1`).
-fn is_per_cpu(name: &str) -> bool {
+pub(super) fn is_per_cpu(name: &str) -> bool {
     name.rsplit_once(".cpu")
         .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
@@ -340,18 +340,7 @@ fn comparisons(
 ) {
     // Compare each pair on its own (tlblab-bench's compare_within on a two-configuration copy of
     // the session), so that one pair that cannot be tested (a single run) leaves the others.
-    let mut table = Table::new(&[
-        "baseline",
-        "candidate",
-        "change of the mean [95% CI]",
-        "Welch p",
-        "Mann–Whitney p",
-        "speedup (± sd)",
-        "verdict",
-    ])
-    .numeric_from(2);
-    table.numeric[5] = false;
-    table.numeric[6] = false;
+    let mut table = tests_table(&["baseline", "candidate"]);
     let mut failed: Vec<Vec<Span>> = Vec::new();
     for (i, cfg) in configs.iter().enumerate().skip(1) {
         let Some(first) = configs[..i].iter().find(|f| !f.runs.is_empty()) else { continue };
@@ -363,7 +352,10 @@ fn comparisons(
         match compare_within(&pair, settings) {
             Ok(rows) => {
                 for row in rows {
-                    table.row(comparison_row(&row, &short_key(first), &short_key(cfg)));
+                    let (a, b) = (short_key(first), short_key(cfg));
+                    let mut cells = vec![a.as_str().into(), b.as_str().into()];
+                    cells.extend(test_cells(&row, &a, &b));
+                    table.row(cells);
                 }
             }
             Err(e) => failed.push(vec![
@@ -376,17 +368,45 @@ fn comparisons(
         return;
     }
     if !table.rows.is_empty() {
-        doc.table(table.note(format!(
-            "change: mean(candidate) / mean(baseline) − 1 with its 95% percentile-bootstrap interval; Welch's t-test and the Mann–Whitney U test, two-sided; speedup: how many times faster (or better) the better one is, hyperfine's ratio of the means with ± propagated from the two standard deviations; verdict: significant only when Welch p < 0.05 and the whole interval lies outside ±{:.1}%.",
-            settings.noise_threshold * 100.0
-        )));
+        doc.table(table.note(tests_note("candidate", "baseline", settings.noise_threshold)));
     }
     if !failed.is_empty() {
         doc.push(Block::List(failed));
     }
 }
 
-fn comparison_row(row: &ConfigComparison, a: &str, b: &str) -> Vec<crate::doc::Cell> {
+/// Columns of a table of comparisons: `first` (what is compared), then those of
+/// [`test_cells`], with the numbers right-aligned.
+pub(super) fn tests_table(first: &[&str]) -> Table {
+    let head: Vec<&str> = first
+        .iter()
+        .copied()
+        .chain([
+            "change of the mean [95% CI]",
+            "Welch p",
+            "Mann–Whitney p",
+            "speedup (± sd)",
+            "verdict",
+        ])
+        .collect();
+    let n = first.len();
+    let mut table = Table::new(&head).numeric_from(n);
+    table.numeric[n + 3] = false;
+    table.numeric[n + 4] = false;
+    table
+}
+
+/// The note under a [`tests_table`], `b` and `a` naming the candidate and the baseline.
+pub(super) fn tests_note(b: &str, a: &str, noise_threshold: f64) -> String {
+    format!(
+        "change: mean({b}) / mean({a}) − 1 with its 95% percentile-bootstrap interval; Welch's t-test and the Mann–Whitney U test, two-sided; speedup: how many times faster (or better) the better one is, hyperfine's ratio of the means with ± propagated from the two standard deviations; verdict: significant only when Welch p < 0.05 and the whole interval lies outside ±{:.1}%.",
+        noise_threshold * 100.0
+    )
+}
+
+/// The cells of a [`tests_table`] row after the first columns: the change with its interval,
+/// the two p-values, the speedup (`a` and `b` name the sides) and the verdict.
+pub(super) fn test_cells(row: &ConfigComparison, a: &str, b: &str) -> Vec<crate::doc::Cell> {
     let cmp = &row.comparison;
     let significant = cmp.verdict != Verdict::NoSignificantChange;
     let tone = if significant { Tone::Significant } else { Tone::Plain };
@@ -402,8 +422,6 @@ fn comparison_row(row: &ConfigComparison, a: &str, b: &str) -> Vec<crate::doc::C
         None => "-".into(),
     };
     vec![
-        a.into(),
-        b.into(),
         cell(
             format!(
                 "{} [{}, {}]",
