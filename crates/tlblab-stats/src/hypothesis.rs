@@ -13,7 +13,10 @@ pub const MANN_WHITNEY_EXACT_MAX_N: usize = 20;
 /// Result of [`welch_t_test`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct TTest {
-    /// `(mean(a) − mean(b)) / √(s²ₐ/nₐ + s²_b/n_b)` (scipy's sign convention).
+    /// `(mean(a) − mean(b)) / √(s²ₐ/nₐ + s²_b/n_b)` (scipy's sign convention). ±∞ for two
+    /// constant groups that differ, written to JSON as the strings `"inf"` and `"-inf"` (JSON
+    /// numbers cannot be infinite, and `null` would lose the sign).
+    #[serde(with = "infinite_as_string")]
     pub t: f64,
     /// Welch–Satterthwaite degrees of freedom.
     pub df: f64,
@@ -213,5 +216,36 @@ mod tests {
         assert_eq!(exact_u_counts(20, 20).iter().sum::<u64>(), 137_846_528_820);
         // Small case by hand: m = 1, n = 2 → U ∈ {0, 1, 2}, one way each.
         assert_eq!(exact_u_counts(1, 2), vec![1, 1, 1]);
+    }
+}
+
+/// An `f64` that may be infinite, in serde: finite values as numbers, ±∞ as `"inf"`/`"-inf"`.
+mod infinite_as_string {
+    use serde::{de, Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+        match *x {
+            f64::INFINITY => s.serialize_str("inf"),
+            f64::NEG_INFINITY => s.serialize_str("-inf"),
+            x => s.serialize_f64(x),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum NumberOrText {
+            Number(f64),
+            Text(String),
+        }
+        match NumberOrText::deserialize(d)? {
+            NumberOrText::Number(x) => Ok(x),
+            NumberOrText::Text(t) if t == "inf" => Ok(f64::INFINITY),
+            NumberOrText::Text(t) if t == "-inf" => Ok(f64::NEG_INFINITY),
+            NumberOrText::Text(t) => Err(de::Error::invalid_value(
+                de::Unexpected::Str(&t),
+                &"a number, \"inf\" or \"-inf\"",
+            )),
+        }
     }
 }

@@ -600,6 +600,25 @@ fn compare_errors_and_serialization() {
     assert_eq!(serde_json::to_value(&back).unwrap(), json);
 }
 
+/// Two constant groups that differ have t = ±∞ (the documented convention); JSON has no
+/// infinity, so it is written as "inf"/"-inf" and read back with its sign.
+#[test]
+fn an_infinite_t_survives_json() {
+    let c = compare(&[2.0, 2.0, 2.0], &[1.0, 1.0, 1.0], &CompareOptions::default()).unwrap();
+    assert_eq!(c.welch.t, f64::INFINITY);
+    let json = serde_json::to_string(&c).unwrap();
+    assert!(json.contains(r#""t":"inf""#), "{json}");
+    let back: tlblab_stats::Comparison = serde_json::from_str(&json).unwrap();
+    assert_eq!(back.welch, c.welch);
+    let c = compare(&[1.0, 1.0], &[2.0, 2.0], &CompareOptions::default()).unwrap();
+    let back: tlblab_stats::Comparison =
+        serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+    assert_eq!(back.welch.t, f64::NEG_INFINITY);
+    let bad = serde_json::to_string(&c).unwrap().replace(r#""t":"-inf""#, r#""t":"big""#);
+    let err = serde_json::from_str::<tlblab_stats::Comparison>(&bad).unwrap_err().to_string();
+    assert!(err.contains(r#"a number, "inf" or "-inf""#), "{err}");
+}
+
 #[test]
 fn verdict_display() {
     assert_eq!(Verdict::Improved.to_string(), "improved");
