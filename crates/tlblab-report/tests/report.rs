@@ -684,18 +684,16 @@ fn s4_plots_the_preemption_off_distribution_per_policy() {
 fn s5_core_sweep_plots_the_slowdown_against_cpus() {
     let v: Value = serde_json::from_str(&std::fs::read_to_string(fixture(ALL)).unwrap()).unwrap();
     let s5 = v["studies"].as_array().unwrap().iter().find(|s| s["short"] == "s5").unwrap();
-    let points: Vec<&Value> = s5["parts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|p| p["sweep"]["axis"] == "cpus")
-        .collect();
+    let points: Vec<&Value> =
+        s5["parts"].as_array().unwrap().iter().filter(|p| p["sweep"]["axis"] == "cpus").collect();
     assert!(points.len() >= 3);
     let root = parse(&report(&[ALL]).render_html()).unwrap();
     let slowdown: Vec<&Node> = root
         .find("figure")
         .into_iter()
-        .filter(|f| f.text().contains("How many times as long the same work takes as under no-xpfo"))
+        .filter(|f| {
+            f.text().contains("How many times as long the same work takes as under no-xpfo")
+        })
         .collect();
     assert_eq!(slowdown.len(), 1);
     let svg = slowdown[0].find("svg")[0];
@@ -729,9 +727,8 @@ fn s3_has_a_perf_stat_table() {
     let v: Value = serde_json::from_str(&std::fs::read_to_string(fixture(ALL)).unwrap()).unwrap();
     let s3 = v["studies"].as_array().unwrap().iter().find(|s| s["short"] == "s3").unwrap();
     let part = &s3["parts"][0];
-    let key = |k: &str| {
-        part["measures"].as_array().unwrap().iter().position(|m| m["key"] == k).unwrap()
-    };
+    let key =
+        |k: &str| part["measures"].as_array().unwrap().iter().position(|m| m["key"] == k).unwrap();
     let faults = &part["policies"][0]["measures"][key("page_faults")];
     let values: Vec<f64> =
         faults["values"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();

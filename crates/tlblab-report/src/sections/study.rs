@@ -107,6 +107,12 @@ fn params_text(part: &Part) -> String {
 }
 
 fn setup(part: &Part) -> Block {
+    setup_of(part, &part.cpus.to_string(), "")
+}
+
+/// The setup table of `part`, its CPUs given as `cpus` and `params_note` after its parameters
+/// (a sweep's points differ in those).
+fn setup_of(part: &Part, cpus: &str, params_note: &str) -> Block {
     let m = &part.machine;
     let mut kv = vec![
         (
@@ -118,22 +124,27 @@ fn setup(part: &Part) -> Block {
             vec![
                 c(&m.name),
                 t(format!(
-                    " ({}, {:.2} GHz), {} CPUs simulated. {}",
+                    " ({}, {:.2} GHz), {cpus} CPUs simulated. {}",
                     m.description,
                     m.clock_mhz as f64 / 1000.0,
-                    part.cpus,
                     m.why
                 )),
             ],
         ),
-        ("Parameters".to_string(), vec![t(params_text(part))]),
+        ("Parameters".to_string(), vec![t(params_text(part) + params_note)]),
     ];
     if let Some(ms) = part.window_ms {
+        let warmup = part.params.get("warmup_ms").and_then(|v| v.as_u64()).unwrap_or(0);
         kv.push((
             "Window".to_string(),
             vec![t(format!(
-                "each run is a window of {} ms of simulated time: its elapsed time is the window, so the speed to compare is the {}",
+                "each run is a window of {} ms of simulated time{}: its elapsed time is the window, so the speed to compare is the {}",
                 fmt::group(ms),
+                if warmup > 0 {
+                    format!(", after a warm-up of {} ms that is simulated but not measured", fmt::group(warmup))
+                } else {
+                    String::new()
+                },
                 part.scenario.unit
             ))],
         ));
@@ -303,7 +314,7 @@ fn perf_stat_table(part: &Part, s: &Study) -> Table {
         table.row(row);
     }
     table.note(format!(
-        "As `perf stat -r {}` prints it: the mean over the runs and ( ± x% ), the relative standard error (sample standard deviation / √runs / mean). task-clock and cycles are the user + system time of the build's tasks. <not modelled>: the model does not count instructions or branches (perf prints <not supported> for events a CPU lacks). The table below gives each measure's ratio to the baseline with its interval.",
+        "As perf stat -r {} prints it: the mean over the runs and ( ± x% ), the relative standard error (sample standard deviation / √runs / mean). task-clock and cycles are the user + system time of the build's tasks. <not modelled>: the model does not count instructions or branches (perf prints <not supported> for events a CPU lacks). The table below gives each measure's ratio to the baseline with its interval.",
         s.seeds
     ))
 }
@@ -845,7 +856,13 @@ fn sweep_section(doc: &mut Document, ctx: &Ctx, s: &Study, sweep: &Sweep) {
     };
     let points: Vec<String> = parts.iter().map(|p| at(p).to_string()).collect();
     doc.heading(3, format!("{}: {} {}", sweep.name, points.join(", "), axis.label()));
-    doc.push(setup(first));
+    let (cpus, note) = match axis {
+        SweepAxis::Workers => {
+            (first.cpus.to_string(), format!(" (tasks = workers: {})", points.join(", ")))
+        }
+        SweepAxis::Cpus => (points.join(", "), " (tasks = CPUs at each point)".to_string()),
+    };
+    doc.push(setup_of(first, &cpus, &note));
     let base = &first.policies[0].policy.name;
     let with_ratios = s.seeds >= 2;
     let main = &first.measures[0];
@@ -864,7 +881,6 @@ fn sweep_section(doc: &mut Document, ctx: &Ctx, s: &Study, sweep: &Sweep) {
         head.push(relative_head);
         head.push("significant".into());
     }
-    head.extend(first.measures[1..].iter().map(|m| format!("{}, mean ± sd", m.label)));
     let mut table = Table::new(&head).numeric_from(2);
     for p in &parts {
         for (q, pol) in p.policies.iter().enumerate() {
@@ -878,7 +894,6 @@ fn sweep_section(doc: &mut Document, ctx: &Ctx, s: &Study, sweep: &Sweep) {
                 let (r, sig) = if slowdown { slowdown_cells(m, pol) } else { ratio_cells(m, pol) };
                 row.extend([r, sig]);
             }
-            row.extend(pol.measures[1..].iter().map(|m| value_cell(m, s.seeds)));
             table.row(row);
         }
     }
@@ -896,6 +911,29 @@ fn sweep_section(doc: &mut Document, ctx: &Ctx, s: &Study, sweep: &Sweep) {
         if main.lower_is_better { "lower is better" } else { "higher is better" },
         s.seeds,
     )));
+    // The other measures, in a table of their own so that neither is wider than the page.
+    if first.measures.len() > 1 {
+        let mut head = vec![axis.label().to_string(), "policy".to_string()];
+        head.extend(first.measures[1..].iter().map(|m| m.label.clone()));
+        let mut others = Table::new(&head).numeric_from(2);
+        for p in &parts {
+            for (q, pol) in p.policies.iter().enumerate() {
+                let mut row = vec![
+                    if q == 0 { at(p).to_string() } else { String::new() }.into(),
+                    pol.policy.name.clone().into(),
+                ];
+                row.extend(pol.measures[1..].iter().map(|m| value_cell(m, s.seeds)));
+                others.row(row);
+            }
+        }
+        let what: Vec<String> =
+            first.measures[1..].iter().map(|m| format!("{}: {}", m.label, m.what)).collect();
+        doc.table(others.note(format!(
+            "Mean ± sample standard deviation of {} runs per point. {}.",
+            s.seeds,
+            what.join("; ")
+        )));
+    }
     // The first measure against the axis, one line per policy.
     let mut chart = LineChart::new(axis.label(), &main.label).x_scale(Scale::Log2);
     let mut summary = Vec::new();
