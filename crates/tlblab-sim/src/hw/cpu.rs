@@ -183,6 +183,20 @@ impl Cpu {
         (self.tlbs[i].set_of(number), number << 2 | code)
     }
 
+    /// Whether the access would be translated by a TLB entry (its L1 structure or the STLB)
+    /// rather than by a walk, without changing anything: what the safety checker asks before
+    /// an access.
+    pub fn holds(&self, access: &Access) -> bool {
+        let (kind, size) = (access.kind.index(), access.page.size.index());
+        let pcid = self.tag(access.pcid);
+        [self.route[0][kind][size], self.route[1][kind][size]].into_iter().any(|i| {
+            i != NONE && {
+                let (set, key) = self.locate(i as usize, access.page);
+                self.tlbs[i as usize].contains(set, key, pcid)
+            }
+        })
+    }
+
     /// `repeat` identical accesses in a row. The first is translated in full; every later one
     /// finds the translation where the first left it and changes no replacement state, so it is
     /// translated once and counted `repeat - 1` times. Returns the translation cycles of all

@@ -164,6 +164,11 @@ impl Set16Assoc {
 
     /// Looks up `key` for `pcid` in `set`, inserting it on a miss.
     #[inline(always)]
+    /// Whether `set` holds `key` for `pcid` (or a global entry for it), changing nothing.
+    pub(crate) fn contains(&self, set: usize, key: u64, pcid: u16) -> bool {
+        Self::find(&self.sets[set], key, fingerprint(key), pcid, self.wide).is_some()
+    }
+
     pub(crate) fn access(&mut self, set: usize, key: u64, pcid: u16, global: bool) -> Outcome {
         // One specialised body per (policy, width): no flag tests inside.
         match (self.lru, self.wide) {

@@ -139,6 +139,22 @@ impl SetAssoc {
         }
     }
 
+    /// Whether `set` holds `key` for `pcid` (or a global entry for it), changing nothing.
+    pub(crate) fn contains(&self, set: usize, key: u64, pcid: u16) -> bool {
+        let base = set * self.ways;
+        let mut candidates = self.lanes_equal(&self.fingerprints, set, fingerprint(key));
+        while candidates != 0 {
+            let way = candidates.trailing_zeros() as usize;
+            if self.keys[base + way] == key
+                && tag_match(self.tags[base + way], pcid) != TagMatch::No
+            {
+                return true;
+            }
+            candidates &= candidates - 1;
+        }
+        false
+    }
+
     pub(crate) fn access(&mut self, set: usize, key: u64, pcid: u16, global: bool) -> Outcome {
         let fp = fingerprint(key);
         let base = set * self.ways;

@@ -107,6 +107,11 @@ impl Structure {
         delegate!(self, s => s.access(set, key, pcid, global))
     }
 
+    /// Whether `set` holds `key` for `pcid` (or a global entry for it), changing nothing.
+    pub(crate) fn contains(&self, set: usize, key: u64, pcid: u16) -> bool {
+        delegate!(self, s => s.contains(set, key, pcid))
+    }
+
     /// Drops the entries of `set` with this key whose `(pcid, global)` satisfy `drop_tag`.
     pub(crate) fn invalidate_key(
         &mut self,

@@ -321,3 +321,29 @@ fn invlpgb_longer_than_invlpgb_count_max_is_refused() {
     let err = cpu.execute(&range(max + 1), &mut stats).unwrap_err();
     assert!(err.to_string().contains("invlpgb_count_max"), "{err}");
 }
+
+/// `holds` answers whether an access would hit a TLB entry, for its own PCID only, and changes
+/// nothing: the walk and fill statistics of the accesses around it are as without it.
+#[test]
+fn holds_probes_without_changing_anything() {
+    let spec = builtin("skylake").unwrap();
+    let run = |probe: bool| {
+        let mut cpu = Cpu::new(&spec);
+        let mut stats = new_stats(&spec);
+        assert!(!cpu.holds(&access(CUR, X, false)));
+        cpu.access(&access(CUR, X, false), 1, &mut stats);
+        assert!(cpu.holds(&access(CUR, X, false)));
+        assert!(!cpu.holds(&access(OTHER, X, false)), "another PCID's entry is not used");
+        // Fill the STLB's set of X and more, probing between accesses.
+        for i in 1..4096 {
+            if probe {
+                assert!(!cpu.holds(&access(CUR, X + (i << 12), false)));
+            }
+            cpu.access(&access(CUR, X + (i << 12), false), 1, &mut stats);
+        }
+        cpu.execute(&invlpg(CUR, X + (4095 << 12)), &mut stats).unwrap();
+        assert!(!cpu.holds(&access(CUR, X + (4095 << 12), false)));
+        stats
+    };
+    assert_eq!(format!("{:?}", run(true)), format!("{:?}", run(false)));
+}
