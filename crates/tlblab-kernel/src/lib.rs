@@ -50,7 +50,8 @@ pub mod tlb_state;
 pub mod workloads;
 
 pub use kernel::{
-    FlushRequest, FlushTlbInfo, Kernel, KernelConfig, KernelError, FLUSH_ALL_END, PAGE_SHIFT,
+    FlushRequest, FlushTlbInfo, Kernel, KernelConfig, KernelError, Violation, ViolationKind,
+    FLUSH_ALL_END, PAGE_SHIFT,
 };
 pub use observer::{NoObserver, Observer, TlbFlushEvent, TlbFlushReason, TraceLog};
 pub use policy::Policy;

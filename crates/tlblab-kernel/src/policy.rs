@@ -126,6 +126,20 @@ pub struct Policy {
     pub tlb_single_page_flush_ceiling: u64,
     /// `CONFIG_HZ`: ticks per second (jiffies drive the cpumask trim and global-ASID sampling).
     pub hz: u64,
+    /// A deliberate defect, for the safety checker's tests and for teaching (docs/safety.md);
+    /// `None` in every real kernel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub defect: Option<Defect>,
+}
+
+/// A known-bad change to a faithful policy: each lets a CPU use a translation the kernel
+/// promised was gone. `tlblab sim check` must catch every one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Defect {
+    /// A lazy CPU that comes back to the mm it kept loaded never compares its `tlb_gen` with
+    /// the mm's, so the flushes it skipped while lazy are never done.
+    LazyNoCatchUp,
 }
 
 /// A policy name or file that cannot be used.
@@ -205,6 +219,7 @@ fn linux_6_18() -> Policy {
         xpfo: Xpfo::Off,
         tlb_single_page_flush_ceiling: 33,
         hz: 250,
+        defect: None,
     }
 }
 
@@ -317,6 +332,12 @@ const VARIANTS: &[Variant] = &[
         default_base: "linux-4.14",
         mirrors: "XPFO v9 12/13: other CPUs flush at their next context switch",
         apply: |p| p.xpfo = Xpfo::Deferred,
+    },
+    Variant {
+        name: "bad-lazy-no-catch-up",
+        default_base: "linux-6.18",
+        mirrors: "KNOWN BAD (for the safety checker): a lazy CPU never catches up on the tlb_gen it missed",
+        apply: |p| p.defect = Some(Defect::LazyNoCatchUp),
     },
     Variant {
         name: "invlpgb",

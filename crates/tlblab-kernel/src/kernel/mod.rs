@@ -12,6 +12,7 @@
 //! 2. a CPU's next step;
 //! 3. timer tick.
 
+mod check;
 mod flush;
 mod invlpgb;
 mod kflush;
@@ -21,6 +22,7 @@ mod run;
 mod switch;
 mod xpfo;
 
+pub use check::{Violation, ViolationKind};
 pub use flush::{FlushRequest, FlushTlbInfo, FLUSH_ALL_END, PAGE_SHIFT};
 
 use crate::ids::{Asid, MmId, TaskId};
@@ -320,6 +322,11 @@ pub struct Kernel<O: Observer> {
     slice_cycles: u64,
     /// When the measurement began (0, or the end of a warm-up): the report covers the time since.
     measured_from: Cycles,
+    /// The safety checker, when enabled ([`Kernel::enable_checker`]).
+    check: Option<Box<check::Checker>>,
+    /// Schedule perturbation ([`Kernel::perturb`]): its random stream and the largest extra
+    /// IPI delivery delay, cycles.
+    perturb: Option<(Pcg64Mcg, u64)>,
 }
 
 // Run-time 5-level-paging tests per operation under `la57-runtime` (4.14-rc boot-time
@@ -413,6 +420,8 @@ impl<O: Observer> Kernel<O> {
             tick_cycles: 0,
             slice_cycles: 0,
             measured_from: Cycles(0),
+            check: None,
+            perturb: None,
             spec,
             config,
         };
@@ -579,6 +588,57 @@ impl<O: Observer> Kernel<O> {
         }
         for t in &mut self.tasks {
             t.report = TaskReport { exited: t.report.exited, ..TaskReport::default() };
+        }
+    }
+
+    /// Turns the safety checker on (docs/safety.md): from now on every PTE change that needs a
+    /// flush is versioned, and every access a TLB entry translates is judged. Call it before the
+    /// scenario is installed. It costs time and memory, so only `tlblab sim check` uses it.
+    pub fn enable_checker(&mut self) {
+        self.check = Some(Box::new(check::Checker::new(self.cpus.len())));
+    }
+
+    /// Perturbs the schedule, deterministically from the run's seed: every IPI (flush,
+    /// function call, reschedule) reaches its CPU up to `max_ipi_delay` cycles later than the
+    /// preset's latency, drawn uniformly, so concurrent flushes, wake-ups and switches
+    /// interleave differently from seed to seed. For the safety checker.
+    pub fn perturb(&mut self, max_ipi_delay: Cycles) {
+        let rng = Pcg64Mcg::seed_from_u64(self.config.seed ^ 0x5afe_c4ec_0000_0001);
+        self.perturb = Some((rng, max_ipi_delay.0));
+    }
+
+    /// The extra delay of the next IPI (0 without perturbation).
+    fn ipi_jitter(&mut self) -> u64 {
+        match &mut self.perturb {
+            Some((rng, max)) if *max > 0 => rng.random_range(0..=*max),
+            _ => 0,
+        }
+    }
+
+    /// The violations found so far (empty without the checker).
+    pub fn violations(&self) -> &[Violation] {
+        self.check.as_ref().map_or(&[], |c| &c.violations)
+    }
+
+    /// The checker's counts: accesses judged, and stale uses within an operation's own window
+    /// (allowed); `None` without the checker.
+    pub fn check_counts(&self) -> Option<(u64, u64)> {
+        self.check.as_ref().map(|c| (c.accesses, c.window_uses))
+    }
+
+    /// Checker: task `t`'s running operation changed the PTE of `vpn` in `mm` in a way that
+    /// needs a flush.
+    fn pte_changed(&mut self, t: TaskId, mm: MmId, vpn: u64) {
+        if let Some(ck) = &mut self.check {
+            let cpu = self.tasks[t.0 as usize].cpu;
+            ck.changed(t, cpu, self.mms[mm.0 as usize].ctx_id, vpn, self.queue.now());
+        }
+    }
+
+    /// Checker: task `t`'s operation (a system call, a fault, an exit) has completed.
+    fn op_completed(&mut self, t: TaskId) {
+        if let Some(ck) = &mut self.check {
+            ck.completed(t, self.queue.now());
         }
     }
 

@@ -18,14 +18,21 @@ impl<O: Observer> Kernel<O> {
         let child_mm = self.new_mm();
         // copy_page_range(): private writable pages become copy-on-write on both sides.
         let (mut copied, mut walks) = (0, 0);
+        let mut protected = Vec::new();
         for vma in self.mms[parent.0 as usize].vmas.iter_mut().flatten() {
             walks += u64::from(vma.touched);
-            for pte in &mut vma.ptes {
+            for (i, pte) in vma.ptes.iter_mut().enumerate() {
                 if *pte == Pte::Present {
                     *pte = Pte::Cow;
+                    if self.check.is_some() {
+                        protected.push(vma.start.0 + i as u64);
+                    }
                 }
                 copied += u64::from(*pte != Pte::None);
             }
+        }
+        for vpn in protected {
+            self.pte_changed(t, parent, vpn);
         }
         let (vmas, mmap_next) = {
             let p = &self.mms[parent.0 as usize];
@@ -117,7 +124,7 @@ impl<O: Observer> Kernel<O> {
         let mut cycles = 0;
         for v in 0..self.mms[mm.0 as usize].vmas.len() as u32 {
             let touched = self.mms[mm.0 as usize].vma(VmaId(v)).is_some_and(|v| v.touched);
-            cycles += self.zap(mm, VmaId(v), 0, u64::MAX).0 * self.costs.zap_pte.cycles;
+            cycles += self.zap(t, mm, VmaId(v), 0, u64::MAX).0 * self.costs.zap_pte.cycles;
             cycles += self.la57_checks(u64::from(touched) * LA57_CHECKS_WALK);
         }
         self.push_flush(t, FlushRequest::pages(mm, 0, FLUSH_ALL_END, true));

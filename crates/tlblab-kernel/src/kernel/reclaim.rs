@@ -24,7 +24,7 @@ impl<O: Observer> Kernel<O> {
     pub(super) fn sys_reclaim(&mut self, cpu: CpuId, t: TaskId, pages: u64) -> Step {
         let own = self.tasks[t.0 as usize].mm;
         let mut batch = CpuMask::new(self.cpus.len());
-        let (mut unmapped, mut immediate) = (0, Vec::new());
+        let (mut unmapped, mut immediate, mut cleared) = (0, Vec::new(), Vec::new());
         let n = self.mms.len();
         for i in 0..n {
             if unmapped == pages {
@@ -46,6 +46,7 @@ impl<O: Observer> Kernel<O> {
                         *pte = Pte::None;
                         unmapped += 1;
                         let vpn = vma.start.0 + i as u64;
+                        cleared.push((mm, vpn));
                         if defer {
                             // arch_tlbbatch_add_pending(): the range is ignored on x86.
                             m.tlb_gen += 1;
@@ -59,6 +60,9 @@ impl<O: Observer> Kernel<O> {
         }
         self.reclaim_cursor = (self.reclaim_cursor + 1) % n.max(1);
         self.counters.reclaimed += unmapped;
+        for (mm, vpn) in cleared {
+            self.pte_changed(t, mm, vpn);
+        }
         self.push_frame(t, Frame::Syscall { call: None, phase: Phase::Exit });
         // try_to_unmap_flush(): before the pages are freed, after the immediate flushes.
         if batch.weight() > 0 {

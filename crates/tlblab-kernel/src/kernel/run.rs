@@ -123,7 +123,7 @@ impl<O: Observer> Kernel<O> {
         let idle = self.cpus[c].curr == self.cpus[c].idle && self.cpus[c].switch.is_none();
         if idle && self.cpus[c].resume.is_none() {
             // The CPU is halted: the wake-up reaches it as a reschedule IPI.
-            let at = Cycles(self.queue.now().0 + self.costs.ipi_latency.cycles);
+            let at = Cycles(self.queue.now().0 + self.costs.ipi_latency.cycles + self.ipi_jitter());
             self.push(at, Event::Ipi { cpu, ipi: Ipi::Reschedule });
         }
     }
@@ -517,20 +517,31 @@ impl<O: Observer> Kernel<O> {
         let start = done;
         let mut cycles = 0;
         let mut fault = None;
+        let (now, ctx_id) = (self.queue.now(), self.mms[mm.0 as usize].ctx_id);
+        let tag = if self.hw[c].cr4().pcide { pcid.get() } else { 0 };
         while done < end {
-            let page = touch.first + done;
-            let faults = match vma.ptes[page as usize] {
+            let index = touch.first + done;
+            let faults = match vma.ptes[index as usize] {
                 Pte::None => true,
                 Pte::ZeroPage | Pte::Cow => write,
                 Pte::Present => false,
             };
+            let page = Page::new(vma.vpn(index), PageSize::Size4K)
+                .expect("4 KiB pages are always aligned");
+            let access = Access::new(cpu, pcid, page, touch.kind);
+            if let Some(ck) = &mut self.check {
+                // The hardware uses an entry it holds whatever the page table says now; the
+                // model goes on to fault as before, but the checker judges that use.
+                if self.hw[c].holds(&access) {
+                    ck.used_cached(cpu, t, tag, ctx_id, page.vpn.0, now);
+                } else if !faults {
+                    ck.filled(cpu, tag, ctx_id, page.vpn.0, now);
+                }
+            }
             if faults {
-                fault = Some(page);
+                fault = Some(index);
                 break;
             }
-            let page =
-                Page::new(vma.vpn(page), PageSize::Size4K).expect("4 KiB pages are always aligned");
-            let access = Access::new(cpu, pcid, page, touch.kind);
             cycles += self.hw[c].access(&access, 1, &mut self.hw_stats[c]) + touch.cycles_per_page;
             done += 1;
         }
@@ -606,6 +617,7 @@ impl<O: Observer> Kernel<O> {
                 vma.ptes[page as usize] = new;
                 vma.touched = true;
                 if flush {
+                    self.pte_changed(t, mm, vpn);
                     self.push_flush(t, FlushRequest::pages(mm, vpn, vpn + 1, false));
                 }
                 let mut cycles = cost + self.la57_checks(LA57_CHECKS_FAULT);
@@ -615,7 +627,10 @@ impl<O: Observer> Kernel<O> {
                 }
                 Step::Spend(cycles, Mode::Sys)
             }
-            Phase::Exit => Step::Spend(self.return_to_user(cpu), Mode::Sys),
+            Phase::Exit => {
+                self.op_completed(t);
+                Step::Spend(self.return_to_user(cpu), Mode::Sys)
+            }
         }
     }
 
@@ -652,6 +667,7 @@ impl<O: Observer> Kernel<O> {
                     self.tasks[t.0 as usize].moving_to = Some(target);
                     return self.schedule(cpu);
                 }
+                self.op_completed(t);
                 let cycles =
                     half + self.la57_checks(LA57_CHECKS_SYSCALL) + self.return_to_user(cpu);
                 Step::Spend(cycles, Mode::Sys)
@@ -687,7 +703,7 @@ impl<O: Observer> Kernel<O> {
                 let start = v.start.0;
                 // Page tables exist only where a page was ever touched.
                 let freed = v.touched && self.mms[mm.0 as usize].frees_page_tables(vma, 0, pages);
-                let (n, mut lo, mut hi) = self.zap(mm, vma, 0, pages);
+                let (n, mut lo, mut hi) = self.zap(t, mm, vma, 0, pages);
                 self.mms[mm.0 as usize].vmas[vma.0 as usize] = None;
                 let cycles = self.costs.munmap.cycles
                     + n * self.costs.zap_pte.cycles
@@ -708,7 +724,7 @@ impl<O: Observer> Kernel<O> {
             }
             Syscall::MadviseDontneed { vma, first, pages } => {
                 let tables = self.pt_reclaim_blocks(mm, vma, first, pages);
-                let (n, mut lo, mut hi) = self.zap(mm, vma, first, pages);
+                let (n, mut lo, mut hi) = self.zap(t, mm, vma, first, pages);
                 let cycles = self.costs.madvise.cycles
                     + n * self.costs.zap_pte.cycles
                     + self.la57_checks(LA57_CHECKS_WALK);
@@ -844,16 +860,30 @@ impl<O: Observer> Kernel<O> {
             .collect()
     }
 
-    pub(super) fn zap(&mut self, mm: MmId, vma: VmaId, first: u64, pages: u64) -> (u64, u64, u64) {
+    pub(super) fn zap(
+        &mut self,
+        t: TaskId,
+        mm: MmId,
+        vma: VmaId,
+        first: u64,
+        pages: u64,
+    ) -> (u64, u64, u64) {
         let Some(v) = self.mms[mm.0 as usize].vma_mut(vma) else { return (0, 0, 0) };
         let (mut n, mut lo, mut hi) = (0, u64::MAX, 0);
+        let mut cleared = Vec::new();
         for i in first..first.saturating_add(pages).min(v.pages()) {
             if v.ptes[i as usize] != Pte::None {
                 v.ptes[i as usize] = Pte::None;
                 n += 1;
                 lo = lo.min(v.start.0 + i);
                 hi = hi.max(v.start.0 + i + 1);
+                if self.check.is_some() {
+                    cleared.push(v.start.0 + i);
+                }
             }
+        }
+        for vpn in cleared {
+            self.pte_changed(t, mm, vpn);
         }
         (n, lo, hi)
     }
@@ -985,7 +1015,7 @@ impl<O: Observer> Kernel<O> {
         let mut sent = 0;
         for &target in targets {
             sent += self.costs.ipi_send.cycles;
-            let at = Cycles(now + sent + self.costs.ipi_latency.cycles);
+            let at = Cycles(now + sent + self.costs.ipi_latency.cycles + self.ipi_jitter());
             self.push(at, Event::Ipi { cpu: target, ipi });
             let k = &mut self.calls[call.0 as usize];
             k.pending += 1;
@@ -1012,6 +1042,7 @@ impl<O: Observer> Kernel<O> {
                 Step::Spend(self.wake_waiters(t), Mode::Sys)
             }
             Phase::Exit => {
+                self.op_completed(t);
                 let task = &mut self.tasks[t.0 as usize];
                 task.state = TaskState::Dead;
                 task.report.exited = Some(self.queue.now());

@@ -50,6 +50,10 @@ impl<O: Observer> Kernel<O> {
             if !self.policy.tlb_gen || !was_lazy {
                 return SwitchBegin::Done;
             }
+            // KNOWN BAD (Defect::LazyNoCatchUp): the skipped flushes are never done.
+            if self.policy.defect == Some(crate::policy::Defect::LazyNoCatchUp) {
+                return SwitchBegin::Done;
+            }
             // Back from lazy mode to the mm still loaded: catch up if flushes were skipped.
             let asid = st.loaded_mm_asid;
             let next_tlb_gen = self.mms[next.0 as usize].tlb_gen;

@@ -6,6 +6,7 @@
 //! program does per page besides translation.
 
 mod kbuild;
+mod stale;
 
 pub use kbuild::BuildMix;
 
@@ -158,6 +159,7 @@ enum Kind {
     RtLatency,
     VmapPurge,
     Kbuild(fn() -> BuildMix),
+    LazyReaders,
 }
 
 /// A built-in scenario.
@@ -269,6 +271,14 @@ pub const SCENARIOS: &[ScenarioInfo] = &[
         default_window_ms: KBUILD_WINDOW_MS,
         kind: Kind::Kbuild(BuildMix::s5),
     },
+    ScenarioInfo {
+        name: "lazy-readers",
+        description: "for the safety checker: a writer thread writes --pages pages, wakes --tasks reader threads (one per CPU) that read them and block, then MADV_DONTNEEDs them while the readers' CPUs idle lazily; --iterations rounds",
+        metric: Metric::MicrosPerOp,
+        min_cpus: |p| p.tasks + 1,
+        default_window_ms: 0,
+        kind: Kind::LazyReaders,
+    },
 ];
 
 /// Looks up a scenario.
@@ -374,6 +384,10 @@ impl ScenarioInfo {
                     };
                     k.spawn_process(sibling, CpuId(i as u16 + 1), false);
                 }
+            }
+            Kind::LazyReaders => {
+                let readers = (0..p.tasks).map(|_| (k.eventfd(), k.eventfd())).collect();
+                k.spawn_process(Box::new(stale::Writer::new(p, readers)), CpuId(0), true);
             }
             Kind::Kbuild(mix) => {
                 let n = k.nr_cpus();

@@ -1,0 +1,106 @@
+//! `lazy-readers`: a scenario for the safety checker. A writer thread and `--tasks` reader
+//! threads of one process share a region of `--pages` pages. Each round the writer writes the
+//! pages, wakes every reader, waits until each has read them, then `MADV_DONTNEED`s them. A
+//! reader reads the pages, answers, and blocks, so its CPU idles lazily with the mm still
+//! loaded while the writer's flush runs: a lazy CPU is skipped by the shootdown (4.20+) and
+//! must catch up on `tlb_gen` when the reader wakes. Any reader hit on an entry from before
+//! the DONTNEED is a stale use after the operation completed.
+
+use super::{mapped, Params};
+use crate::mm::VmaId;
+use crate::program::{Action, Env, EventFd, Program, Syscall, Touch};
+use tlblab_types::{AccessKind, CpuId};
+
+/// The writer (CPU 0).
+pub(super) struct Writer {
+    p: Params,
+    /// Per reader: the eventfd that wakes it, and the one it answers on.
+    readers: Vec<(EventFd, EventFd)>,
+    vma: Option<VmaId>,
+    step: usize,
+    round: u64,
+}
+
+impl Writer {
+    pub(super) fn new(p: &Params, readers: Vec<(EventFd, EventFd)>) -> Writer {
+        Writer { p: p.clone(), readers, vma: None, step: 0, round: 0 }
+    }
+}
+
+impl Program for Writer {
+    fn next(&mut self, env: &mut Env<'_>) -> Action {
+        let n = self.readers.len();
+        let Some(vma) = self.vma else {
+            if self.step == 0 {
+                self.step = 1;
+                return Action::Syscall(Syscall::Mmap { pages: self.p.pages });
+            }
+            self.vma = Some(mapped(env));
+            self.step = 0;
+            return self.next(env);
+        };
+        // Start-up: one reader thread per CPU after the writer's.
+        if self.round == 0 && self.step < n {
+            let (wake, answer) = self.readers[self.step];
+            self.step += 1;
+            let reader = Reader { vma, pages: self.p.pages, wake, answer, step: 0 };
+            return Action::Syscall(Syscall::Clone {
+                program: Box::new(reader),
+                cpu: CpuId(self.step as u16),
+            });
+        }
+        if self.round == self.p.iterations {
+            return Action::Exit;
+        }
+        // A round: write, wake each reader, wait for each answer, DONTNEED, count.
+        let phase = self.step - n;
+        self.step += 1;
+        match phase {
+            0 => Action::Touch(Touch {
+                vma,
+                first: 0,
+                pages: self.p.pages,
+                kind: AccessKind::Store,
+                cycles_per_page: self.p.cycles_per_page,
+            }),
+            i if i <= n => Action::Syscall(Syscall::EventfdWrite { fd: self.readers[i - 1].0 }),
+            i if i <= 2 * n => {
+                Action::Syscall(Syscall::EventfdRead { fd: self.readers[i - n - 1].1 })
+            }
+            i if i == 2 * n + 1 => {
+                Action::Syscall(Syscall::MadviseDontneed { vma, first: 0, pages: self.p.pages })
+            }
+            _ => {
+                self.step = n;
+                self.round += 1;
+                Action::Op
+            }
+        }
+    }
+}
+
+/// A reader: wait to be woken, read every page, answer.
+struct Reader {
+    vma: VmaId,
+    pages: u64,
+    wake: EventFd,
+    answer: EventFd,
+    step: u8,
+}
+
+impl Program for Reader {
+    fn next(&mut self, _env: &mut Env<'_>) -> Action {
+        self.step = (self.step + 1) % 3;
+        match self.step {
+            1 => Action::Syscall(Syscall::EventfdRead { fd: self.wake }),
+            2 => Action::Touch(Touch {
+                vma: self.vma,
+                first: 0,
+                pages: self.pages,
+                kind: AccessKind::Load,
+                cycles_per_page: 0,
+            }),
+            _ => Action::Syscall(Syscall::EventfdWrite { fd: self.answer }),
+        }
+    }
+}
