@@ -406,6 +406,15 @@ pub enum SimCommand {
     /// linux-4.14-nopcid, linux-4.14, linux-6.18, variants such as pti-deferred, compositions
     /// such as linux-6.18+pti-invpcid, or a .toml file.
     Run(RunArgs),
+    /// Look for stale translations a policy lets a CPU use (docs/safety.md).
+    ///
+    /// Runs the scenario under many perturbed schedules, deterministically from the seed, with
+    /// the safety checker on: every PTE change that needs a flush is versioned, and every access
+    /// a TLB entry translates is judged. A use of a translation older than a change whose
+    /// operation (system call, fault) has completed is a violation; one during the operation's
+    /// own window is allowed and counted. Each violation comes with its witness, and the seed
+    /// that replays it. Exit status 1 when any violation was found.
+    Check(CheckArgs),
     /// Run a built-in study (S1–S5): the kernel debates of studies.md, each a set of scenarios
     /// on a machine preset under two or more policies, several seeds each.
     ///
@@ -646,6 +655,17 @@ pub struct RunArgs {
     /// First seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// The scenario's parameters.
+    #[command(flatten)]
+    pub params: ScenarioParams,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A scenario's parameters (docs/workloads.md; each scenario uses those it names).
+#[derive(Debug, Args)]
+pub struct ScenarioParams {
     /// Iterations (or rounds) of the measured loop.
     #[arg(long, default_value_t = 2000)]
     pub iterations: u64,
@@ -681,6 +701,55 @@ pub struct RunArgs {
     /// measured, ms; every counter starts after it (default 0: none).
     #[arg(long, default_value_t = 0)]
     pub warmup_ms: u64,
+}
+
+impl ScenarioParams {
+    /// As the kernel model takes them.
+    pub fn to_params(&self) -> tlblab_kernel::workloads::Params {
+        tlblab_kernel::workloads::Params {
+            iterations: self.iterations,
+            touch: self.touch,
+            busy: self.busy,
+            tasks: self.tasks,
+            threads: matches!(self.mode, ModeArg::Threads),
+            pages: self.pages,
+            cycles_per_page: self.cycles_per_page,
+            jobs: self.jobs,
+            window_ms: self.window_ms,
+            burst_us: self.burst_us,
+            warmup_ms: self.warmup_ms,
+        }
+    }
+}
+
+/// `tlblab sim check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The policy to check: a built-in name (linux-6.18, bad-lazy-no-catch-up, …) or a .toml file.
+    #[arg(long, short = 'p')]
+    pub policy: String,
+    /// The scenario (lazy-readers is made for the checker; any scenario of `sim run` works).
+    #[arg(long, short = 's')]
+    pub scenario: String,
+    /// A built-in preset name, `host`, or a preset .toml file.
+    #[arg(long, short = 'm', default_value = "skylake", value_name = "NAME|PATH")]
+    pub machine: String,
+    /// Simulated CPUs.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=4096))]
+    pub cpus: u16,
+    /// Perturbed schedules to run, with seeds SEED, SEED+1, …; each changes the timer phases,
+    /// the workload's random draws and every IPI's delivery delay.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub schedules: u64,
+    /// First seed (a witness names the seed that replays it).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Largest extra delay of an IPI's delivery, cycles (0: the preset's latency only).
+    #[arg(long, default_value_t = 20_000)]
+    pub max_ipi_delay: u64,
+    /// The scenario's parameters.
+    #[command(flatten)]
+    pub params: ScenarioParams,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,

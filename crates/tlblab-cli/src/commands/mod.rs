@@ -1,6 +1,7 @@
 //! One module per subcommand, and what they share: loading the machine, exit statuses.
 
 mod bench;
+mod check;
 mod compare;
 mod convert;
 mod demo;
@@ -32,6 +33,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Sim(SimCommand::Convert(args)) => convert::run(&args),
         Command::Sim(SimCommand::Machines(args)) => machines::run(&args),
         Command::Sim(SimCommand::Run(args)) => run::run(&args),
+        Command::Sim(SimCommand::Check(args)) => check::run(&args),
         Command::Sim(SimCommand::Study(args)) => study::run(&args),
         Command::Sim(SimCommand::Replay(args)) => replay::run(&args),
         Command::Compare(args) => compare::run(&args),

@@ -1,6 +1,6 @@
 //! `tlblab sim run`: one scenario under several policies, several seeds each.
 
-use crate::cli::{ModeArg, RunArgs};
+use crate::cli::RunArgs;
 use crate::render::{self, group, Table};
 use anyhow::{Context, Result};
 use rayon::prelude::*;
@@ -42,19 +42,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let info = scenario(&args.scenario)?;
     let policies: Vec<Policy> =
         args.policies.iter().map(|p| Policy::load(p)).collect::<Result<_, _>>()?;
-    let params = Params {
-        iterations: args.iterations,
-        touch: args.touch,
-        busy: args.busy,
-        tasks: args.tasks,
-        threads: matches!(args.mode, ModeArg::Threads),
-        pages: args.pages,
-        cycles_per_page: args.cycles_per_page,
-        jobs: args.jobs,
-        window_ms: args.window_ms,
-        burst_us: args.burst_us,
-        warmup_ms: args.warmup_ms,
-    };
+    let params = args.params.to_params();
     let jobs: Vec<(usize, u64)> =
         (0..policies.len()).flat_map(|p| (0..args.seeds).map(move |s| (p, s))).collect();
     // Each run is independent and deterministic; results are put back in job order.

@@ -6,6 +6,7 @@
 //! runs in parallel.
 
 mod bench;
+mod check;
 mod common;
 mod compare;
 mod convert;
