@@ -140,6 +140,14 @@ pub enum Defect {
     /// A lazy CPU that comes back to the mm it kept loaded never compares its `tlb_gen` with
     /// the mm's, so the flushes it skipped while lazy are never done.
     LazyNoCatchUp,
+    /// `flush_tlb_func()` does a partial flush whenever the flush's generation is the mm's,
+    /// without `new_tlb_gen == local_tlb_gen + 1`: when two ranged flushes arrive reversed, the
+    /// later one marks the earlier one done without flushing its range (the case tlb.c's
+    /// comment describes).
+    PartialFlushWithoutGenRule,
+    /// PTI whose user-PCID flush is never done: the single-page user flush marks nothing in
+    /// `user_pcid_flush_mask`, so the return to user keeps the user PCID's stale entries.
+    PtiNoUserFlush,
 }
 
 /// A policy name or file that cannot be used.
@@ -338,6 +346,21 @@ const VARIANTS: &[Variant] = &[
         default_base: "linux-6.18",
         mirrors: "KNOWN BAD (for the safety checker): a lazy CPU never catches up on the tlb_gen it missed",
         apply: |p| p.defect = Some(Defect::LazyNoCatchUp),
+    },
+    Variant {
+        name: "bad-partial-flush",
+        default_base: "linux-6.18",
+        mirrors: "KNOWN BAD (for the safety checker): partial flushes without the new_tlb_gen == local_tlb_gen + 1 rule",
+        apply: |p| p.defect = Some(Defect::PartialFlushWithoutGenRule),
+    },
+    Variant {
+        name: "bad-pti-no-user-flush",
+        default_base: "linux-4.14",
+        mirrors: "KNOWN BAD (for the safety checker): PTI with the deferred user-PCID flush never done",
+        apply: |p| {
+            p.pti = Pti::Deferred;
+            p.defect = Some(Defect::PtiNoUserFlush);
+        },
     },
     Variant {
         name: "invlpgb",

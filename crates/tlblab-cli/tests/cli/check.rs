@@ -87,3 +87,62 @@ fn unknown_policy_or_scenario_is_refused() {
     );
     assert!(err.contains("nope"), "{err}");
 }
+
+/// Every known-bad variant is caught on the scenario that exposes it, and the faithful kernel
+/// it changes passes the same schedules.
+#[test]
+fn every_known_bad_variant_is_caught_and_its_faithful_kernel_passes() {
+    let cases: [(&str, &str, &[&str]); 3] = [
+        (
+            "bad-lazy-no-catch-up",
+            "linux-6.18",
+            &[
+                "-s",
+                "lazy-readers",
+                "--cpus",
+                "3",
+                "--tasks",
+                "2",
+                "--pages",
+                "8",
+                "--iterations",
+                "10",
+            ],
+        ),
+        (
+            "bad-partial-flush",
+            "linux-6.18",
+            &[
+                "-s",
+                "shared-writers",
+                "--cpus",
+                "4",
+                "--tasks",
+                "2",
+                "--pages",
+                "8",
+                "--iterations",
+                "10",
+            ],
+        ),
+        (
+            "bad-pti-no-user-flush",
+            "linux-4.14+pti-deferred",
+            &["-s", "madvise-busy", "--cpus", "2", "--busy", "0", "--iterations", "50"],
+        ),
+    ];
+    for (bad, good, scenario) in cases {
+        let run = |policy: &str| {
+            let out = tlblab()
+                .args(["sim", "check", "--json", "--schedules", "50", "--policy", policy])
+                .args(scenario)
+                .output()
+                .unwrap();
+            let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+            (out.status.code(), r["violations"].as_u64().unwrap())
+        };
+        let (code, found) = run(bad);
+        assert!(code == Some(1) && found > 0, "{bad}: {found} violations");
+        assert_eq!(run(good), (Some(0), 0), "{good} on the scenario of {bad}");
+    }
+}

@@ -217,8 +217,11 @@ impl<O: Observer> Kernel<O> {
         // not ordered, so a ranged flush (gen n+1) processed before a full flush (gen n) must
         // not mark gen n done. Matching the mm's current gen is an optimisation: if more
         // flushes are pending, one full flush catches up with all of them.
+        // KNOWN BAD (Defect::PartialFlushWithoutGenRule) drops the first condition.
+        let gen_rule =
+            self.policy.defect != Some(crate::policy::Defect::PartialFlushWithoutGenRule);
         let partial = info.end != FLUSH_ALL_END
-            && info.new_tlb_gen == local_tlb_gen + 1
+            && (info.new_tlb_gen == local_tlb_gen + 1 || !gen_rule)
             && info.new_tlb_gen == mm_tlb_gen;
         self.cpus[c].tlb.ctxs[slot].tlb_gen = mm_tlb_gen;
         let cycles = self.flush_and_trace(cpu, asid, &info, partial, reason, cycles);
@@ -283,6 +286,8 @@ impl<O: Observer> Kernel<O> {
                     TlbOp::Invpcid { kind: InvpcidType::IndivAddr, pcid: asid.user_pcid(), vpn };
                 cycles += self.hw_op(cpu, op);
             }
+            // KNOWN BAD (Defect::PtiNoUserFlush): the user PCID is never marked.
+            _ if self.policy.defect == Some(crate::policy::Defect::PtiNoUserFlush) => {}
             Pti::Invpcid | Pti::Deferred => self.invalidate_user_asid(cpu, asid),
         }
         cycles

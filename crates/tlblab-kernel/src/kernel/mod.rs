@@ -600,8 +600,10 @@ impl<O: Observer> Kernel<O> {
 
     /// Perturbs the schedule, deterministically from the run's seed: every IPI (flush,
     /// function call, reschedule) reaches its CPU up to `max_ipi_delay` cycles later than the
-    /// preset's latency, drawn uniformly, so concurrent flushes, wake-ups and switches
-    /// interleave differently from seed to seed. For the safety checker.
+    /// preset's latency, and every mm switch stalls as long between reading the mm's `tlb_gen`
+    /// and publishing `loaded_mm` (an NMI or a vCPU preemption there), each drawn uniformly, so
+    /// concurrent flushes, wake-ups and switches interleave differently from seed to seed. For
+    /// the safety checker.
     pub fn perturb(&mut self, max_ipi_delay: Cycles) {
         let rng = Pcg64Mcg::seed_from_u64(self.config.seed ^ 0x5afe_c4ec_0000_0001);
         self.perturb = Some((rng, max_ipi_delay.0));

@@ -180,7 +180,9 @@ impl<O: Observer> Kernel<O> {
                 let mm = next_mm.expect("user task");
                 let (asid, cycles) = self.switch_mm_load(cpu, mm, forced);
                 sw.phase = SwitchPhase::End(asid);
-                Step::Spend(cycles, Mode::Sys)
+                // Perturbed schedules: an NMI or a vCPU preemption may stall the CPU between
+                // reading tlb_gen and publishing loaded_mm, interrupts off or not.
+                Step::Spend(cycles + self.ipi_jitter(), Mode::Sys)
             }
             SwitchPhase::End(asid) => {
                 self.switch_mm_end(cpu, next_mm.expect("user task"), asid);

@@ -160,6 +160,7 @@ enum Kind {
     VmapPurge,
     Kbuild(fn() -> BuildMix),
     LazyReaders,
+    SharedWriters,
 }
 
 /// A built-in scenario.
@@ -279,6 +280,14 @@ pub const SCENARIOS: &[ScenarioInfo] = &[
         default_window_ms: 0,
         kind: Kind::LazyReaders,
     },
+    ScenarioInfo {
+        name: "shared-writers",
+        description: "for the safety checker: two writer threads each loop { write their --pages pages of a shared region; MADV_DONTNEED them } while --tasks reader threads (one per CPU) read the whole region in a loop; --iterations rounds per writer",
+        metric: Metric::MicrosPerOp,
+        min_cpus: |p| p.tasks + 2,
+        default_window_ms: 0,
+        kind: Kind::SharedWriters,
+    },
 ];
 
 /// Looks up a scenario.
@@ -388,6 +397,9 @@ impl ScenarioInfo {
             Kind::LazyReaders => {
                 let readers = (0..p.tasks).map(|_| (k.eventfd(), k.eventfd())).collect();
                 k.spawn_process(Box::new(stale::Writer::new(p, readers)), CpuId(0), true);
+            }
+            Kind::SharedWriters => {
+                k.spawn_process(Box::new(stale::SharedWriter::first(p)), CpuId(0), true);
             }
             Kind::Kbuild(mix) => {
                 let n = k.nr_cpus();

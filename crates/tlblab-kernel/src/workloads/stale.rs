@@ -1,4 +1,6 @@
-//! `lazy-readers`: a scenario for the safety checker. A writer thread and `--tasks` reader
+//! Scenarios for the safety checker.
+//!
+//! `lazy-readers`: A writer thread and `--tasks` reader
 //! threads of one process share a region of `--pages` pages. Each round the writer writes the
 //! pages, wakes every reader, waits until each has read them, then `MADV_DONTNEED`s them. A
 //! reader reads the pages, answers, and blocks, so its CPU idles lazily with the mm still
@@ -101,6 +103,102 @@ impl Program for Reader {
                 cycles_per_page: 0,
             }),
             _ => Action::Syscall(Syscall::EventfdWrite { fd: self.answer }),
+        }
+    }
+}
+
+/// `shared-writers`: two writer threads (CPUs 0 and 1) each own half of a region of 2 ×
+/// `--pages` pages and loop { write their half; `MADV_DONTNEED` it }, concurrently, while
+/// `--tasks` reader threads (CPUs 2 …) read the whole region in a loop. Each reader's CPU receives
+/// both writers' ranged flushes, in either order once IPI delivery is perturbed: the case of the
+/// `new_tlb_gen == local_tlb_gen + 1` rule of `flush_tlb_func()`.
+pub(super) struct SharedWriter {
+    p: Params,
+    /// The first writer maps the region and starts the others; the second gets it.
+    vma: Option<VmaId>,
+    half: u64,
+    step: u64,
+    round: u64,
+    spawned: usize,
+}
+
+impl SharedWriter {
+    pub(super) fn first(p: &Params) -> SharedWriter {
+        SharedWriter { p: p.clone(), vma: None, half: 0, step: 0, round: 0, spawned: 0 }
+    }
+}
+
+impl Program for SharedWriter {
+    fn next(&mut self, env: &mut Env<'_>) -> Action {
+        let pages = self.p.pages;
+        let Some(vma) = self.vma else {
+            if self.step == 0 {
+                self.step = 1;
+                return Action::Syscall(Syscall::Mmap { pages: 2 * pages });
+            }
+            self.vma = Some(mapped(env));
+            self.step = 0;
+            return self.next(env);
+        };
+        // The first writer starts the second writer (CPU 1), then the readers (CPUs 2 …).
+        if self.half == 0 && self.spawned <= self.p.tasks {
+            self.spawned += 1;
+            let program: Box<dyn Program> = if self.spawned == 1 {
+                Box::new(SharedWriter {
+                    p: self.p.clone(),
+                    vma: Some(vma),
+                    half: 1,
+                    step: 0,
+                    round: 0,
+                    spawned: usize::MAX,
+                })
+            } else {
+                Box::new(LoopReader { vma, pages: 2 * pages, step: false })
+            };
+            return Action::Syscall(Syscall::Clone { program, cpu: CpuId(self.spawned as u16) });
+        }
+        if self.round == self.p.iterations {
+            return Action::Exit;
+        }
+        self.step = (self.step + 1) % 3;
+        let first = self.half * pages;
+        match self.step {
+            1 => Action::Touch(Touch {
+                vma,
+                first,
+                pages,
+                kind: AccessKind::Store,
+                cycles_per_page: self.p.cycles_per_page,
+            }),
+            2 => Action::Syscall(Syscall::MadviseDontneed { vma, first, pages }),
+            _ => {
+                self.round += 1;
+                Action::Op
+            }
+        }
+    }
+}
+
+/// A reader that reads the whole region again and again.
+struct LoopReader {
+    vma: VmaId,
+    pages: u64,
+    step: bool,
+}
+
+impl Program for LoopReader {
+    fn next(&mut self, _env: &mut Env<'_>) -> Action {
+        self.step = !self.step;
+        if self.step {
+            Action::Touch(Touch {
+                vma: self.vma,
+                first: 0,
+                pages: self.pages,
+                kind: AccessKind::Load,
+                cycles_per_page: 0,
+            })
+        } else {
+            Action::Compute { cycles: 2_000 }
         }
     }
 }

@@ -84,3 +84,56 @@ fn a_perturbed_schedule_replays_from_its_seed() {
     assert_ne!(run(5, 20_000), run(5, 0));
     assert_eq!(run(5, 0), run(5, 0));
 }
+
+/// A run of `scenario` with the checker on and IPI delays perturbed from `seed`.
+fn checked(
+    policy: &str,
+    cpus: usize,
+    scenario_name: &str,
+    p: &Params,
+    seed: u64,
+) -> Kernel<TraceLog> {
+    let spec = tlblab_sim::machine::builtin("skylake").unwrap();
+    let config = KernelConfig { nr_cpus: cpus, seed, time_limit: Cycles(u64::MAX) };
+    let mut k =
+        Kernel::new(&spec, &Policy::named(policy).unwrap(), config, TraceLog::default()).unwrap();
+    k.enable_checker();
+    k.perturb(Cycles(20_000));
+    let s = scenario(scenario_name).unwrap();
+    s.install(&mut k, p).unwrap();
+    s.run(&mut k, p);
+    k
+}
+
+/// Two writers' ranged flushes reach the readers' CPUs in either order. The faithful kernel's
+/// `new_tlb_gen == local_tlb_gen + 1` rule turns the out-of-order one into a full flush; without
+/// it the later generation marks the earlier range done unflushed, and readers use it.
+#[test]
+fn partial_flushes_without_the_gen_rule_leave_stale_ranges() {
+    let p = Params { tasks: 2, pages: 8, iterations: 10, ..Params::default() };
+    for seed in 1..=4 {
+        let good = checked("linux-6.18", 4, "shared-writers", &p, seed);
+        assert_eq!(good.violations(), &[], "seed {seed}");
+        let (_, window) = good.check_counts().unwrap();
+        assert!(window > 0, "readers do use stale entries inside the operations' windows");
+        let bad = checked("bad-partial-flush", 4, "shared-writers", &p, seed);
+        assert!(!bad.violations().is_empty(), "seed {seed}: the defect must be caught");
+        assert!(bad.violations().iter().all(|v| v.cpu.0 >= 2), "only readers' CPUs");
+    }
+}
+
+/// Under PTI a single-page user flush only marks the user PCID, flushed at the return to user;
+/// if that flush never comes, the thread's own next access uses the stale user entry.
+#[test]
+fn pti_without_the_user_flush_leaves_the_user_pcid_stale() {
+    let p = Params { busy: 0, iterations: 50, ..Params::default() };
+    let good = checked("linux-4.14+pti-deferred", 2, "madvise-busy", &p, 1);
+    assert_eq!(good.violations(), &[]);
+    let bad = checked("bad-pti-no-user-flush", 2, "madvise-busy", &p, 1);
+    let v = bad.violations();
+    assert!(!v.is_empty());
+    // The same CPU and task that changed the PTE uses the stale entry after its madvise returned.
+    assert!(v
+        .iter()
+        .all(|v| v.changed.is_some_and(|(_, cpu, task)| cpu == v.cpu && task == v.task)));
+}
