@@ -12,6 +12,7 @@
 //! | `tlblab.trace.report/1` | `tlblab trace report --format json` | reasons × CPUs, pages per flush, rate over time, processes |
 //! | `tlblab.sim.replay/1` | `tlblab sim replay --json` | cost per policy, recorded against replayed events |
 //! | `tlblab.sim.replay-sweep/1` | `tlblab sim replay --ceiling … --json` | cost against the ceiling |
+//! | `tlblab.sim.check/1` | `tlblab sim check --json` | safety verdicts: schedules, accesses judged, allowed in-window stale uses, violations, witnesses |
 //!
 //! Two or more `tlblab.bench/1` sessions are also compared, each later one against the first,
 //! as `tlblab compare` does (tlblab-bench's `compare_results` with its default settings and the
@@ -70,9 +71,11 @@ pub const SWEEP_SCHEMA: &str = "tlblab.sim.replay-sweep/1";
 
 /// `tlblab study` (its `results.json`).
 pub const STUDY_RESULTS_SCHEMA: &str = "tlblab.study/1";
+/// `tlblab sim check --json`.
+pub const CHECK_SCHEMA: &str = "tlblab.sim.check/1";
 
 /// Every schema a report renders.
-pub const SCHEMAS: [&str; 8] = [
+pub const SCHEMAS: [&str; 9] = [
     STUDY_RESULTS_SCHEMA,
     STUDY_SCHEMA,
     STUDY_ALL_SCHEMA,
@@ -81,6 +84,7 @@ pub const SCHEMAS: [&str; 8] = [
     tlblab_flushtrace::summary::SCHEMA,
     REPLAY_SCHEMA,
     SWEEP_SCHEMA,
+    CHECK_SCHEMA,
 ];
 
 /// One input, read.
@@ -91,6 +95,7 @@ enum Input {
     Bench(Box<tlblab_bench::BenchResults>),
     Compare(Box<tlblab_bench::ResultsComparison>),
     Steps(Vec<sections::lab::Step>),
+    Checks(Vec<sections::check::Check>),
     Host(Box<sections::lab::HostComparison>),
     Trace(Box<tlblab_flushtrace::Summary>),
     Replay(Box<Replay>),
@@ -109,6 +114,8 @@ pub enum InputKind {
     Bench,
     /// Two benchmark sessions compared (`tlblab compare --format json`).
     Compare,
+    /// Safety checks (`tlblab sim check --json`).
+    Check,
     /// A trace summary.
     Trace,
     /// A replay per policy.
@@ -196,6 +203,7 @@ impl Report {
             }
             REPLAY_SCHEMA => Input::Replay(Box::new(from_text(name, &schema, text)?)),
             SWEEP_SCHEMA => Input::Sweep(Box::new(from_text(name, &schema, text)?)),
+            CHECK_SCHEMA => Input::Checks(vec![from_text(name, &schema, text)?]),
             _ => return Err(ReportError::UnknownSchema { name: name.into(), schema }),
         };
         self.push(name, &schema, input)
@@ -221,6 +229,7 @@ impl Report {
             }
             REPLAY_SCHEMA => Input::Replay(Box::new(from_value(name, &schema, value)?)),
             SWEEP_SCHEMA => Input::Sweep(Box::new(from_value(name, &schema, value)?)),
+            CHECK_SCHEMA => Input::Checks(vec![from_value(name, &schema, value)?]),
             _ => return Err(ReportError::UnknownSchema { name: name.into(), schema }),
         };
         self.push(name, &schema, input)
@@ -243,6 +252,18 @@ impl Report {
             if v[key]["schema"].is_string() {
                 self.add_value(&format!("{name}: {what}"), v[key].clone())?;
             }
+        }
+        // The safety checks: one table for all of them (a check that failed is left out; the
+        // steps say why).
+        let checks: Vec<sections::check::Check> = v["safety"]["runs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|r| r["result"]["schema"] == CHECK_SCHEMA)
+            .map(|r| from_value(name, CHECK_SCHEMA, r["result"].clone()))
+            .collect::<Result<_, _>>()?;
+        if !checks.is_empty() {
+            self.inputs.push((format!("{name}: safety checks"), Input::Checks(checks)));
         }
         if v["bench"]["schema"].is_string() && v["host_simulations"]["runs"].is_array() {
             let bench: tlblab_bench::BenchResults = from_value(name, schema, v["bench"].clone())?;
@@ -326,6 +347,7 @@ impl Report {
             Input::Replay(_) => InputKind::Replay,
             Input::Sweep(_) => InputKind::Sweep,
             Input::Steps(_) | Input::Host(_) => InputKind::StudyResults,
+            Input::Checks(_) => InputKind::Check,
         };
         self.inputs.push((name.to_string(), input));
         Ok(kind)
@@ -345,6 +367,7 @@ impl Report {
                     Input::Replay(_) => InputKind::Replay,
                     Input::Sweep(_) => InputKind::Sweep,
                     Input::Steps(_) | Input::Host(_) => InputKind::StudyResults,
+                    Input::Checks(_) => InputKind::Check,
                 };
                 (name.as_str(), kind)
             })
@@ -401,6 +424,7 @@ impl Report {
                 Input::Replay(r) => sections::replay::replay(&mut d, &ctx, name, r),
                 Input::Sweep(s) => sections::replay::sweep(&mut d, &ctx, name, s),
                 Input::Steps(s) => sections::lab::steps(&mut d, name, s),
+                Input::Checks(c) => sections::check::checks(&mut d, name, c),
                 Input::Host(h) => sections::lab::host(&mut d, &ctx, h),
             }
         }

@@ -744,3 +744,27 @@ fn s3_has_a_perf_stat_table() {
     assert!(instructions[1..].iter().all(|c| c == "<not modelled>"), "{instructions:?}");
     assert!(headers(&root).iter().any(|h| h.starts_with("la57-runtime (")));
 }
+
+/// A safety check: its verdict per policy and scenario, the scenario's settings once, and the
+/// witness with the command that replays it, in a well-formed page.
+#[test]
+fn a_safety_check_shows_its_verdict_and_witness() {
+    const CHECK: &str = "check-bad-lazy.json";
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(fixture(CHECK)).unwrap()).unwrap();
+    let r = report(&[CHECK]);
+    assert_eq!(r.inputs()[0].1, InputKind::Check);
+    let root = parse(&r.render_html()).unwrap();
+    let table = rows(&root);
+    let verdict = format!(
+        "VIOLATIONS: {} in {} of {}",
+        v["violations"], v["schedules_with_violations"], v["schedules"]
+    );
+    assert!(
+        table.contains(&vec!["bad-lazy-no-catch-up".to_string(), verdict.clone()]),
+        "{table:?}"
+    );
+    let replay = v["witnesses"][0]["replay"].as_str().unwrap();
+    assert!(root.text().contains(replay));
+    let md = r.render_markdown();
+    assert!(md.contains(&verdict) && md.contains(replay));
+}

@@ -27,12 +27,30 @@ fn without_the_live_part_the_studies_still_run_and_the_skips_say_why() {
     assert_eq!(v["bench"]["skipped"], "--no-live");
     let steps = v["steps"].as_array().unwrap();
     assert_eq!(steps[0]["status"], "done");
-    assert!(steps[1..].iter().all(|s| s["status"] == "skipped" && s["reason"] == "--no-live"));
+    // The safety checks are simulations too: they run; every live step is skipped.
+    let (checks, live): (Vec<&Value>, Vec<&Value>) =
+        steps[1..].iter().partition(|s| s["name"].as_str().unwrap().starts_with("safety check: "));
+    assert!(checks.iter().all(|s| s["status"] == "done"), "{checks:?}");
+    assert!(live.iter().all(|s| s["status"] == "skipped" && s["reason"] == "--no-live"));
+    // Every policy of the studies passes; each known-bad variant is caught somewhere.
+    let runs = v["safety"]["runs"].as_array().unwrap();
+    for r in runs {
+        let (policy, n) = (r["policy"].as_str().unwrap(), r["result"]["violations"].as_u64());
+        if !policy.starts_with("bad-") {
+            assert_eq!(n, Some(0), "{policy} on {}", r["scenario"]);
+        }
+    }
+    for bad in ["bad-lazy-no-catch-up", "bad-partial-flush", "bad-pti-no-user-flush"] {
+        assert!(runs
+            .iter()
+            .any(|r| r["policy"] == bad && r["result"]["violations"].as_u64() > Some(0)));
+    }
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("s4 — rt-latency") && stdout.contains("results: "), "{stdout}");
     // The report says which parts did not run, and why.
     let page = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
     assert!(page.contains("What ran") && page.contains("--no-live"));
+    assert!(page.contains("Safety: stale translations each policy lets a CPU use"));
     assert!(stdout
         .trim_end()
         .ends_with(&format!("report: {}", dir.path().join("report.html").display())));

@@ -2,6 +2,7 @@
 //! document.
 
 pub mod bench;
+pub mod check;
 pub mod compare;
 pub mod lab;
 pub mod replay;

@@ -78,6 +78,9 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
     let studies =
         runner.json_step("simulated studies S1–S5", &study_args, &dir.join("sim-studies.json"));
 
+    // 1b. The safety checker on the studies' policies and the known-bad variants.
+    let safety = safety_checks(&mut runner, args.quick);
+
     // 2–4. The live part.
     let live = LiveSettings::new(args.quick);
     let why_not = if args.no_live { Some("--no-live".to_string()) } else { live_unavailable(cpus) };
@@ -133,6 +136,7 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
         "cpus": cpus,
         "steps": runner.steps(),
         "sim_studies": studies.value(),
+        "safety": safety,
         "bench": bench.value(),
         "trace_report": trace.value(),
         "replay": replay.value(),
@@ -206,6 +210,50 @@ fn simulate_on_host(
         out.push(json!({ "scenario": scenario, "params": params, "result": outcome.value() }));
     }
     out
+}
+
+/// The scenarios of the safety checks, each with the settings it runs at.
+const CHECK_SCENARIOS: [(&str, &[&str]); 3] = [
+    ("lazy-readers", &["--cpus", "3", "--tasks", "2", "--pages", "8", "--iterations", "20"]),
+    ("shared-writers", &["--cpus", "4", "--tasks", "2", "--pages", "8", "--iterations", "10"]),
+    ("madvise-busy", &["--cpus", "2", "--busy", "0", "--iterations", "50"]),
+];
+
+/// The policies checked: every policy of the studies (but la57-on, which needs an LA57 machine
+/// and flushes as linux-4.14 does), then the known-bad variants (which the checker must catch).
+const CHECK_POLICIES: [&str; 15] = [
+    "linux-6.18",
+    "linux-4.14",
+    "linux-4.14-nopcid",
+    "linux-4.13",
+    "pti-invpcid",
+    "pti-deferred",
+    "la57-runtime",
+    "la57-patched",
+    "flush-info-percpu",
+    "flush-info-stack",
+    "xpfo-sync",
+    "xpfo-deferred",
+    "bad-lazy-no-catch-up",
+    "bad-partial-flush",
+    "bad-pti-no-user-flush",
+];
+
+/// `tlblab sim check` of every policy of [`CHECK_POLICIES`] on every scenario of
+/// [`CHECK_SCENARIOS`] (quick: 100 schedules each; else 1,000).
+fn safety_checks(runner: &mut Runner, quick: bool) -> Value {
+    let schedules = if quick { "100" } else { "1000" };
+    let mut runs = Vec::new();
+    for policy in CHECK_POLICIES {
+        for (scenario, settings) in CHECK_SCENARIOS {
+            let mut a = vec!["sim", "check", "--json", "--policy", policy, "--scenario", scenario];
+            a.extend(settings);
+            a.extend(["--schedules", schedules]);
+            let outcome = runner.check_step(&format!("safety check: {policy} on {scenario}"), &a);
+            runs.push(json!({ "policy": policy, "scenario": scenario, "result": outcome.value() }));
+        }
+    }
+    json!({ "schedules": schedules.parse::<u64>().unwrap_or(0), "runs": runs })
 }
 
 /// `scenario --k v …` of a bench configuration.
@@ -355,6 +403,25 @@ mod summary {
                     }
                 }
             }
+        }
+        if let Some(runs) = results["safety"]["runs"].as_array() {
+            let found: Vec<String> = runs
+                .iter()
+                .filter(|r| r["result"]["violations"].as_u64().is_some_and(|n| n > 0))
+                .map(|r| {
+                    format!(
+                        "{} on {}",
+                        r["policy"].as_str().unwrap_or("?"),
+                        r["scenario"].as_str().unwrap_or("?")
+                    )
+                })
+                .collect();
+            let judged = runs.iter().filter(|r| r["result"]["violations"].is_u64()).count();
+            out.push_str(&format!(
+                "\nsafety (tlblab sim check, {} schedules each): {judged} policy × scenario checks; violations only in: {}\n",
+                results["safety"]["schedules"],
+                if found.is_empty() { "none".to_string() } else { found.join(", ") }
+            ));
         }
         if let Some(configs) = results["bench"]["configs"].as_array() {
             out.push_str(

@@ -110,6 +110,11 @@ impl Runner {
         self.run(name, args, None, |stdout| Ok(serde_json::from_slice(stdout)?))
     }
 
+    /// `tlblab sim check …`, whose exit status 1 (violations found) is a result, not a failure.
+    pub fn check_step(&mut self, name: &str, args: &[&str]) -> Outcome {
+        self.run_accepting(name, args, None, &[0, 1], |stdout| Ok(serde_json::from_slice(stdout)?))
+    }
+
     /// `tlblab bench …` writing its results to `out` itself.
     pub fn bench(&mut self, args: &[String], out: &Path) -> Outcome {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -170,6 +175,18 @@ impl Runner {
         file: Option<&Path>,
         take: impl FnOnce(&[u8]) -> Result<Value>,
     ) -> Outcome {
+        self.run_accepting(name, args, file, &[0], take)
+    }
+
+    /// Runs `tlblab ARGS`; an exit status outside `ok` is a failure.
+    fn run_accepting(
+        &mut self,
+        name: &str,
+        args: &[&str],
+        file: Option<&Path>,
+        ok: &[i32],
+        take: impl FnOnce(&[u8]) -> Result<Value>,
+    ) -> Outcome {
         let spinner = self.spinner(name);
         let start = Instant::now();
         let output = Command::new(&self.exe)
@@ -181,7 +198,7 @@ impl Runner {
         let seconds = start.elapsed().as_secs_f64();
         let outcome = match output {
             Err(e) => Outcome::Failed(format!("could not start: {e}")),
-            Ok(o) if !o.status.success() => {
+            Ok(o) if !o.status.code().is_some_and(|c| ok.contains(&c)) => {
                 let stderr = String::from_utf8_lossy(&o.stderr);
                 let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
                 Outcome::Failed(format!("exit status {}: {last}", o.status))
