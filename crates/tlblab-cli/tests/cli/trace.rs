@@ -174,13 +174,15 @@ fn a_signal_keeps_the_trace_stops_the_command_and_removes_the_instance(signal: &
         .spawn()
         .unwrap();
     let pid = child.id();
-    // Wait until flushes are on disk (the recorder makes what it read readable every round).
+    // Wait until the command's own flushes (reason 3, local mm shootdowns) are on disk: the
+    // recorder makes what it read readable every round. Other reasons (switches, other
+    // programs' shootdowns on a busy machine) do not count towards what is checked below.
     let start = Instant::now();
     loop {
         let flushed = TraceReader::open(&file).ok().map_or(0, |r| {
             let mut r = r.allow_truncated(true);
-            let n = r.by_ref().filter(|x| matches!(x, Ok(Record::Flush(_)))).count();
-            n
+            let local = r.by_ref().filter(|x| matches!(x, Ok(Record::Flush(f)) if f.reason == 3));
+            local.count()
         });
         if flushed > 1000 {
             break;
