@@ -250,8 +250,7 @@ fn measure_table(p: &PartReport, r: &StudyReport) -> String {
         for (q, pol) in p.policies.iter().enumerate() {
             let m = &pol.measures[i];
             let label = if q == 0 {
-                let better = if info.lower_is_better { "" } else { " (higher is better)" };
-                format!("{}{better}", info.label)
+                crate::text::measure_label(info.label, info.lower_is_better)
             } else {
                 String::new()
             };

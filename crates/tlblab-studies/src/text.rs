@@ -1,6 +1,13 @@
 //! Plain-text building blocks: grouped numbers, wrapped prose, aligned tables. Output never
 //! depends on the terminal, so it is the same byte for byte on every run.
 
+/// A measure's label as the first row of its block shows it: `CPU-s/s (higher is better)`;
+/// lower-is-better measures need no remark.
+pub fn measure_label(label: &str, lower_is_better: bool) -> String {
+    let better = if lower_is_better { "" } else { " (higher is better)" };
+    format!("{label}{better}")
+}
+
 /// `1234567` → `1,234,567`.
 pub fn group(n: u64) -> String {
     group_digits(&n.to_string())

@@ -365,8 +365,7 @@ fn measure_table(part: &Part, s: &Study) -> Table {
         for (q, pol) in part.policies.iter().enumerate() {
             let m = &pol.measures[i];
             let label = if q == 0 {
-                let better = if info.lower_is_better { "" } else { " (higher is better)" };
-                format!("{}{better}", info.label)
+                tlblab_studies::text::measure_label(&info.label, info.lower_is_better)
             } else {
                 String::new()
             };
