@@ -120,14 +120,12 @@ impl Mm {
         self.vmas.get_mut(id.0 as usize).and_then(Option::as_mut)
     }
 
-    /// Whether unmapping `[first, first+pages)` of the region frees page-table pages (as
-    /// `free_pgtables()` does): a page table maps 2 MiB, and it is freed when no page that stays
-    /// mapped, in this region or another, lies in its 2 MiB.
-    pub fn frees_page_tables(&self, id: VmaId, first: u64, pages: u64) -> bool {
-        let Some(vma) = self.vma(id) else { return false };
-        if pages == 0 {
-            return false;
-        }
+    /// The 2 MiB blocks (their first pages) whose page-table page unmapping `[first,
+    /// first+pages)` of the region frees, as `free_pgtables()` does: a page table maps 2 MiB,
+    /// and it is freed when no page that stays mapped, in this region or another, lies in its
+    /// 2 MiB.
+    pub fn freed_table_blocks(&self, id: VmaId, first: u64, pages: u64) -> Vec<u64> {
+        let Some(vma) = self.vma(id).filter(|_| pages > 0) else { return Vec::new() };
         let lo = vma.start.0 + first;
         let hi = lo + pages;
         let mut staying: Vec<(u64, u64)> = vec![(vma.start.0, lo), (hi, vma.start.0 + vma.pages())];
@@ -136,10 +134,15 @@ impl Mm {
                 staying.push((v.start.0, v.start.0 + v.pages()));
             }
         }
-        (lo >> 9..=(hi - 1) >> 9).any(|pt| {
-            let (a, b) = (pt << 9, (pt + 1) << 9);
-            !staying.iter().any(|&(s, e)| s < e && s < b && e > a)
-        })
+        (lo >> 9..=(hi - 1) >> 9)
+            .map(|pt| pt << 9)
+            .filter(|&a| !staying.iter().any(|&(s, e)| s < e && s < a + 512 && e > a))
+            .collect()
+    }
+
+    /// Whether unmapping `[first, first+pages)` of the region frees page-table pages.
+    pub fn frees_page_tables(&self, id: VmaId, first: u64, pages: u64) -> bool {
+        !self.freed_table_blocks(id, first, pages).is_empty()
     }
 }
 

@@ -145,6 +145,11 @@ pub enum Defect {
     /// later one marks the earlier one done without flushing its range (the case tlb.c's
     /// comment describes).
     PartialFlushWithoutGenRule,
+    /// `native_flush_tlb_multi()` skips lazy CPUs even when the flush frees page tables: a lazy
+    /// CPU keeps the freed table in its paging-structure caches under the PCID in its CR3 and
+    /// may walk through it speculatively (Rik van Riel's 2018 series before "Only send page
+    /// table free TLB flush to lazy TLB CPUs"; docs/safety.md §5).
+    LazySkippedOnFreedTables,
     /// PTI whose user-PCID flush is never done: the single-page user flush marks nothing in
     /// `user_pcid_flush_mask`, so the return to user keeps the user PCID's stale entries.
     PtiNoUserFlush,
@@ -354,6 +359,12 @@ const VARIANTS: &[Variant] = &[
         apply: |p| p.defect = Some(Defect::PartialFlushWithoutGenRule),
     },
     Variant {
+        name: "bad-lazy-skip-freed-tables",
+        default_base: "linux-6.18",
+        mirrors: "KNOWN BAD (for the safety checker): lazy CPUs skipped by flushes that free page tables",
+        apply: |p| p.defect = Some(Defect::LazySkippedOnFreedTables),
+    },
+    Variant {
         name: "bad-pti-no-user-flush",
         default_base: "linux-4.14",
         mirrors: "KNOWN BAD (for the safety checker): PTI with the deferred user-PCID flush never done",
@@ -361,6 +372,12 @@ const VARIANTS: &[Variant] = &[
             p.pti = Pti::Deferred;
             p.defect = Some(Defect::PtiNoUserFlush);
         },
+    },
+    Variant {
+        name: "bad-no-switching-check",
+        default_base: "linux-6.18",
+        mirrors: "KNOWN BAD (for the safety checker): 6.14's should_flush_tlb(), which skips a CPU in LOADED_MM_SWITCHING (CVE-2025-37964, fixed by fea4e317f9e7 in 6.15)",
+        apply: |p| p.loaded_mm_switching_check = false,
     },
     Variant {
         name: "invlpgb",

@@ -94,7 +94,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     let clock_mhz = spec.raw().kernel.as_ref().map_or(0, |k| k.clock.mhz);
     let mut witnesses: Vec<Witness> = Vec::new();
     for o in &outcomes {
-        for kind in [ViolationKind::StaleAfterCompletion, ViolationKind::OtherAddressSpace] {
+        for kind in ViolationKind::ALL {
             if witnesses.iter().any(|w| w.violation.kind == kind) {
                 continue;
             }
@@ -201,46 +201,76 @@ fn text(r: &CheckReport, seconds: f64) -> String {
     for w in &r.witnesses {
         let v = &w.violation;
         let _ = writeln!(out, "\n  witness ({}), seed {}:", kind_text(v.kind), w.seed);
-        let _ = writeln!(
-            out,
-            "    {:>12.3} µs  CPU {} walked page {:#x} of mm {} and cached it (PTE version {})",
-            us(v.filled_at),
-            v.cpu.0,
-            v.vpn,
-            v.filled_ctx_id,
-            v.filled_version
-        );
-        if let Some((at, cpu, task)) = v.changed {
-            let _ = writeln!(
-                out,
-                "    {:>12.3} µs  CPU {} (task {}) changed the PTE (version {})",
-                us(at),
-                cpu.0,
-                task.0,
-                v.version
-            );
+        for (at, event) in witness_trail(v) {
+            let _ = writeln!(out, "    {:>12.3} µs  {event}", us(at));
         }
-        if let Some(at) = v.settled_at {
-            let _ = writeln!(
-                out,
-                "    {:>12.3} µs  the operation that changed it completed (version {} settled)",
-                us(at),
-                v.settled
-            );
-        }
-        let _ = writeln!(
-            out,
-            "    {:>12.3} µs  CPU {} (task {}, mm {}) used the cached translation: {}",
-            us(v.used_at),
-            v.cpu.0,
-            v.task.0,
-            v.ctx_id,
-            kind_text(v.kind)
-        );
         let _ = writeln!(out, "    replay: {}", w.replay);
     }
     let _ = writeln!(out, "\n  checked in {seconds:.1} s");
     out
+}
+
+/// The witness's events, in the order they happened: (cycles, what).
+fn witness_trail(v: &Violation) -> Vec<(Cycles, String)> {
+    let mut trail = Vec::new();
+    if v.kind == ViolationKind::FreedTableCached {
+        trail.push((
+            v.filled_at,
+            format!(
+                "CPU {} walked the page table of the 2 MiB block at page {:#x} of mm {} and cached its PDE (table allocation {})",
+                v.cpu.0, v.vpn, v.filled_ctx_id, v.filled_version
+            ),
+        ));
+        if let Some((at, cpu, task)) = v.changed {
+            trail.push((at, format!("CPU {} (task {}) freed that page table", cpu.0, task.0)));
+        }
+        trail.push((
+            v.used_at,
+            format!(
+                "the operation that freed it completed; CPU {} still holds the PDE in a PCID it can use without a flush",
+                v.cpu.0
+            ),
+        ));
+        return trail;
+    }
+    trail.push((
+        v.filled_at,
+        format!(
+            "CPU {} walked page {:#x} of mm {} and cached it (PTE version {})",
+            v.cpu.0, v.vpn, v.filled_ctx_id, v.filled_version
+        ),
+    ));
+    if let Some((at, cpu, task)) = v.changed {
+        trail.push((
+            at,
+            format!("CPU {} (task {}) changed the PTE (version {})", cpu.0, task.0, v.settled),
+        ));
+    }
+    if let Some(at) = v.settled_at {
+        let newer = if v.version > v.settled {
+            format!("; version {} is still in its operation", v.version)
+        } else {
+            String::new()
+        };
+        trail.push((
+            at,
+            format!(
+                "the operation that changed it completed (version {} settled{newer})",
+                v.settled
+            ),
+        ));
+    }
+    trail.push((
+        v.used_at,
+        format!(
+            "CPU {} (task {}, mm {}) used the cached translation: {}",
+            v.cpu.0,
+            v.task.0,
+            v.ctx_id,
+            kind_text(v.kind)
+        ),
+    ));
+    trail
 }
 
 fn kind_text(kind: ViolationKind) -> &'static str {
@@ -249,5 +279,8 @@ fn kind_text(kind: ViolationKind) -> &'static str {
             "stale after completion: the change's operation had returned"
         }
         ViolationKind::OtherAddressSpace => "another address space's translation",
+        ViolationKind::FreedTableCached => {
+            "a freed page table still cached: the operation that freed it had returned"
+        }
     }
 }

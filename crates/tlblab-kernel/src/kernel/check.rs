@@ -21,6 +21,8 @@ struct PteVersions {
     settled: u32,
     /// When the newest change was made, by which CPU and task.
     changed: Option<(Cycles, CpuId, TaskId)>,
+    /// When the settled version's change was made, by which CPU and task.
+    settled_change: Option<(Cycles, CpuId, TaskId)>,
     /// When it settled.
     settled_at: Option<Cycles>,
 }
@@ -39,6 +41,7 @@ struct Pending {
     ctx_id: u64,
     vpn: u64,
     version: u32,
+    changed: (Cycles, CpuId, TaskId),
 }
 
 /// What kind of stale use.
@@ -49,6 +52,22 @@ pub enum ViolationKind {
     StaleAfterCompletion,
     /// A translation another address space filled (an ASID reused without a flush).
     OtherAddressSpace,
+    /// A paging-structure-cache entry that points at a page table freed by an operation that
+    /// has completed, held in a PCID the CPU can translate with before any flush (a state rule:
+    /// the CPU may walk through it speculatively, no access needed). In its witness `vpn` is
+    /// the first page of the table's 2 MiB block, `used_at` the completion, `filled_*` the PDE
+    /// entry's fill with `filled_version` the table allocation it points at, `changed` the free,
+    /// `settled` the first allocation after the freed one and `version` the block's now.
+    FreedTableCached,
+}
+
+impl ViolationKind {
+    /// Every kind, in the order witnesses are shown.
+    pub const ALL: [ViolationKind; 3] = [
+        ViolationKind::StaleAfterCompletion,
+        ViolationKind::OtherAddressSpace,
+        ViolationKind::FreedTableCached,
+    ];
 }
 
 /// A stale translation used after the kernel promised it was gone, with the trail from the
@@ -77,10 +96,24 @@ pub struct Violation {
     pub version: u32,
     /// See [`Violation::version`].
     pub settled: u32,
-    /// The newest change: when, on which CPU, by which task.
+    /// The settled version's change (the one the use is stale against): when, on which CPU,
+    /// by which task.
     pub changed: Option<(Cycles, CpuId, TaskId)>,
     /// When that change's operation completed.
     pub settled_at: Option<Cycles>,
+}
+
+/// A page table an operation freed: `ctx_id`'s table for the 2 MiB block starting at page
+/// `block`, allocation `allocation` of that block.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FreedTable {
+    pub(crate) ctx_id: u64,
+    pub(crate) block: u64,
+    pub(crate) allocation: u32,
+    /// The `new_tlb_gen` of the flush that covers it (0 until that flush starts).
+    pub(crate) flush_gen: u64,
+    /// When, on which CPU, by which task.
+    pub(crate) freed: (Cycles, CpuId, TaskId),
 }
 
 /// The checker's state inside the kernel model.
@@ -90,6 +123,12 @@ pub(crate) struct Checker {
     /// Per CPU: (PCID tag as loaded in CR3, page) → its fill.
     fills: Vec<HashMap<(u16, u64), Fill>>,
     pending: HashMap<TaskId, Vec<Pending>>,
+    /// Per (mm, block): how many times its page table was freed (the live table's allocation).
+    tables: HashMap<(u64, u64), u32>,
+    /// Per CPU: (PCID tag, block) → the PDE-cache entry's fill (`version` = table allocation).
+    pde_fills: Vec<HashMap<(u16, u64), Fill>>,
+    /// Per task: the page tables its running operation freed.
+    freed: HashMap<TaskId, Vec<FreedTable>>,
     pub(crate) violations: Vec<Violation>,
     /// Stale uses within an operation's own window (allowed).
     pub(crate) window_uses: u64,
@@ -103,6 +142,9 @@ impl Checker {
             ptes: HashMap::new(),
             fills: vec![HashMap::new(); nr_cpus],
             pending: HashMap::new(),
+            tables: HashMap::new(),
+            pde_fills: vec![HashMap::new(); nr_cpus],
+            freed: HashMap::new(),
             violations: Vec::new(),
             window_uses: 0,
             accesses: 0,
@@ -115,7 +157,13 @@ impl Checker {
         let p = self.ptes.entry((ctx_id, vpn)).or_default();
         p.version += 1;
         p.changed = Some((now, cpu, t));
-        self.pending.entry(t).or_default().push(Pending { ctx_id, vpn, version: p.version });
+        let changed = (now, cpu, t);
+        self.pending.entry(t).or_default().push(Pending {
+            ctx_id,
+            vpn,
+            version: p.version,
+            changed,
+        });
     }
 
     /// Task `t`'s operation completed (the system call or fault returns): its changes settle.
@@ -125,10 +173,86 @@ impl Checker {
             if let Some(p) = self.ptes.get_mut(&(c.ctx_id, c.vpn)) {
                 if c.version > p.settled {
                     p.settled = c.version;
+                    p.settled_change = Some(c.changed);
                     p.settled_at = Some(now);
                 }
             }
         }
+    }
+
+    /// Task `t`'s operation on `cpu` freed the page table of the 2 MiB block starting at page
+    /// `block` of mm `ctx_id`.
+    pub(crate) fn table_freed(
+        &mut self,
+        t: TaskId,
+        cpu: CpuId,
+        ctx_id: u64,
+        block: u64,
+        now: Cycles,
+    ) {
+        let allocation = self.tables.entry((ctx_id, block)).or_default();
+        let freed = FreedTable {
+            ctx_id,
+            block,
+            allocation: *allocation,
+            flush_gen: 0,
+            freed: (now, cpu, t),
+        };
+        *allocation += 1;
+        self.freed.entry(t).or_default().push(freed);
+    }
+
+    /// Task `t`'s flush of the tables it freed got generation `gen` (`inc_mm_tlb_gen()`).
+    pub(crate) fn tables_flush_gen(&mut self, t: TaskId, gen: u64) {
+        for f in self.freed.get_mut(&t).into_iter().flatten().filter(|f| f.flush_gen == 0) {
+            f.flush_gen = gen;
+        }
+    }
+
+    /// The tables task `t`'s operation freed, now that it completes (the caller judges the
+    /// CPUs' paging-structure caches with [`Checker::freed_table_cached`]).
+    pub(crate) fn take_freed(&mut self, t: TaskId) -> Vec<FreedTable> {
+        self.freed.remove(&t).unwrap_or_default()
+    }
+
+    /// A walk on `cpu` under PCID tag `tag` filled the PDE-cache entry of `block` of mm `ctx_id`.
+    pub(crate) fn pde_filled(
+        &mut self,
+        cpu: CpuId,
+        tag: u16,
+        ctx_id: u64,
+        block: u64,
+        now: Cycles,
+    ) {
+        let version = self.tables.get(&(ctx_id, block)).copied().unwrap_or(0);
+        self.pde_fills[usize::from(cpu.0)].insert((tag, block), Fill { ctx_id, version, at: now });
+    }
+
+    /// At the completion of the operation that freed `f`, `cpu` holds a PDE-cache entry for its
+    /// block under PCID tag `tag`, a PCID it can translate with before a flush: a violation if
+    /// that entry was filled from the freed table (or an older one) of the same mm.
+    pub(crate) fn freed_table_cached(&mut self, cpu: CpuId, tag: u16, f: &FreedTable, now: Cycles) {
+        let Some(fill) = self.pde_fills[usize::from(cpu.0)].get(&(tag, f.block)).copied() else {
+            return;
+        };
+        if fill.ctx_id != f.ctx_id || fill.version > f.allocation {
+            return;
+        }
+        self.violations.push(Violation {
+            kind: ViolationKind::FreedTableCached,
+            cpu,
+            task: f.freed.2,
+            ctx_id: f.ctx_id,
+            vpn: f.block,
+            used_at: now,
+            filled_at: fill.at,
+            filled_ctx_id: fill.ctx_id,
+            filled_version: fill.version,
+            version: self.tables.get(&(f.ctx_id, f.block)).copied().unwrap_or(0),
+            settled: f.allocation + 1,
+            changed: Some(f.freed),
+            settled_at: Some(now),
+        });
     }
 
     /// A walk on `cpu` filled a translation of `vpn` of mm `ctx_id` under PCID tag `tag`, from
@@ -179,7 +303,7 @@ impl Checker {
             filled_version: fill.version,
             version: p.version,
             settled: p.settled,
-            changed: p.changed,
+            changed: p.settled_change,
             settled_at: p.settled_at,
         });
     }

@@ -140,8 +140,11 @@ impl<O: Observer> Kernel<O> {
     pub(crate) fn ipi_wanted(&self, cpu: CpuId, info: &FlushTlbInfo) -> bool {
         let transition = info.mm.is_some_and(|m| self.mms[m.0 as usize].asid_transition);
         // Before 4.20 every CPU in the mask was interrupted, lazy or not.
+        // KNOWN BAD (Defect::LazySkippedOnFreedTables): freed tables do not reach lazy CPUs.
+        let freed_tables = info.freed_tables
+            && self.policy.defect != Some(crate::policy::Defect::LazySkippedOnFreedTables);
         self.policy.lazy != LazyMode::SkipLazy
-            || info.freed_tables
+            || freed_tables
             || transition
             || self.should_flush_tlb(cpu, info)
     }

@@ -28,7 +28,7 @@ pub use flush::{FlushRequest, FlushTlbInfo, FLUSH_ALL_END, PAGE_SHIFT};
 use crate::ids::{Asid, MmId, TaskId};
 use crate::mm::Mm;
 use crate::observer::{Observer, TlbFlushEvent, TlbFlushReason, Vmstat};
-use crate::policy::{La57, Policy};
+use crate::policy::{La57, Policy, Pti};
 use crate::program::{EventFd, Outcome, Program, Syscall, Touch};
 use crate::stats::{FlushSizes, KernelReport, TaskReport};
 use crate::tlb_state::{LoadedMm, TlbState};
@@ -637,11 +637,72 @@ impl<O: Observer> Kernel<O> {
         }
     }
 
-    /// Checker: task `t`'s operation (a system call, a fault, an exit) has completed.
-    fn op_completed(&mut self, t: TaskId) {
+    /// Checker: task `t`'s running operation freed the page tables of these 2 MiB blocks
+    /// (first pages) of `mm`.
+    fn tables_freed(&mut self, t: TaskId, mm: MmId, blocks: &[u64]) {
         if let Some(ck) = &mut self.check {
-            ck.completed(t, self.queue.now());
+            let (cpu, ctx_id) = (self.tasks[t.0 as usize].cpu, self.mms[mm.0 as usize].ctx_id);
+            for &block in blocks {
+                ck.table_freed(t, cpu, ctx_id, block, self.queue.now());
+            }
         }
+    }
+
+    /// Checker: task `t`'s operation (a system call, a fault, an exit) has completed. Its PTE
+    /// changes settle, and the page tables it freed must be gone from every paging-structure
+    /// cache a CPU can translate with before a flush (docs/safety.md §5).
+    fn op_completed(&mut self, t: TaskId) {
+        let Some(ck) = &mut self.check else { return };
+        let now = self.queue.now();
+        ck.completed(t, now);
+        for f in ck.take_freed(t) {
+            for c in 0..self.cpus.len() {
+                for pcid in self.pcids_usable_without_flush(c, &f) {
+                    if self.hw[c].holds_pde(pcid, tlblab_types::Vpn(f.block)) {
+                        let tag = if self.hw[c].cr4().pcide { pcid.get() } else { 0 };
+                        let ck = self.check.as_mut().expect("checked above");
+                        ck.freed_table_cached(CpuId(c as u16), tag, &f, now);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The PCIDs in which CPU `c` can translate addresses of the mm that freed `f` before any
+    /// flush (docs/safety.md §5): the one its CR3 holds while that mm is loaded, lazy or not;
+    /// the kernel PCID of each ASID slot of that mm that is at or past the flush's generation
+    /// (it would be loaded with NOFLUSH); a global ASID's; and with PTI the user PCID of each of
+    /// those whose `user_pcid_flush_mask` bit is clear.
+    fn pcids_usable_without_flush(&self, c: usize, f: &check::FreedTable) -> Vec<Pcid> {
+        let st = &self.cpus[c].tlb;
+        let mut asids = Vec::new();
+        if let LoadedMm::Mm(m) = st.loaded_mm {
+            if self.mms[m.0 as usize].ctx_id == f.ctx_id {
+                asids.push(st.loaded_mm_asid);
+            }
+        }
+        if self.pcid {
+            for (s, ctx) in st.ctxs.iter().enumerate() {
+                if ctx.ctx_id == f.ctx_id && ctx.tlb_gen >= f.flush_gen {
+                    asids.push(Asid(s as u16));
+                }
+            }
+            if let Some(m) = self.mms.iter().find(|m| m.ctx_id == f.ctx_id) {
+                asids.extend(m.global_asid.filter(|_| self.policy.invlpgb));
+            }
+        }
+        asids.sort();
+        asids.dedup();
+        let mut pcids: Vec<Pcid> = asids.iter().map(|&a| self.kern_pcid(a)).collect();
+        if self.pcid && self.policy.pti != Pti::Off {
+            pcids.extend(
+                asids
+                    .iter()
+                    .filter(|a| st.user_pcid_flush_mask >> a.kern_pcid().get() & 1 == 0)
+                    .map(|a| a.user_pcid()),
+            );
+        }
+        pcids
     }
 
     /// When the measurement began: 0, or when [`Kernel::start_measuring`] was called.

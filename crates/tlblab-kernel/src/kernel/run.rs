@@ -531,6 +531,7 @@ impl<O: Observer> Kernel<O> {
             let page = Page::new(vma.vpn(index), PageSize::Size4K)
                 .expect("4 KiB pages are always aligned");
             let access = Access::new(cpu, pcid, page, touch.kind);
+            let mut walks_pde = false;
             if let Some(ck) = &mut self.check {
                 // The hardware uses an entry it holds whatever the page table says now; the
                 // model goes on to fault as before, but the checker judges that use.
@@ -538,6 +539,7 @@ impl<O: Observer> Kernel<O> {
                     ck.used_cached(cpu, t, tag, ctx_id, page.vpn.0, now);
                 } else if !faults {
                     ck.filled(cpu, tag, ctx_id, page.vpn.0, now);
+                    walks_pde = !self.hw[c].holds_pde(pcid, page.vpn);
                 }
             }
             if faults {
@@ -545,6 +547,10 @@ impl<O: Observer> Kernel<O> {
                 break;
             }
             cycles += self.hw[c].access(&access, 1, &mut self.hw_stats[c]) + touch.cycles_per_page;
+            if let Some(ck) = self.check.as_mut().filter(|_| walks_pde) {
+                // The walk read this block's page table and cached the PDE pointing at it.
+                ck.pde_filled(cpu, tag, ctx_id, page.vpn.0 >> 9 << 9, now);
+            }
             done += 1;
         }
         self.tasks[t.0 as usize].report.work_cycles += (done - start) * touch.cycles_per_page;
@@ -704,8 +710,13 @@ impl<O: Observer> Kernel<O> {
                 let pages = v.pages();
                 let start = v.start.0;
                 // Page tables exist only where a page was ever touched.
-                let freed = v.touched && self.mms[mm.0 as usize].frees_page_tables(vma, 0, pages);
+                let tables = match v.touched {
+                    true => self.mms[mm.0 as usize].freed_table_blocks(vma, 0, pages),
+                    false => Vec::new(),
+                };
+                let freed = !tables.is_empty();
                 let (n, mut lo, mut hi) = self.zap(t, mm, vma, 0, pages);
+                self.tables_freed(t, mm, &tables);
                 self.mms[mm.0 as usize].vmas[vma.0 as usize] = None;
                 let cycles = self.costs.munmap.cycles
                     + n * self.costs.zap_pte.cycles
@@ -727,6 +738,7 @@ impl<O: Observer> Kernel<O> {
             Syscall::MadviseDontneed { vma, first, pages } => {
                 let tables = self.pt_reclaim_blocks(mm, vma, first, pages);
                 let (n, mut lo, mut hi) = self.zap(t, mm, vma, first, pages);
+                self.tables_freed(t, mm, &tables);
                 let cycles = self.costs.madvise.cycles
                     + n * self.costs.zap_pte.cycles
                     + self.la57_checks(LA57_CHECKS_WALK);
@@ -908,6 +920,9 @@ impl<O: Observer> Kernel<O> {
                 // get_cpu(); new_tlb_gen = inc_mm_tlb_gen(mm).
                 let gen =
                     if self.policy.tlb_gen { self.mms[req.mm.0 as usize].inc_tlb_gen() } else { 0 };
+                if let Some(ck) = self.check.as_mut().filter(|_| req.freed_tables) {
+                    ck.tables_flush_gen(t, gen);
+                }
                 let since = self.queue.now();
                 self.push_frame(
                     t,

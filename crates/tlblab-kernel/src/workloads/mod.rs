@@ -161,6 +161,7 @@ enum Kind {
     Kbuild(fn() -> BuildMix),
     LazyReaders,
     SharedWriters,
+    SwitchingReaders,
 }
 
 /// A built-in scenario.
@@ -288,6 +289,14 @@ pub const SCENARIOS: &[ScenarioInfo] = &[
         default_window_ms: 0,
         kind: Kind::SharedWriters,
     },
+    ScenarioInfo {
+        name: "switching-readers",
+        description: "for the safety checker: shared-writers whose readers each share their CPU with a thread of another process, the two yielding after every pass, so that the readers' CPUs switch onto the mm while the writers' flushes are dispatched",
+        metric: Metric::MicrosPerOp,
+        min_cpus: |p| p.tasks + 2,
+        default_window_ms: 0,
+        kind: Kind::SwitchingReaders,
+    },
 ];
 
 /// Looks up a scenario.
@@ -399,7 +408,13 @@ impl ScenarioInfo {
                 k.spawn_process(Box::new(stale::Writer::new(p, readers)), CpuId(0), true);
             }
             Kind::SharedWriters => {
-                k.spawn_process(Box::new(stale::SharedWriter::first(p)), CpuId(0), true);
+                k.spawn_process(Box::new(stale::SharedWriter::first(p, false)), CpuId(0), true);
+            }
+            Kind::SwitchingReaders => {
+                k.spawn_process(Box::new(stale::SharedWriter::first(p, true)), CpuId(0), true);
+                for i in 0..p.tasks {
+                    k.spawn_process(Box::new(stale::Yielder::new()), CpuId(i as u16 + 2), false);
+                }
             }
             Kind::Kbuild(mix) => {
                 let n = k.nr_cpus();

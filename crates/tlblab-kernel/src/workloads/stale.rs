@@ -107,6 +107,11 @@ impl Program for Reader {
     }
 }
 
+/// `switching-readers` is `shared-writers` whose readers each share their CPU with a thread of
+/// another process, the two yielding to each other after every pass: each reader's CPU switches
+/// onto the mm again and again while the writers' flushes of it are dispatched, the window of
+/// `LOADED_MM_SWITCHING` in `should_flush_tlb()` (CVE-2025-37964).
+///
 /// `shared-writers`: two writer threads (CPUs 0 and 1) each own half of a region of 2 ×
 /// `--pages` pages and loop { write their half; `MADV_DONTNEED` it }, concurrently, while
 /// `--tasks` reader threads (CPUs 2 …) read the whole region in a loop. Each reader's CPU receives
@@ -120,11 +125,21 @@ pub(super) struct SharedWriter {
     step: u64,
     round: u64,
     spawned: usize,
+    /// The readers yield their CPU after each pass (`switching-readers`).
+    readers_yield: bool,
 }
 
 impl SharedWriter {
-    pub(super) fn first(p: &Params) -> SharedWriter {
-        SharedWriter { p: p.clone(), vma: None, half: 0, step: 0, round: 0, spawned: 0 }
+    pub(super) fn first(p: &Params, readers_yield: bool) -> SharedWriter {
+        SharedWriter {
+            p: p.clone(),
+            vma: None,
+            half: 0,
+            step: 0,
+            round: 0,
+            spawned: 0,
+            readers_yield,
+        }
     }
 }
 
@@ -151,9 +166,10 @@ impl Program for SharedWriter {
                     step: 0,
                     round: 0,
                     spawned: usize::MAX,
+                    readers_yield: self.readers_yield,
                 })
             } else {
-                Box::new(LoopReader { vma, pages: 2 * pages, step: false })
+                Box::new(LoopReader { vma, pages: 2 * pages, yields: self.readers_yield, step: 0 })
             };
             return Action::Syscall(Syscall::Clone { program, cpu: CpuId(self.spawned as u16) });
         }
@@ -179,26 +195,51 @@ impl Program for SharedWriter {
     }
 }
 
-/// A reader that reads the whole region again and again.
+/// A reader that reads the whole region again and again, yielding its CPU after each pass if
+/// `yields`.
 struct LoopReader {
     vma: VmaId,
     pages: u64,
-    step: bool,
+    yields: bool,
+    step: u8,
 }
 
 impl Program for LoopReader {
     fn next(&mut self, _env: &mut Env<'_>) -> Action {
-        self.step = !self.step;
-        if self.step {
-            Action::Touch(Touch {
+        self.step = (self.step + 1) % if self.yields { 3 } else { 2 };
+        match self.step {
+            1 => Action::Touch(Touch {
                 vma: self.vma,
                 first: 0,
                 pages: self.pages,
                 kind: AccessKind::Load,
                 cycles_per_page: 0,
-            })
-        } else {
+            }),
+            2 => Action::Syscall(Syscall::Yield),
+            _ => Action::Compute { cycles: 2_000 },
+        }
+    }
+}
+
+/// `switching-readers`' other process on each reader's CPU: compute a little, yield, so that
+/// the reader's CPU switches between the two address spaces after every pass.
+pub(super) struct Yielder {
+    step: bool,
+}
+
+impl Yielder {
+    pub(super) fn new() -> Yielder {
+        Yielder { step: false }
+    }
+}
+
+impl Program for Yielder {
+    fn next(&mut self, _env: &mut Env<'_>) -> Action {
+        self.step = !self.step;
+        if self.step {
             Action::Compute { cycles: 2_000 }
+        } else {
+            Action::Syscall(Syscall::Yield)
         }
     }
 }

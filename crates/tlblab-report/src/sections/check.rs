@@ -45,6 +45,20 @@ impl Check {
         self.policy["name"].as_str().unwrap_or("?")
     }
 
+    /// Whether `other` ran the same scenario at the same settings (a column of the matrix).
+    fn same_setup(&self, other: &Check) -> bool {
+        self.scenario == other.scenario && self.cpus == other.cpus && self.params == other.params
+    }
+
+    /// The column's name: the scenario's, with its pages when another column runs the same
+    /// scenario at other settings.
+    fn column_label(&self, columns: &[&Check]) -> String {
+        match columns.iter().any(|c| c.scenario == self.scenario && !c.same_setup(self)) {
+            true => format!("{} ({} pages)", self.scenario, self.params["pages"]),
+            false => self.scenario.clone(),
+        }
+    }
+
     /// The parameters that set the scenario's size.
     fn settings(&self) -> String {
         let p = &self.params;
@@ -74,18 +88,17 @@ pub fn checks(doc: &mut Document, name: &str, checks: &[Check]) {
         if !policies.contains(&ch.policy_name()) {
             policies.push(ch.policy_name());
         }
-        if !scenarios.iter().any(|s| s.scenario == ch.scenario) {
+        if !scenarios.iter().any(|s| s.same_setup(ch)) {
             scenarios.push(ch);
         }
     }
     let mut head = vec!["policy".to_string()];
-    head.extend(scenarios.iter().map(|s| s.scenario.clone()));
+    head.extend(scenarios.iter().map(|s| s.column_label(&scenarios)));
     let mut table = Table::new(&head).numeric_from(1);
     for policy in &policies {
         let mut row = vec![crate::doc::Cell::from(policy.to_string())];
         for sc in &scenarios {
-            let found =
-                checks.iter().find(|c| c.policy_name() == *policy && c.scenario == sc.scenario);
+            let found = checks.iter().find(|c| c.policy_name() == *policy && c.same_setup(sc));
             row.push(match found {
                 None => cell("-", Tone::Missing),
                 Some(c) if c.violations == 0 => {
@@ -118,9 +131,9 @@ pub fn checks(doc: &mut Document, name: &str, checks: &[Check]) {
     ])
     .numeric_from(2);
     for sc in &scenarios {
-        let of = || checks.iter().filter(|c| c.scenario == sc.scenario);
+        let of = || checks.iter().filter(|c| c.same_setup(sc));
         table.row(vec![
-            sc.scenario.clone().into(),
+            sc.column_label(&scenarios).into(),
             sc.settings().into(),
             format!(
                 "{} ({}–{})",
@@ -164,7 +177,7 @@ pub fn checks(doc: &mut Document, name: &str, checks: &[Check]) {
                     v["filled_version"],
                     changed[1],
                     us(&changed[0]),
-                    v["version"],
+                    v["settled"],
                     us(&v["settled_at"]),
                     v["cpu"],
                     us(&v["used_at"]),

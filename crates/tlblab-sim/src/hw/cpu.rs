@@ -197,6 +197,17 @@ impl Cpu {
         })
     }
 
+    /// Whether the PDE cache holds, under `pcid`, the entry that maps the 2 MiB block of `vpn`
+    /// (a reference to that block's page table), without changing any state. False on a
+    /// machine without a PDE cache.
+    pub fn holds_pde(&self, pcid: tlblab_types::Pcid, vpn: Vpn) -> bool {
+        const PDE: usize = 3;
+        self.psc[PDE].as_ref().is_some_and(|cache| {
+            let prefix = psc_prefix(vpn, PDE);
+            cache.contains(cache.set_of(prefix), prefix, self.tag(pcid))
+        })
+    }
+
     /// `repeat` identical accesses in a row. The first is translated in full; every later one
     /// finds the translation where the first left it and changes no replacement state, so it is
     /// translated once and counted `repeat - 1` times. Returns the translation cycles of all

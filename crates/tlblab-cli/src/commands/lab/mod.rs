@@ -212,16 +212,20 @@ fn simulate_on_host(
     out
 }
 
-/// The scenarios of the safety checks, each with the settings it runs at.
-const CHECK_SCENARIOS: [(&str, &[&str]); 3] = [
+/// The scenarios of the safety checks, each with the settings it runs at: lazy-readers twice,
+/// over a few pages (lazy CPUs must catch up on tlb_gen) and over whole 2 MiB blocks (the
+/// DONTNEED frees their page tables, whose flush must reach lazy CPUs too).
+const CHECK_SCENARIOS: [(&str, &[&str]); 5] = [
     ("lazy-readers", &["--cpus", "3", "--tasks", "2", "--pages", "8", "--iterations", "20"]),
+    ("lazy-readers", &["--cpus", "3", "--tasks", "2", "--pages", "1024", "--iterations", "4"]),
     ("shared-writers", &["--cpus", "4", "--tasks", "2", "--pages", "8", "--iterations", "10"]),
+    ("switching-readers", &["--cpus", "4", "--tasks", "2", "--pages", "8", "--iterations", "10"]),
     ("madvise-busy", &["--cpus", "2", "--busy", "0", "--iterations", "50"]),
 ];
 
 /// The policies checked: every policy of the studies (but la57-on, which needs an LA57 machine
 /// and flushes as linux-4.14 does), then the known-bad variants (which the checker must catch).
-const CHECK_POLICIES: [&str; 15] = [
+const CHECK_POLICIES: [&str; 17] = [
     "linux-6.18",
     "linux-4.14",
     "linux-4.14-nopcid",
@@ -236,6 +240,8 @@ const CHECK_POLICIES: [&str; 15] = [
     "xpfo-deferred",
     "bad-lazy-no-catch-up",
     "bad-partial-flush",
+    "bad-lazy-skip-freed-tables",
+    "bad-no-switching-check",
     "bad-pti-no-user-flush",
 ];
 
@@ -249,7 +255,8 @@ fn safety_checks(runner: &mut Runner, quick: bool) -> Value {
             let mut a = vec!["sim", "check", "--json", "--policy", policy, "--scenario", scenario];
             a.extend(settings);
             a.extend(["--schedules", schedules]);
-            let outcome = runner.check_step(&format!("safety check: {policy} on {scenario}"), &a);
+            let name = format!("safety check: {policy} on {scenario} {}", settings.join(" "));
+            let outcome = runner.check_step(&name, &a);
             runs.push(json!({ "policy": policy, "scenario": scenario, "result": outcome.value() }));
         }
     }

@@ -137,3 +137,50 @@ fn pti_without_the_user_flush_leaves_the_user_pcid_stale() {
         .iter()
         .all(|v| v.changed.is_some_and(|(_, cpu, task)| cpu == v.cpu && task == v.task)));
 }
+
+/// A CPU switching onto the mm (`LOADED_MM_SWITCHING`) while a flush of it is dispatched may
+/// already have read the old `tlb_gen`; 6.14's `should_flush_tlb()` skipped it, and it then ran
+/// the mm with the flushed entries still cached (CVE-2025-37964). The readers of
+/// `switching-readers` switch onto the mm after every pass.
+#[test]
+fn a_cpu_skipped_while_switching_uses_stale_translations() {
+    let p = Params { tasks: 2, pages: 8, iterations: 10, ..Params::default() };
+    let mut caught = 0;
+    for seed in 1..=8 {
+        let good = checked("linux-6.18", 4, "switching-readers", &p, seed);
+        assert_eq!(good.violations(), &[], "seed {seed}");
+        let bad = checked("bad-no-switching-check", 4, "switching-readers", &p, seed);
+        for v in bad.violations() {
+            assert_eq!(v.kind, ViolationKind::StaleAfterCompletion);
+            assert!(v.cpu.0 >= 2, "only the readers' CPUs switch onto the mm");
+            let (changed_at, changed_on, _) = v.changed.unwrap();
+            assert!(changed_on.0 < 2, "a writer changed the PTE");
+            assert!(v.filled_at < changed_at && v.settled_at.unwrap() < v.used_at);
+        }
+        caught += usize::from(!bad.violations().is_empty());
+    }
+    assert!(caught >= 4, "caught in {caught} of 8 schedules");
+}
+
+/// A flush that frees page tables must reach lazy CPUs too: their CR3 still points at the mm,
+/// and their paging-structure caches at the freed table. `lazy-readers` over 1,024 pages covers
+/// a whole 2 MiB block, whose PTE page the DONTNEED frees (`CONFIG_PT_RECLAIM`, 6.14+).
+#[test]
+fn a_lazy_cpu_skipped_when_tables_are_freed_keeps_the_freed_table_cached() {
+    let p = Params { tasks: 2, pages: 1024, iterations: 3, ..Params::default() };
+    let good = checked("linux-6.18", 3, "lazy-readers", &p, 1);
+    assert_eq!(good.violations(), &[]);
+    let bad = checked("bad-lazy-skip-freed-tables", 3, "lazy-readers", &p, 1);
+    let v = bad.violations();
+    // Each round, each lazy reader CPU still holds the PDE of the one whole block.
+    assert_eq!(v.len(), 3 * 2, "{v:?}");
+    for v in v {
+        assert_eq!(v.kind, ViolationKind::FreedTableCached);
+        assert_ne!(v.cpu, C0, "the writer's own CPU flushed");
+        assert_eq!(v.vpn % 512, 0, "the block's first page");
+        let (freed_at, freed_on, _) = v.changed.unwrap();
+        assert_eq!(freed_on, C0);
+        assert!(v.filled_at < freed_at && freed_at < v.used_at);
+        assert!(v.filled_version < v.settled, "the entry points at the freed table");
+    }
+}
