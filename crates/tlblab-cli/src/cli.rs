@@ -744,9 +744,15 @@ pub struct CheckArgs {
     /// First seed (a witness names the seed that replays it).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Largest extra delay of an IPI's delivery, cycles (0: the preset's latency only).
+    /// Largest extra delay of an IPI's delivery, cycles (0: the preset's latency only); also
+    /// the longest stall inside an mm switch and the longest disturbance window.
     #[arg(long, default_value_t = 20_000)]
     pub max_ipi_delay: u64,
+    /// Mean gap between disturbances on each CPU, cycles: an interrupts-off window, a
+    /// preemption from user mode by a kernel thread, or a migration to another CPU, drawn
+    /// uniformly at random points (0: none).
+    #[arg(long, default_value_t = 200_000)]
+    pub disturb_every: u64,
     /// The scenario's parameters.
     #[command(flatten)]
     pub params: ScenarioParams,

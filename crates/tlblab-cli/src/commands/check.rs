@@ -28,6 +28,7 @@ struct CheckReport {
     schedules: u64,
     first_seed: u64,
     max_ipi_delay_cycles: u64,
+    disturb_every_cycles: u64,
     clock_mhz: u64,
     /// Accesses judged over all schedules.
     accesses: u64,
@@ -79,6 +80,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
             let mut k = Kernel::new(&spec, &policy, config, NoObserver)?;
             k.enable_checker();
             k.perturb(Cycles(args.max_ipi_delay));
+            k.disturb(Cycles(args.disturb_every));
             info.install(&mut k, &params)?;
             let finished = info.run(&mut k, &params);
             let (accesses, window_uses) = k.check_counts().unwrap_or_default();
@@ -120,6 +122,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
         schedules: args.schedules,
         first_seed: args.seed,
         max_ipi_delay_cycles: args.max_ipi_delay,
+        disturb_every_cycles: args.disturb_every,
         clock_mhz,
         accesses: outcomes.iter().map(|o| o.accesses).sum(),
         window_uses: outcomes.iter().map(|o| o.window_uses).sum(),
@@ -145,12 +148,13 @@ fn replay(args: &CheckArgs, seed: u64) -> String {
         ModeArg::Processes => "processes",
     };
     format!(
-        "tlblab sim check --policy {} --scenario {} --machine {} --cpus {} --max-ipi-delay {} --iterations {} --touch {} --busy {} --tasks {} --mode {mode} --pages {} --cycles-per-page {} --jobs {} --window-ms {} --burst-us {} --warmup-ms {} --schedules 1 --seed {seed}",
+        "tlblab sim check --policy {} --scenario {} --machine {} --cpus {} --max-ipi-delay {} --disturb-every {} --iterations {} --touch {} --busy {} --tasks {} --mode {mode} --pages {} --cycles-per-page {} --jobs {} --window-ms {} --burst-us {} --warmup-ms {} --schedules 1 --seed {seed}",
         args.policy,
         args.scenario,
         args.machine,
         args.cpus,
         args.max_ipi_delay,
+        args.disturb_every,
         p.iterations,
         p.touch,
         p.busy,
@@ -172,11 +176,18 @@ fn text(r: &CheckReport, seconds: f64) -> String {
     );
     let _ = writeln!(
         out,
-        "  {} schedules (seeds {}–{}): timer phases and random draws from the seed, every IPI delivered up to {} cycles late (uniform)",
+        "  {} schedules (seeds {}–{}): timer phases and random draws from the seed, every IPI delivered up to {} cycles late (uniform){}",
         group(r.schedules),
         r.first_seed,
         r.first_seed + r.schedules - 1,
-        group(r.max_ipi_delay_cycles)
+        group(r.max_ipi_delay_cycles),
+        match r.disturb_every_cycles {
+            0 => String::new(),
+            every => format!(
+                ", and on each CPU every {} cycles on average an interrupts-off window, a kernel-thread preemption or a migration",
+                group(every)
+            ),
+        }
     );
     let _ = writeln!(
         out,

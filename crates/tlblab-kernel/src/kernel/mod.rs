@@ -13,6 +13,7 @@
 //! 3. timer tick.
 
 mod check;
+mod disturb;
 mod flush;
 mod invlpgb;
 mod kflush;
@@ -112,15 +113,24 @@ enum Event {
     Tick {
         cpu: CpuId,
     },
+    /// A disturbance of a perturbed schedule ([`Kernel::disturb`]).
+    Disturb {
+        cpu: CpuId,
+    },
+    /// A disturbance's window ends (before a step resuming at the same time).
+    DisturbEnd {
+        cpu: CpuId,
+        end: disturb::Disturbance,
+    },
 }
 
 impl Event {
     fn class(&self) -> u8 {
         match self {
-            Event::Ipi { .. } | Event::IrqDrain { .. } => 0,
+            Event::Ipi { .. } | Event::IrqDrain { .. } | Event::DisturbEnd { .. } => 0,
             Event::Ack { .. } => 1,
             Event::Resume { .. } => 2,
-            Event::Tick { .. } => 3,
+            Event::Tick { .. } | Event::Disturb { .. } => 3,
         }
     }
 }
@@ -252,6 +262,8 @@ struct PerCpu {
     need_resched: bool,
     /// XPFO deferred: flush everything at the next `switch_mm_irqs_off()`.
     xpfo_pending: bool,
+    /// A disturbance's window is open ([`Kernel::disturb`]).
+    disturbed: bool,
     idle_cycles: u64,
     irq_cycles: u64,
     idle_since: Option<Cycles>,
@@ -324,9 +336,18 @@ pub struct Kernel<O: Observer> {
     measured_from: Cycles,
     /// The safety checker, when enabled ([`Kernel::enable_checker`]).
     check: Option<Box<check::Checker>>,
-    /// Schedule perturbation ([`Kernel::perturb`]): its random stream and the largest extra
-    /// IPI delivery delay, cycles.
-    perturb: Option<(Pcg64Mcg, u64)>,
+    /// Schedule perturbation ([`Kernel::perturb`], [`Kernel::disturb`]).
+    perturb: Option<Perturbation>,
+}
+
+/// A perturbed schedule's random stream and bounds.
+#[derive(Clone, Debug)]
+struct Perturbation {
+    rng: Pcg64Mcg,
+    /// The largest extra IPI delivery delay, switch stall and disturbance window, cycles.
+    max_delay: u64,
+    /// The mean gap between a CPU's disturbances, cycles (0: none).
+    disturb_every: u64,
 }
 
 // Run-time 5-level-paging tests per operation under `la57-runtime` (4.14-rc boot-time
@@ -463,6 +484,7 @@ impl<O: Observer> Kernel<O> {
                 cr3: k.kern_pcid(Asid(0)),
                 need_resched: false,
                 xpfo_pending: false,
+                disturbed: false,
                 idle_cycles: 0,
                 irq_cycles: 0,
                 idle_since: Some(Cycles(0)),
@@ -606,13 +628,25 @@ impl<O: Observer> Kernel<O> {
     /// the safety checker.
     pub fn perturb(&mut self, max_ipi_delay: Cycles) {
         let rng = Pcg64Mcg::seed_from_u64(self.config.seed ^ 0x5afe_c4ec_0000_0001);
-        self.perturb = Some((rng, max_ipi_delay.0));
+        self.perturb = Some(Perturbation { rng, max_delay: max_ipi_delay.0, disturb_every: 0 });
+    }
+
+    /// Adds disturbances to a perturbed schedule (call after [`Kernel::perturb`], before the
+    /// run): on each CPU, at random points on average `every` cycles apart, an interrupts-off
+    /// window, a preemption from user mode by a kernel thread (the CPU goes lazy, then switches
+    /// back), or a migration of the task to another CPU, drawn uniformly; windows last up to
+    /// the perturbation's `max_ipi_delay` (uniform). Every draw comes from the run's seed.
+    pub fn disturb(&mut self, every: Cycles) {
+        if let Some(p) = self.perturb.as_mut() {
+            p.disturb_every = every.0;
+            self.start_disturbing();
+        }
     }
 
     /// The extra delay of the next IPI (0 without perturbation).
     fn ipi_jitter(&mut self) -> u64 {
         match &mut self.perturb {
-            Some((rng, max)) if *max > 0 => rng.random_range(0..=*max),
+            Some(p) if p.max_delay > 0 => p.rng.random_range(0..=p.max_delay),
             _ => 0,
         }
     }

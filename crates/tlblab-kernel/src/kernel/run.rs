@@ -53,6 +53,8 @@ impl<O: Observer> Kernel<O> {
                 Event::IrqDrain { cpu } => self.irq_drain(cpu),
                 Event::Ack { call } => self.ack(call),
                 Event::Tick { cpu } => self.tick(cpu),
+                Event::Disturb { cpu } => self.disturb_now(cpu),
+                Event::DisturbEnd { cpu, end } => self.disturbance_ends(cpu, end),
             }
         }
         let now = self.queue.now();
@@ -65,12 +67,14 @@ impl<O: Observer> Kernel<O> {
         self.essential_left == 0
     }
 
-    fn push(&mut self, at: Cycles, event: Event) {
+    pub(super) fn push(&mut self, at: Cycles, event: Event) {
         let cpu = match event {
             Event::Ipi { cpu, .. }
             | Event::IrqDrain { cpu }
             | Event::Resume { cpu, .. }
-            | Event::Tick { cpu } => cpu.0,
+            | Event::Tick { cpu }
+            | Event::Disturb { cpu }
+            | Event::DisturbEnd { cpu, .. } => cpu.0,
             Event::Ack { call } => self.calls[call.0 as usize].info.initiating_cpu.0,
         };
         self.queue.push(at, event.class(), u32::from(cpu), event);
@@ -263,7 +267,7 @@ impl<O: Observer> Kernel<O> {
     }
 
     /// Queues the event that takes `cpu`'s next waiting IPI when its handler is free.
-    fn queue_drain(&mut self, cpu: CpuId) {
+    pub(super) fn queue_drain(&mut self, cpu: CpuId) {
         let c = &self.cpus[usize::from(cpu.0)];
         if c.irqs_off || c.drain_queued || c.pending_ipis.is_empty() {
             return;
@@ -384,7 +388,7 @@ impl<O: Observer> Kernel<O> {
 
     /// An interrupt took `cycles` from `cpu`: its pending step ends that much later. Returns
     /// whether a step was pending.
-    fn delay_step(&mut self, cpu: CpuId, cycles: u64) -> bool {
+    pub(super) fn delay_step(&mut self, cpu: CpuId, cycles: u64) -> bool {
         match &mut self.cpus[usize::from(cpu.0)].resume {
             Some(at) => {
                 // The step's event is moved when it comes up (see `run_until`).
@@ -396,7 +400,7 @@ impl<O: Observer> Kernel<O> {
     }
 
     /// Whether task `t` is in user mode: no kernel frame, or between page references.
-    fn in_user_mode(&self, t: TaskId) -> bool {
+    pub(super) fn in_user_mode(&self, t: TaskId) -> bool {
         matches!(self.tasks[t.0 as usize].frames.last(), None | Some(Frame::Touch { .. }))
     }
 
@@ -566,7 +570,7 @@ impl<O: Observer> Kernel<O> {
     }
 
     /// Kernel entry from user mode (system call or exception); returns its cycles.
-    fn kernel_entry(&mut self, cpu: CpuId) -> u64 {
+    pub(super) fn kernel_entry(&mut self, cpu: CpuId) -> u64 {
         if self.policy.pti == Pti::Off {
             return 0;
         }
@@ -577,7 +581,7 @@ impl<O: Observer> Kernel<O> {
 
     /// Return to user mode: with PTI, `SWITCH_TO_USER_CR3` flushes the user PCID if it was
     /// marked in `user_pcid_flush_mask`; returns its cycles.
-    fn return_to_user(&mut self, cpu: CpuId) -> u64 {
+    pub(super) fn return_to_user(&mut self, cpu: CpuId) -> u64 {
         let c = usize::from(cpu.0);
         let asid = self.cpus[c].tlb.loaded_mm_asid;
         if self.policy.pti == Pti::Off {

@@ -93,12 +93,25 @@ fn checked(
     p: &Params,
     seed: u64,
 ) -> Kernel<TraceLog> {
+    disturbed(policy, cpus, scenario_name, p, seed, 0)
+}
+
+/// [`checked`] with disturbances on average `every` cycles apart on each CPU (0: none).
+fn disturbed(
+    policy: &str,
+    cpus: usize,
+    scenario_name: &str,
+    p: &Params,
+    seed: u64,
+    every: u64,
+) -> Kernel<TraceLog> {
     let spec = tlblab_sim::machine::builtin("skylake").unwrap();
     let config = KernelConfig { nr_cpus: cpus, seed, time_limit: Cycles(u64::MAX) };
     let mut k =
         Kernel::new(&spec, &Policy::named(policy).unwrap(), config, TraceLog::default()).unwrap();
     k.enable_checker();
     k.perturb(Cycles(20_000));
+    k.disturb(Cycles(every));
     let s = scenario(scenario_name).unwrap();
     s.install(&mut k, p).unwrap();
     s.run(&mut k, p);
@@ -183,4 +196,36 @@ fn a_lazy_cpu_skipped_when_tables_are_freed_keeps_the_freed_table_cached() {
         assert!(v.filled_at < freed_at && freed_at < v.used_at);
         assert!(v.filled_version < v.settled, "the entry points at the freed table");
     }
+}
+
+/// Disturbances put CPUs where the scenario alone never does: in `shared-writers` the readers
+/// never block, so their CPUs are never lazy and a kernel that forgets the lazy catch-up passes;
+/// a kernel thread preempting a reader makes its CPU lazy while the writers flush, and the
+/// defect shows. The faithful kernel passes the same disturbed schedules, which replay exactly.
+#[test]
+fn disturbances_make_cpus_lazy_where_the_scenario_does_not() {
+    let p = Params { tasks: 2, pages: 8, iterations: 10, ..Params::default() };
+    let (mut plain, mut with) = (0, 0);
+    for seed in 1..=8 {
+        let bad = |every| disturbed("bad-lazy-no-catch-up", 4, "shared-writers", &p, seed, every);
+        plain += bad(0).violations().len();
+        with += bad(200_000).violations().len();
+        let good = disturbed("linux-6.18", 4, "shared-writers", &p, seed, 200_000);
+        assert_eq!(good.violations(), &[], "seed {seed}");
+    }
+    assert_eq!(plain, 0, "undisturbed, no reader CPU is ever lazy");
+    assert!(with > 0, "disturbed, preempted readers' CPUs go lazy and miss flushes");
+    let report = |every| {
+        let k = disturbed("linux-6.18", 4, "shared-writers", &p, 3, every);
+        serde_json::to_string(&k.report()).unwrap()
+    };
+    assert_eq!(report(200_000), report(200_000));
+    assert_ne!(report(200_000), report(0));
+    // Migrations are among the disturbances: tasks change CPUs (the scenario pins them).
+    let migrations = |every| {
+        let k = disturbed("linux-6.18", 4, "shared-writers", &p, 3, every);
+        k.report().tasks.iter().map(|t| t.migrations).sum::<u64>()
+    };
+    assert_eq!(migrations(0), 0);
+    assert!(migrations(200_000) > 0);
 }
