@@ -753,6 +753,10 @@ pub struct CheckArgs {
     /// uniformly at random points (0: none).
     #[arg(long, default_value_t = 200_000)]
     pub disturb_every: u64,
+    /// Unperturbed runs without the checker (seeds SEED, SEED+1, …) that measure the policy's
+    /// speed on the scenario, shown next to its verdict (0: none).
+    #[arg(long, default_value_t = 5)]
+    pub speed_runs: u64,
     /// The scenario's parameters.
     #[command(flatten)]
     pub params: ScenarioParams,

@@ -8,8 +8,10 @@ use serde::Serialize;
 use std::fmt::Write;
 use std::process::ExitCode;
 use std::time::Instant;
-use tlblab_kernel::workloads::{scenario, Params};
+use tlblab_kernel::workloads::{scenario, Params, ScenarioInfo};
 use tlblab_kernel::{Kernel, KernelConfig, NoObserver, Policy, Violation, ViolationKind};
+use tlblab_sim::machine::MachineSpec;
+use tlblab_stats::Summary;
 use tlblab_types::Cycles;
 
 /// The JSON schema of `tlblab sim check --json`.
@@ -42,6 +44,56 @@ struct CheckReport {
     schedules_with_violations: u64,
     /// The first violation of each kind (lowest seed, then earliest use), to replay.
     witnesses: Vec<Witness>,
+    /// The policy's speed on the scenario, from unperturbed runs without the checker.
+    speed: Option<Speed>,
+}
+
+/// The scenario's metric over unperturbed runs (no IPI delays, no disturbances, no checker).
+#[derive(Serialize)]
+struct Speed {
+    /// The metric's unit (µs/op, ops/s, s, CPU-s/s).
+    unit: &'static str,
+    lower_is_better: bool,
+    /// The seeds run, and each one's value.
+    seeds: Vec<u64>,
+    values: Vec<f64>,
+    /// Their summary (mean, sample standard deviation, n, …); `None` when a run had no value.
+    summary: Option<Summary>,
+}
+
+/// Runs the scenario unperturbed on `args.speed_runs` seeds; `None` when none are asked for.
+fn speed(
+    args: &CheckArgs,
+    spec: &MachineSpec,
+    policy: &Policy,
+    info: &ScenarioInfo,
+    params: &Params,
+) -> Result<Option<Speed>> {
+    if args.speed_runs == 0 {
+        return Ok(None);
+    }
+    let seeds: Vec<u64> = (0..args.speed_runs).map(|i| args.seed + i).collect();
+    let values = seeds
+        .par_iter()
+        .map(|&seed| -> Result<f64> {
+            let config = KernelConfig {
+                nr_cpus: usize::from(args.cpus),
+                seed,
+                time_limit: Cycles(u64::MAX),
+            };
+            let mut k = Kernel::new(spec, policy, config, NoObserver)?;
+            info.install(&mut k, params)?;
+            info.run(&mut k, params);
+            Ok(info.metric.value(&k.report()))
+        })
+        .collect::<Result<Vec<f64>>>()?;
+    Ok(Some(Speed {
+        unit: info.metric.unit(),
+        lower_is_better: info.metric.lower_is_better(),
+        summary: Summary::of(&values).ok(),
+        seeds,
+        values,
+    }))
 }
 
 /// A violation with the seed and command that replay it.
@@ -93,6 +145,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
             })
         })
         .collect::<Result<_>>()?;
+    let speed = speed(args, &spec, &policy, info, &params)?;
     let clock_mhz = spec.raw().kernel.as_ref().map_or(0, |k| k.clock.mhz);
     let mut witnesses: Vec<Witness> = Vec::new();
     for o in &outcomes {
@@ -131,6 +184,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
         schedules_with_violations: outcomes.iter().filter(|o| !o.violations.is_empty()).count()
             as u64,
         witnesses,
+        speed,
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -197,6 +251,19 @@ fn text(r: &CheckReport, seconds: f64) -> String {
     );
     if r.unfinished > 0 {
         let _ = writeln!(out, "  {} schedules did not finish their tasks", group(r.unfinished));
+    }
+    if let Some(sp) = &r.speed {
+        let value = sp.summary.as_ref().map_or("no value (too few operations)".to_string(), |s| {
+            format!("{} ± {} {}", sig(s.mean), sig(s.stddev), sp.unit)
+        });
+        let _ = writeln!(
+            out,
+            "  speed (mean ± sd of {} unperturbed runs without the checker, seeds {}–{}; {} is better): {value}",
+            sp.seeds.len(),
+            sp.seeds[0],
+            sp.seeds[sp.seeds.len() - 1],
+            if sp.lower_is_better { "lower" } else { "higher" },
+        );
     }
     if r.violations == 0 {
         let _ = writeln!(out, "  no violation in {} schedules", group(r.schedules));
@@ -282,6 +349,12 @@ fn witness_trail(v: &Violation) -> Vec<(Cycles, String)> {
         ),
     ));
     trail
+}
+
+/// Four significant digits.
+fn sig(x: f64) -> String {
+    let digits = (3 - x.abs().log10().floor() as i32).clamp(0, 6) as usize;
+    format!("{x:.digits$}")
 }
 
 fn kind_text(kind: ViolationKind) -> &'static str {

@@ -149,3 +149,37 @@ fn every_known_bad_variant_is_caught_and_its_faithful_kernel_passes() {
         assert_eq!(run(good), (Some(0), 0, vec![]), "{good} on the scenario of {bad}");
     }
 }
+
+/// The speed shown next to a verdict is the scenario's metric of unperturbed runs without the
+/// checker: the values `tlblab sim run` gives for the same seeds, on a scenario whose value
+/// depends on the seed (kbuild draws its jobs from it).
+#[test]
+fn the_speed_is_that_of_plain_runs_of_the_same_seeds() {
+    let scenario = ["--scenario", "kbuild", "--cpus", "2", "--tasks", "2", "--window-ms", "1"];
+    let out = tlblab()
+        .args(["sim", "check", "--json", "--policy", "linux-4.14", "--schedules", "3"])
+        .args(["--seed", "7", "--speed-runs", "3"])
+        .args(scenario)
+        .output()
+        .unwrap();
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let speed = &r["speed"];
+    assert_eq!(speed["seeds"], serde_json::json!([7, 8, 9]));
+    assert_ne!(speed["values"][0], speed["values"][1], "the seed matters here");
+    let out = tlblab()
+        .args(["sim", "run", "--json", "--policies", "linux-4.14", "--seeds", "3", "--seed", "7"])
+        .args(scenario)
+        .output()
+        .unwrap();
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(speed["values"], run["policies"][0]["values"]);
+    assert_eq!(speed["summary"]["mean"], run["policies"][0]["mean"]);
+    assert_eq!(speed["unit"], run["metric"]);
+    let none = tlblab()
+        .args(["sim", "check", "--json", "--policy", "linux-4.14", "--schedules", "1"])
+        .args(["--speed-runs", "0"])
+        .args(scenario)
+        .output()
+        .unwrap();
+    assert_eq!(serde_json::from_slice::<Value>(&none.stdout).unwrap()["speed"], Value::Null);
+}
