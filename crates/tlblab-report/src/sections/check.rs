@@ -38,9 +38,34 @@ pub struct Check {
     /// The first violation of each kind, with its seed and replay command.
     #[serde(default)]
     pub witnesses: Vec<Value>,
+    /// Mean gap between disturbances per CPU, cycles (absent before disturbances existed).
+    #[serde(default)]
+    pub disturb_every_cycles: Option<u64>,
+    /// The policy's speed on the scenario (unperturbed runs): `unit`, `summary`, `seeds`.
+    #[serde(default)]
+    pub speed: Option<Value>,
 }
 
 impl Check {
+    /// "; mean ± sd unit (n)" of the speed, or "" without one.
+    fn speed_text(&self) -> String {
+        let Some(sp) = &self.speed else { return String::new() };
+        format!("; {}", Self::speed_of(sp))
+    }
+
+    fn speed_of(sp: &Value) -> String {
+        let s = &sp["summary"];
+        match (s["mean"].as_f64(), s["stddev"].as_f64()) {
+            (Some(mean), Some(sd)) => format!(
+                "{} {} (n={})",
+                fmt::mean_sd(mean, sd),
+                sp["unit"].as_str().unwrap_or(""),
+                s["n"]
+            ),
+            _ => "no speed (too few operations)".to_string(),
+        }
+    }
+
     fn policy_name(&self) -> &str {
         self.policy["name"].as_str().unwrap_or("?")
     }
@@ -78,7 +103,7 @@ pub fn checks(doc: &mut Document, name: &str, checks: &[Check]) {
     doc.para(vec![
         b("How to read: "),
         t(format!(
-            "tlblab sim check ({name}) runs each scenario under many perturbed schedules (the seed sets the timer phases, the random draws, an extra delay of up to the given number of cycles on every IPI, and a stall as long inside each mm switch) with a version on every PTE. A violation is a user access translated by a TLB entry filled before a change whose operation (system call, fault) had already returned, or filled by another address space; a stale use while the operation is still running is allowed by the kernel and counted apart. The rule and its sources: docs/safety.md. Kernel-side accesses are not modelled, so XPFO's kernel exposure is judged in S5 by its exposure windows, not here."
+            "tlblab sim check ({name}) runs each scenario under many perturbed schedules (the seed sets the timer phases, the random draws, an extra delay of up to the given number of cycles on every IPI, and a stall as long inside each mm switch) with a version on every PTE. Each CPU is also disturbed at random points: interrupts off for a while, preempted from user mode by a kernel thread (so it goes lazy), or migrated. A violation is a user access translated by a TLB entry filled before a change whose operation (system call, fault) had already returned, or filled by another address space; or, when an operation that freed a page table returns, a paging-structure-cache entry still pointing at that table in a PCID the CPU can use without a flush. A stale use while the operation is still running is allowed by the kernel and counted apart. The rule and its sources: docs/safety.md. Kernel-side accesses are not modelled, so XPFO's kernel exposure is judged in S5 by its exposure windows, not here."
         )),
     ]);
     // Policies down, scenarios across: each cell is a verdict.
@@ -101,15 +126,17 @@ pub fn checks(doc: &mut Document, name: &str, checks: &[Check]) {
             let found = checks.iter().find(|c| c.policy_name() == *policy && c.same_setup(sc));
             row.push(match found {
                 None => cell("-", Tone::Missing),
-                Some(c) if c.violations == 0 => {
-                    cell(format!("no violation ({})", fmt::group(c.schedules)), Tone::Plain)
-                }
+                Some(c) if c.violations == 0 => cell(
+                    format!("no violation ({}){}", fmt::group(c.schedules), c.speed_text()),
+                    Tone::Plain,
+                ),
                 Some(c) => cell(
                     format!(
-                        "VIOLATIONS: {} in {} of {}",
+                        "VIOLATIONS: {} in {} of {}{}",
                         fmt::group(c.violations),
                         fmt::group(c.schedules_with_violations),
-                        fmt::group(c.schedules)
+                        fmt::group(c.schedules),
+                        c.speed_text()
                     ),
                     Tone::Significant,
                 ),
@@ -118,7 +145,7 @@ pub fn checks(doc: &mut Document, name: &str, checks: &[Check]) {
         table.row(row);
     }
     doc.table(table.note(
-        "Each cell: the verdict over the schedules run (their number in brackets). A violation count counts uses: an access retried after a fault judges the same stale entry again. Policies named bad-… are known-bad variants shipped to show that the checker catches them.".to_string(),
+        "Each cell: the verdict over the schedules run (their number in brackets), then the policy's speed on that scenario: mean ± sample standard deviation of n unperturbed runs without the checker (the scenario's metric; µs/op: lower is better). A violation count counts uses: an access retried after a fault judges the same stale entry again. Policies named bad-… are known-bad variants shipped to show that the checker catches them.".to_string(),
     ));
     // The scenarios once: their settings and what was judged over every policy.
     let mut table = Table::new(&[
@@ -126,6 +153,7 @@ pub fn checks(doc: &mut Document, name: &str, checks: &[Check]) {
         "settings",
         "schedules (seeds)",
         "IPI delay, cycles",
+        "disturbances",
         "accesses judged",
         "allowed in-window stale uses",
     ])
@@ -143,12 +171,17 @@ pub fn checks(doc: &mut Document, name: &str, checks: &[Check]) {
             )
             .into(),
             format!("0–{}", fmt::group(sc.max_ipi_delay_cycles)).into(),
+            match sc.disturb_every_cycles {
+                None | Some(0) => "none".to_string(),
+                Some(every) => format!("every {} cycles (mean, per CPU)", fmt::group(every)),
+            }
+            .into(),
             fmt::group(of().map(|c| c.accesses).sum()).into(),
             fmt::group(of().map(|c| c.window_uses).sum()).into(),
         ]);
     }
     let table = table.note(
-        "Per scenario, over every policy: the schedules each policy ran, the uniform range of each IPI's extra delay, the accesses judged and the stale uses inside an operation's own window (allowed).".to_string(),
+        "Per scenario, over every policy: the schedules each policy ran, the uniform range of each IPI's extra delay (also the longest mm-switch stall and disturbance window), how often each CPU was disturbed (an interrupts-off window, a preemption by a kernel thread or a migration), the accesses judged and the stale uses inside an operation's own window (allowed).".to_string(),
     );
     doc.table(table);
     let witnesses: Vec<(&Check, &Value)> =
