@@ -126,6 +126,12 @@ pub struct Policy {
     pub tlb_single_page_flush_ceiling: u64,
     /// `CONFIG_HZ`: ticks per second (jiffies drive the cpumask trim and global-ASID sampling).
     pub hz: u64,
+    /// LATR (Kumar et al., ASPLOS'18; prototype sslab-gatech/latr on 4.10): the flushes of
+    /// munmap() and MADV_DONTNEED send no IPI. The initiator flushes itself and leaves a state
+    /// for the CPUs it would have interrupted; each applies it at its next scheduler tick or
+    /// context switch. A declared deferral (docs/safety.md §4.4).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub latr: bool,
     /// A deliberate defect, for the safety checker's tests and for teaching (docs/safety.md);
     /// `None` in every real kernel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -232,6 +238,7 @@ fn linux_6_18() -> Policy {
         xpfo: Xpfo::Off,
         tlb_single_page_flush_ceiling: 33,
         hz: 250,
+        latr: false,
         defect: None,
     }
 }
@@ -345,6 +352,12 @@ const VARIANTS: &[Variant] = &[
         default_base: "linux-4.14",
         mirrors: "XPFO v9 12/13: other CPUs flush at their next context switch",
         apply: |p| p.xpfo = Xpfo::Deferred,
+    },
+    Variant {
+        name: "latr",
+        default_base: "linux-6.18",
+        mirrors: "LATR (ASPLOS'18) asynchronous shootdowns (munmap and MADV_DONTNEED: no IPI; per-CPU states applied at each CPU's next tick or context switch)",
+        apply: |p| p.latr = true,
     },
     Variant {
         name: "bad-lazy-no-catch-up",

@@ -75,3 +75,49 @@ fn xpfo_deferred_windows_stay_open_until_every_other_cpu_switches() {
         "closed by the switch to the second process: {close} {switches:?}"
     );
 }
+
+/// xpfo-deferred's exposure, CPU by CPU: each unmap exposes every other CPU (all are marked);
+/// the last CPU's window is the report's window of that unmap, and a CPU that never switched
+/// keeps its window open (censored), as the report's.
+#[test]
+fn xpfo_deferred_exposure_per_cpu_agrees_with_the_report() {
+    let mut k = kernel("linux-4.14+xpfo-deferred", 3);
+    k.spawn_process(
+        script(vec![Step::Compute(100_000), Step::Mmap(2), Step::Store(0, 0, 2)]),
+        C0,
+        true,
+    );
+    k.spawn_process(script(vec![Step::Compute(40_000_000)]), C1, true);
+    k.spawn_process(script(vec![Step::Compute(1000)]), C1, true);
+    assert!(k.run());
+    let x = k.report().xpfo.unwrap();
+    let log = k.exposure().kernel.unwrap();
+    assert_eq!(log.operations.len() as u64, x.kernel_unmaps);
+    assert_eq!((log.uses, log.missed_catch_ups), (None, 0));
+    for op in &log.operations {
+        // CPUs 1 and 2; CPU 2 stays idle and never switches.
+        assert_eq!(op.windows.len(), 2);
+        assert!(op.windows[0].is_some() && op.windows[1].is_none());
+    }
+    assert_eq!(x.censored, 2);
+    // With CPU 2 online the report's windows are all censored; without it, they are CPU 1's.
+    let mut k = kernel("linux-4.14+xpfo-deferred", 2);
+    k.spawn_process(
+        script(vec![Step::Compute(100_000), Step::Mmap(2), Step::Store(0, 0, 2)]),
+        C0,
+        true,
+    );
+    k.spawn_process(script(vec![Step::Compute(40_000_000)]), C1, true);
+    k.spawn_process(script(vec![Step::Compute(1000)]), C1, true);
+    assert!(k.run());
+    let x = k.report().xpfo.unwrap();
+    let per_cpu: Vec<u64> =
+        k.exposure().kernel.unwrap().operations.iter().map(|o| o.windows[0].unwrap()).collect();
+    assert_eq!(per_cpu, x.exposure_cycles);
+    let s = crate::exposure::ExposureSummary::of(k.exposure().kernel.as_ref(), k.clock_mhz());
+    assert_eq!(s.per_operation.closed, 2);
+    assert_eq!(
+        s.per_operation.cycles.unwrap().max,
+        *x.exposure_cycles.iter().max().unwrap() as f64
+    );
+}
