@@ -476,6 +476,8 @@ impl Policy {
         let base = Policy::named(&file.base)?;
         // Merge the changes into the base's own table, so that serde checks every key and type.
         let mut table = toml::Table::try_from(&base).map_err(|e| parse(e.to_string()))?;
+        // A switch left out of the serialized form when off is still a switch.
+        table.entry("latr").or_insert(toml::Value::Boolean(base.latr));
         for (key, value) in file.set {
             if key == "name" || key == "mirrors" {
                 return Err(parse(format!("[set] cannot change {key:?}; set it at the top")));
@@ -535,6 +537,15 @@ mod tests {
         assert!(e.contains("linux-9.9") && e.contains("linux-6.18"), "{e}");
         let e = Policy::named("pti-deferred+linux-4.13").unwrap_err().to_string();
         assert!(e.contains("only variants"), "{e}");
+    }
+
+    #[test]
+    fn latr_is_a_variant_and_a_toml_switch() {
+        let p = Policy::named("latr").unwrap();
+        assert!(p.latr && p.lazy_cpumask, "latr alone applies to linux-6.18");
+        assert!(!Policy::named("linux-6.18").unwrap().latr);
+        let text = "name='x'\nbase='linux-4.14'\n[set]\nlatr=true\n";
+        assert!(Policy::from_toml(text, "x.toml").unwrap().latr);
     }
 
     #[test]

@@ -20,16 +20,7 @@ const LAZY_READERS: [&str; 10] = [
 ];
 
 fn check(policy: &str, threads: &str) -> (i32, Value) {
-    let out = tlblab()
-        .args(["sim", "check", "--policy", policy, "--json"])
-        .args(LAZY_READERS)
-        .args(["--schedules", "200"])
-        .env("RAYON_NUM_THREADS", threads)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    (out.status.code().unwrap(), serde_json::from_slice(&out.stdout).unwrap())
+    check_json(policy, &LAZY_READERS, "200", threads)
 }
 
 #[test]

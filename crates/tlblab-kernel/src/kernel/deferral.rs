@@ -134,8 +134,7 @@ impl Deferrals {
         let mut i = 0;
         while i < self.open[c].len() {
             let Open { op, missed } = self.open[c][i];
-            let (ctx_id, gen) = (self.ops[op].ctx_id, self.ops[op].gen);
-            if st.ctxs.iter().any(|x| x.ctx_id == ctx_id && x.tlb_gen < gen) {
+            if behind(st, self.ops[op].ctx_id, self.ops[op].gen) {
                 i += 1;
                 continue;
             }
@@ -181,6 +180,12 @@ impl Deferrals {
     }
 }
 
+/// Whether a CPU whose bookkeeping is `st` is behind generation `gen` of mm `ctx_id`: an ASID
+/// slot still holds the mm at an older one. A slot given to another mm is flushed before reuse.
+fn behind(st: &TlbState, ctx_id: u64, gen: TlbGen) -> bool {
+    st.ctxs.iter().any(|x| x.ctx_id == ctx_id && x.tlb_gen < gen)
+}
+
 impl<O: Observer> Kernel<O> {
     /// Task `t`'s running operation deferred its flush `info` (LATR).
     pub(super) fn deferral_declared(&mut self, t: TaskId, info: &FlushTlbInfo) {
@@ -192,14 +197,18 @@ impl<O: Observer> Kernel<O> {
     }
 
     /// Task `t`'s operation completes: if it deferred its flush, the declaration and the
-    /// other CPUs that still hold a stale translation of a PTE it changed.
+    /// other CPUs that are still behind its generation and hold a stale translation of a PTE it
+    /// changed. (A CPU already caught up may still hold one in a user PCID marked for a flush at
+    /// the return to user, which user mode cannot reach before: §4.3.)
     pub(super) fn deferred_exposure(&mut self, t: TaskId) -> Option<(Declared, Vec<CpuId>)> {
         let d = self.check.as_deref_mut()?.deferral.declared.remove(&t)?;
         let ck = self.check.as_deref()?;
         let changes = ck.pending_changes(t);
         let exposed = (0..self.cpus.len() as u16)
             .map(CpuId)
-            .filter(|&c| c != d.initiator)
+            .filter(|&c| {
+                c != d.initiator && behind(&self.cpus[usize::from(c.0)].tlb, d.ctx_id, d.gen)
+            })
             .filter(|&c| changes.iter().any(|&(ctx, vpn, v)| self.holds_stale(c, ctx, vpn, v)))
             .collect();
         Some((d, exposed))
