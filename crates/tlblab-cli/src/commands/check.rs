@@ -363,7 +363,8 @@ fn witness_trail(v: &Violation) -> Vec<(Cycles, String)> {
 
 /// Four significant digits.
 fn sig(x: f64) -> String {
-    let digits = (3 - x.abs().log10().floor() as i32).clamp(0, 6) as usize;
+    // log10(0) is −∞, which `as i32` saturates to i32::MIN: subtract without overflow.
+    let digits = 3i32.saturating_sub(x.abs().log10().floor() as i32).clamp(0, 6) as usize;
     format!("{x:.digits$}")
 }
 
