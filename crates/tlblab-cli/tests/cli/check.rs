@@ -70,8 +70,10 @@ fn latr_shows_exposure_and_no_violation_the_same_whatever_the_threads() {
     assert_eq!(e["declared"][0]["mappings"], "user");
     assert_eq!(e["kernel"], Value::Null);
     let u = &e["user"];
-    // Two writers × 10 rounds × 40 schedules, each MADV_DONTNEED deferred.
-    assert_eq!(u["operations"], 800);
+    // Two writers × 10 rounds × 40 schedules; a MADV_DONTNEED is deferred unless no other
+    // CPU was to be interrupted (all lazy: a disturbance's kernel thread, a migration).
+    let ops = u["operations"].as_u64().unwrap();
+    assert!(ops > 400 && ops <= 800, "{ops} deferred");
     assert!(u["uses"].as_u64().unwrap() > 0);
     assert_eq!(u["missed_catch_ups"], 0);
     let w = &u["per_cpu"];

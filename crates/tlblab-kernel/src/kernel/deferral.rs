@@ -6,10 +6,12 @@
 //! or above that version is counted as exposure, not as a violation. A CPU catches up when its
 //! `tlb_gen` bookkeeping reaches the operation's generation (it applied the LATR state, took a
 //! full flush, or switched back to the mm and flushed), or when the mm's slot is given up (its
-//! PCID is flushed before reuse). A CPU that passes a declared catch-up point (a tick or the end
-//! of a context switch) still running the mm without having caught up *missed* it: its lag is
-//! dropped, so later stale uses are violations. Each (operation, CPU) is one exposure window,
-//! from the completion to the catch-up.
+//! PCID is flushed before reuse). A CPU that passes a declared catch-up point (LATR's hooks: a
+//! busy tick, the start of a context switch, each after it applied its states) still running
+//! the mm without having caught up *missed* it: later stale uses are violations. (A context
+//! switch that began before the state was written is not its catch-up point: the hook ran
+//! before there was anything to apply.) Each (operation, CPU) is one exposure window, from the
+//! completion to the catch-up.
 
 use super::Kernel;
 use crate::exposure::{ExposureLog, OperationExposure};
@@ -248,7 +250,8 @@ impl<O: Observer> Kernel<O> {
         ck.deferral.progress(cpu, &self.cpus[usize::from(cpu.0)].tlb, self.queue.now().0);
     }
 
-    /// A declared catch-up point of `cpu` (a tick, the end of a context switch) has passed.
+    /// A declared catch-up point of `cpu` (LATR's tick or `__schedule()` hook, after it applied
+    /// the states) has passed.
     pub(super) fn deferral_due(&mut self, cpu: CpuId) {
         let Some(ck) = self.check.as_deref_mut() else { return };
         let st = &self.cpus[usize::from(cpu.0)].tlb;

@@ -173,9 +173,14 @@ impl<O: Observer> Kernel<O> {
         cycles
     }
 
-    /// LATR's hook at the top of `__schedule()`, before the switch: apply the states. Returns
-    /// the cycles.
+    /// LATR's hook at the top of `__schedule()`, before the switch: apply the states, then
+    /// judge the declared catch-up. Returns the cycles.
     pub(super) fn latr_schedule(&mut self, cpu: CpuId) -> u64 {
-        self.latr_apply(cpu).0
+        if self.latr.is_none() {
+            return 0;
+        }
+        let cycles = self.latr_apply(cpu).0;
+        self.deferral_due(cpu);
+        cycles
     }
 }

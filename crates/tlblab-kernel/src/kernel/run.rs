@@ -194,7 +194,6 @@ impl<O: Observer> Kernel<O> {
                 Step::Next
             }
             SwitchPhase::Finish => {
-                self.deferral_due(cpu);
                 return self.finish_switch(cpu, sw.next);
             }
         };
