@@ -88,17 +88,29 @@ impl<O: Observer> Kernel<O> {
         self.push_flush(t, req);
     }
 
-    /// `native_flush_tlb_multi()` for task `t`'s flush `call`, or LATR's replacement: the same
-    /// counters and tracepoint, the local flush, and a state instead of the IPIs (the prototype's
-    /// `native_flush_tlb_others()`). Returns the initiator's cycles.
-    pub(super) fn flush_tlb_multi_or_defer(&mut self, cpu: CpuId, t: TaskId, call: CallId) -> u64 {
-        let Some(l) = self.latr.as_deref_mut() else {
-            return self.native_flush_tlb_multi(cpu, call);
-        };
-        let Some(i) = l.deferrable.iter().position(|&d| d == t) else {
-            return self.native_flush_tlb_multi(cpu, call);
-        };
+    /// Whether the flush task `t` dispatches now is one LATR may defer (its munmap's or
+    /// MADV_DONTNEED's, freeing no page table). Each such flush is asked once, whether or not
+    /// it has other CPUs to reach.
+    pub(super) fn latr_deferrable(&mut self, t: TaskId) -> bool {
+        let Some(l) = self.latr.as_deref_mut() else { return false };
+        let Some(i) = l.deferrable.iter().position(|&d| d == t) else { return false };
         l.deferrable.swap_remove(i);
+        true
+    }
+
+    /// `native_flush_tlb_multi()` for task `t`'s flush `call`, or, when LATR may defer it,
+    /// LATR's replacement: the same counters and tracepoint, the local flush, and a state instead
+    /// of the IPIs (the prototype's `native_flush_tlb_others()`). Returns the initiator's cycles.
+    pub(super) fn flush_tlb_multi_or_defer(
+        &mut self,
+        cpu: CpuId,
+        t: TaskId,
+        call: CallId,
+        deferrable: bool,
+    ) -> u64 {
+        let Some(l) = self.latr.as_deref_mut().filter(|_| deferrable) else {
+            return self.native_flush_tlb_multi(cpu, call);
+        };
         let ring_full = l.rings[usize::from(cpu.0)].len() >= LAZY_TLB_NUM_ENTRIES;
         let info = self.calls[call.0 as usize].info;
         let mm = info.mm.expect("munmap and MADV_DONTNEED flush an mm");

@@ -935,6 +935,7 @@ impl<O: Observer> Kernel<O> {
                 Step::Spend(self.costs.flush_tlb_mm_range.cycles, Mode::Sys)
             }
             FlushPhase::Dispatch => {
+                let latr = self.latr_deferrable(t);
                 let info = self.flush_tlb_info(&req, gen, cpu);
                 let others = self.mms[req.mm.0 as usize].cpumask.any_but(cpu);
                 let loaded = self.cpus[c].tlb.loaded_mm == LoadedMm::Mm(req.mm);
@@ -955,7 +956,7 @@ impl<O: Observer> Kernel<O> {
                         self.calls[id.0 as usize].info.trim_cpumask =
                             self.should_trim_cpumask(req.mm);
                     }
-                    let mut cycles = self.flush_tlb_multi_or_defer(cpu, t, id);
+                    let mut cycles = self.flush_tlb_multi_or_defer(cpu, t, id, latr);
                     cycles += self.consider_global_asid(cpu, t, req.mm);
                     if self.policy.flush_info == FlushInfo::Stack {
                         // 7.3: preemption is enabled again before the wait.

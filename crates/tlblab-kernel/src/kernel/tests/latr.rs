@@ -182,3 +182,26 @@ fn latr_is_refused_where_it_cannot_work() {
         assert!(e.to_string().contains("LATR"), "{name}: {e}");
     }
 }
+
+/// A MADV_DONTNEED with no other CPU to reach is not deferred, and does not leave its task's
+/// next flush deferrable: the exit's teardown, which frees page tables, still interrupts the
+/// CPU that idles lazily on the mm, as under linux-6.18.
+#[test]
+fn only_the_unmap_flush_itself_is_deferrable() {
+    let ipis = |policy: &str| {
+        let mut k = kernel(policy, 2);
+        k.enable_checker();
+        let fd = k.eventfd();
+        let steps =
+            vec![Step::Mmap(4), Step::Store(0, 0, 4), Step::Madvise(0, 0, 4), Step::Read(fd)];
+        let main = k.spawn_process(script(steps), C0, true);
+        k.run_until(Cycles(1_000_000));
+        k.spawn_thread(main, script(vec![Step::Write(fd)]), C1, true);
+        assert!(k.run());
+        (k.counters.ipis_sent.iter().sum::<u64>(), k.exposure().user)
+    };
+    assert_eq!(ipis("linux-6.18"), (1, None));
+    let (sent, user) = ipis("latr");
+    assert_eq!(sent, 1, "the teardown's IPI");
+    assert_eq!(user.unwrap().operations, []);
+}
