@@ -8,7 +8,9 @@
 //!   events with send, delivery, handler and acknowledgement costs;
 //! - [`Policy`]: the named variants and user-defined ones (TOML);
 //! - [`program`]: what tasks do (memory references, system calls);
-//! - [`observer`]: the `tlb:tlb_flush` tracepoint and the kernel's counters.
+//! - [`observer`]: the `tlb:tlb_flush` tracepoint and the kernel's counters;
+//! - [`exposure`]: the windows in which a policy that defers flushes on purpose (`latr`,
+//!   `xpfo-deferred`) leaves stale translations usable, as distributions.
 //!
 //! ```
 //! use tlblab_kernel::{Kernel, KernelConfig, Policy, TraceLog};
@@ -39,6 +41,7 @@
 #![deny(missing_docs)]
 
 pub mod cpumask;
+pub mod exposure;
 pub mod ids;
 mod kernel;
 pub mod mm;

@@ -126,6 +126,12 @@ pub struct Policy {
     pub tlb_single_page_flush_ceiling: u64,
     /// `CONFIG_HZ`: ticks per second (jiffies drive the cpumask trim and global-ASID sampling).
     pub hz: u64,
+    /// LATR (Kumar et al., ASPLOS'18; prototype sslab-gatech/latr on 4.10): the flushes of
+    /// munmap() and MADV_DONTNEED send no IPI. The initiator flushes itself and leaves a state
+    /// for the CPUs it would have interrupted; each applies it at its next scheduler tick or
+    /// context switch. A declared deferral (docs/safety.md §4.4).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub latr: bool,
     /// A deliberate defect, for the safety checker's tests and for teaching (docs/safety.md);
     /// `None` in every real kernel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -232,6 +238,7 @@ fn linux_6_18() -> Policy {
         xpfo: Xpfo::Off,
         tlb_single_page_flush_ceiling: 33,
         hz: 250,
+        latr: false,
         defect: None,
     }
 }
@@ -345,6 +352,12 @@ const VARIANTS: &[Variant] = &[
         default_base: "linux-4.14",
         mirrors: "XPFO v9 12/13: other CPUs flush at their next context switch",
         apply: |p| p.xpfo = Xpfo::Deferred,
+    },
+    Variant {
+        name: "latr",
+        default_base: "linux-6.18",
+        mirrors: "LATR (ASPLOS'18) asynchronous shootdowns (munmap and MADV_DONTNEED: no IPI; per-CPU states applied at each CPU's next tick or context switch)",
+        apply: |p| p.latr = true,
     },
     Variant {
         name: "bad-lazy-no-catch-up",
@@ -463,6 +476,8 @@ impl Policy {
         let base = Policy::named(&file.base)?;
         // Merge the changes into the base's own table, so that serde checks every key and type.
         let mut table = toml::Table::try_from(&base).map_err(|e| parse(e.to_string()))?;
+        // A switch left out of the serialized form when off is still a switch.
+        table.entry("latr").or_insert(toml::Value::Boolean(base.latr));
         for (key, value) in file.set {
             if key == "name" || key == "mirrors" {
                 return Err(parse(format!("[set] cannot change {key:?}; set it at the top")));
@@ -522,6 +537,15 @@ mod tests {
         assert!(e.contains("linux-9.9") && e.contains("linux-6.18"), "{e}");
         let e = Policy::named("pti-deferred+linux-4.13").unwrap_err().to_string();
         assert!(e.contains("only variants"), "{e}");
+    }
+
+    #[test]
+    fn latr_is_a_variant_and_a_toml_switch() {
+        let p = Policy::named("latr").unwrap();
+        assert!(p.latr && p.lazy_cpumask, "latr alone applies to linux-6.18");
+        assert!(!Policy::named("linux-6.18").unwrap().latr);
+        let text = "name='x'\nbase='linux-4.14'\n[set]\nlatr=true\n";
+        assert!(Policy::from_toml(text, "x.toml").unwrap().latr);
     }
 
     #[test]

@@ -8,6 +8,7 @@ use serde::Serialize;
 use std::fmt::Write;
 use std::process::ExitCode;
 use std::time::Instant;
+use tlblab_kernel::exposure::{ExposureReport, RunExposure, Windows};
 use tlblab_kernel::workloads::{scenario, Params, ScenarioInfo};
 use tlblab_kernel::{Kernel, KernelConfig, NoObserver, Policy, Violation, ViolationKind};
 use tlblab_sim::machine::MachineSpec;
@@ -45,6 +46,8 @@ struct CheckReport {
     schedules_with_violations: u64,
     /// The first violation of each kind (lowest seed, then earliest use), to replay.
     witnesses: Vec<Witness>,
+    /// Declared deferrals (docs/safety.md §4.4) and their exposure over all schedules.
+    exposure: ExposureReport,
     /// The policy's speed on the scenario, from unperturbed runs without the checker.
     speed: Option<Speed>,
 }
@@ -112,6 +115,7 @@ struct Outcome {
     accesses: u64,
     window_uses: u64,
     violations: Vec<Violation>,
+    exposure: RunExposure,
 }
 
 pub fn run(args: &CheckArgs) -> Result<ExitCode> {
@@ -145,6 +149,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
                 accesses,
                 window_uses,
                 violations: k.violations().to_vec(),
+                exposure: k.exposure(),
             })
         })
         .collect::<Result<_>>()?;
@@ -174,7 +179,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
         cpus: args.cpus,
         scenario: info.name,
         params,
-        policy,
+        policy: policy.clone(),
         schedules: args.schedules,
         first_seed: args.seed,
         max_ipi_delay_cycles: args.max_ipi_delay,
@@ -188,6 +193,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
             as u64,
         witnesses,
         speed,
+        exposure: ExposureReport::of(&policy, outcomes.iter().map(|o| &o.exposure), clock_mhz),
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -268,6 +274,7 @@ fn text(r: &CheckReport, seconds: f64) -> String {
             if sp.lower_is_better { "lower" } else { "higher" },
         );
     }
+    out += &exposure_text(&r.exposure);
     if r.violations == 0 {
         let _ = writeln!(out, "  no violation in {} schedules", group(r.schedules));
     } else {
@@ -356,8 +363,66 @@ fn witness_trail(v: &Violation) -> Vec<(Cycles, String)> {
 
 /// Four significant digits.
 fn sig(x: f64) -> String {
-    let digits = (3 - x.abs().log10().floor() as i32).clamp(0, 6) as usize;
+    // log10(0) is −∞, which `as i32` saturates to i32::MIN: subtract without overflow.
+    let digits = 3i32.saturating_sub(x.abs().log10().floor() as i32).clamp(0, 6) as usize;
     format!("{x:.digits$}")
+}
+
+/// The declared deferrals and their exposure, as text (nothing when none is declared).
+fn exposure_text(e: &ExposureReport) -> String {
+    let mut out = String::new();
+    for d in &e.declared {
+        let _ = writeln!(out, "  declared deferral {}: {}", d.name, d.operations);
+        let _ = writeln!(out, "    catch-up: {}", d.catch_up);
+    }
+    for (what, s) in [("user", &e.user), ("kernel", &e.kernel)] {
+        let Some(s) = s else { continue };
+        let cpus: Vec<String> =
+            s.cpus_exposed.iter().map(|c| format!("{} ×{}", c.cpus, group(c.operations))).collect();
+        let _ = writeln!(
+            out,
+            "  exposure of {what} mappings: {} deferred operations; CPUs exposed per operation: {}",
+            group(s.operations),
+            if cpus.is_empty() { "-".into() } else { cpus.join(", ") }
+        );
+        out += &windows_text("per CPU", &s.per_cpu);
+        out += &windows_text("per operation (last CPU)", &s.per_operation);
+        if let Some(uses) = s.uses {
+            let _ = writeln!(
+                out,
+                "    stale uses inside declared windows (exposure, allowed): {}; declared catch-ups missed: {}",
+                group(uses),
+                group(s.missed_catch_ups)
+            );
+        }
+    }
+    out
+}
+
+/// One line of window lengths and one of their log2 histogram.
+fn windows_text(what: &str, w: &Windows) -> String {
+    let mut out = format!(
+        "    {what}: {} windows closed, {} censored (open at the end)",
+        group(w.closed),
+        group(w.censored)
+    );
+    if let Some(q) = w.micros {
+        let _ = write!(
+            out,
+            "; µs p50 {:.3}, p90 {:.3}, p99 {:.3}, max {:.3}",
+            q.p50, q.p90, q.p99, q.max
+        );
+    }
+    out.push('\n');
+    if !w.log2_histogram.is_empty() {
+        let buckets: Vec<String> = w
+            .log2_histogram
+            .iter()
+            .map(|b| format!("{}–{}: {}", group(b.from_cycles), group(b.to_cycles), group(b.count)))
+            .collect();
+        let _ = writeln!(out, "      cycles (log2 buckets): {}", buckets.join(", "));
+    }
+    out
 }
 
 fn kind_text(kind: ViolationKind) -> &'static str {

@@ -20,16 +20,7 @@ const LAZY_READERS: [&str; 10] = [
 ];
 
 fn check(policy: &str, threads: &str) -> (i32, Value) {
-    let out = tlblab()
-        .args(["sim", "check", "--policy", policy, "--json"])
-        .args(LAZY_READERS)
-        .args(["--schedules", "200"])
-        .env("RAYON_NUM_THREADS", threads)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    (out.status.code().unwrap(), serde_json::from_slice(&out.stdout).unwrap())
+    check_json(policy, &LAZY_READERS, "200", threads)
 }
 
 #[test]
@@ -40,6 +31,88 @@ fn the_faithful_kernel_passes_every_schedule() {
     assert_eq!((r["schedules"].as_u64(), r["violations"].as_u64()), (Some(200), Some(0)));
     assert!(r["accesses"].as_u64().unwrap() >= 200 * 10 * 24);
     assert_eq!(r["witnesses"], Value::Array(vec![]));
+    // linux-6.18 declares no deferral: no exposure of either kind.
+    let e = &r["exposure"];
+    assert_eq!(
+        (&e["declared"], &e["user"], &e["kernel"]),
+        (&Value::Array(vec![]), &Value::Null, &Value::Null)
+    );
+}
+
+/// shared-writers at a size that runs in a fraction of a second.
+const SHARED_WRITERS: [&str; 10] =
+    ["-s", "shared-writers", "--cpus", "4", "--tasks", "2", "--pages", "8", "--iterations", "10"];
+
+fn check_json(policy: &str, scenario: &[&str], schedules: &str, threads: &str) -> (i32, Value) {
+    let out = tlblab()
+        .args(["sim", "check", "--json", "--policy", policy, "--schedules", schedules])
+        .args(scenario)
+        .env("RAYON_NUM_THREADS", threads)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    (out.status.code().unwrap(), serde_json::from_slice(&out.stdout).unwrap())
+}
+
+/// LATR's readers keep using the writers' pages after each MADV_DONTNEED returned: exposure
+/// inside the declared windows, not violations; the exposure is the same bytes whatever the
+/// number of threads.
+#[test]
+fn latr_shows_exposure_and_no_violation_the_same_whatever_the_threads() {
+    let (code, one) = check_json("latr", &SHARED_WRITERS, "40", "1");
+    let (_, two) = check_json("latr", &SHARED_WRITERS, "40", "2");
+    assert_eq!(code, 0);
+    assert_eq!(one, two, "the same bytes whatever the number of threads");
+    assert_eq!(one["violations"], 0);
+    let e = &one["exposure"];
+    assert_eq!(e["declared"][0]["name"], "latr");
+    assert_eq!(e["declared"][0]["mappings"], "user");
+    assert_eq!(e["kernel"], Value::Null);
+    let u = &e["user"];
+    // Two writers × 10 rounds × 40 schedules; a MADV_DONTNEED is deferred unless no other
+    // CPU was to be interrupted (all lazy: a disturbance's kernel thread, a migration).
+    let ops = u["operations"].as_u64().unwrap();
+    assert!(ops > 400 && ops <= 800, "{ops} deferred");
+    assert!(u["uses"].as_u64().unwrap() > 0);
+    assert_eq!(u["missed_catch_ups"], 0);
+    let w = &u["per_cpu"];
+    let closed = w["closed"].as_u64().unwrap();
+    assert!(closed > 0);
+    let in_buckets: u64 =
+        w["log2_histogram"].as_array().unwrap().iter().map(|b| b["count"].as_u64().unwrap()).sum();
+    assert_eq!(in_buckets, closed);
+    let q = &w["cycles"];
+    let mhz = one["clock_mhz"].as_f64().unwrap();
+    assert!(q["p50"].as_f64() <= q["p90"].as_f64() && q["p99"].as_f64() <= q["max"].as_f64());
+    assert_eq!(w["micros"]["max"].as_f64().unwrap(), q["max"].as_f64().unwrap() / mhz);
+    // Every exposed CPU has a window: the per-CPU count is what the CPUs-per-operation
+    // distribution adds up to.
+    let exposed: u64 = u["cpus_exposed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["cpus"].as_u64().unwrap() * c["operations"].as_u64().unwrap())
+        .sum();
+    assert_eq!(exposed, closed + w["censored"].as_u64().unwrap());
+}
+
+/// xpfo-deferred declares its kernel-mapping deferral, and the check reports its windows.
+#[test]
+fn xpfo_deferred_shows_its_kernel_exposure_windows() {
+    let (code, r) = check_json("xpfo-deferred", &SHARED_WRITERS, "5", "2");
+    assert_eq!(code, 0);
+    let e = &r["exposure"];
+    assert_eq!(e["declared"][0]["name"], "xpfo-deferred");
+    assert_eq!(e["user"], Value::Null);
+    let k = &e["kernel"];
+    assert!(k["operations"].as_u64().unwrap() > 0);
+    assert_eq!(k["uses"], Value::Null, "the model's kernel makes no memory accesses");
+    // Every other CPU is marked at each unmap.
+    assert_eq!(k["cpus_exposed"][0]["cpus"], 3);
+    assert!(
+        k["per_cpu"]["closed"].as_u64().unwrap() + k["per_cpu"]["censored"].as_u64().unwrap() > 0
+    );
 }
 
 #[test]

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 use tlblab_types::{CpuId, Cycles};
 
+use super::deferral::{Declared, Deferrals};
 use crate::ids::TaskId;
 
 /// Versions of one PTE.
@@ -134,6 +135,8 @@ pub(crate) struct Checker {
     pub(crate) window_uses: u64,
     /// Accesses checked.
     pub(crate) accesses: u64,
+    /// Declared deferrals: their exposure windows and the uses inside them.
+    pub(crate) deferral: Deferrals,
 }
 
 impl Checker {
@@ -148,6 +151,7 @@ impl Checker {
             violations: Vec::new(),
             window_uses: 0,
             accesses: 0,
+            deferral: Deferrals::new(nr_cpus),
         }
     }
 
@@ -166,11 +170,19 @@ impl Checker {
         });
     }
 
-    /// Task `t`'s operation completed (the system call or fault returns): its changes settle.
-    pub(crate) fn completed(&mut self, t: TaskId, now: Cycles) {
+    /// Task `t`'s operation completed (the system call or fault returns): its changes settle,
+    /// except on the CPUs a deferred flush left exposed (`deferred`: the declaration and them).
+    pub(crate) fn completed(
+        &mut self,
+        t: TaskId,
+        now: Cycles,
+        deferred: Option<(Declared, Vec<CpuId>)>,
+    ) {
         let Some(changes) = self.pending.remove(&t) else { return };
-        for c in changes {
+        let exposed = deferred.as_ref().map_or(&[][..], |d| &d.1[..]);
+        for c in &changes {
             if let Some(p) = self.ptes.get_mut(&(c.ctx_id, c.vpn)) {
+                self.deferral.settling(c.ctx_id, c.vpn, p.settled, exposed);
                 if c.version > p.settled {
                     p.settled = c.version;
                     p.settled_change = Some(c.changed);
@@ -178,6 +190,22 @@ impl Checker {
                 }
             }
         }
+        if let Some((d, exposed)) = deferred {
+            let ptes = changes.iter().map(|c| (c.vpn, c.version)).collect();
+            self.deferral.opened(d, &exposed, ptes, now.0);
+        }
+    }
+
+    /// The changes task `t`'s running operation made: `(ctx_id, page, version)`.
+    pub(crate) fn pending_changes(&self, t: TaskId) -> Vec<(u64, u64, u32)> {
+        self.pending
+            .get(&t)
+            .map_or_else(Vec::new, |v| v.iter().map(|c| (c.ctx_id, c.vpn, c.version)).collect())
+    }
+
+    /// The last fill on `cpu` under PCID tag `tag` of `vpn`: its mm and PTE version.
+    pub(crate) fn fill_of(&self, cpu: CpuId, tag: u16, vpn: u64) -> Option<(u64, u32)> {
+        self.fills[usize::from(cpu.0)].get(&(tag, vpn)).map(|f| (f.ctx_id, f.version))
     }
 
     /// Task `t`'s operation on `cpu` freed the page table of the 2 MiB block starting at page
@@ -284,6 +312,9 @@ impl Checker {
         let kind = if fill.ctx_id != ctx_id {
             ViolationKind::OtherAddressSpace
         } else if fill.version < p.settled {
+            if self.deferral.excuses(cpu, ctx_id, vpn, fill.version) {
+                return; // inside a declared deferral's window: exposure
+            }
             ViolationKind::StaleAfterCompletion
         } else {
             if fill.version < p.version {

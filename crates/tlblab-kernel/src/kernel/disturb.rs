@@ -71,6 +71,7 @@ impl<O: Observer> Kernel<O> {
                 // the task's mm lazily (enter_lazy_tlb()).
                 let cycles = self.kernel_entry(cpu)
                     + self.costs.context_switch.cycles
+                    + self.latr_schedule(cpu)
                     + self.enter_lazy_tlb(cpu);
                 self.cpus[c].disturbed = true;
                 self.delay_step(cpu, cycles + window);
@@ -102,6 +103,7 @@ impl<O: Observer> Kernel<O> {
                 let t = self.cpus[c].curr;
                 let mm = self.tasks[t.0 as usize].mm.expect("only user tasks are preempted");
                 let cycles = self.costs.context_switch.cycles
+                    + self.latr_schedule(cpu)
                     + self.switch_mm_irqs_off(cpu, mm)
                     + self.return_to_user(cpu);
                 self.delay_step(cpu, cycles);

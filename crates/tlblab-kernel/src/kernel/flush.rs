@@ -227,6 +227,7 @@ impl<O: Observer> Kernel<O> {
             && (info.new_tlb_gen == local_tlb_gen + 1 || !gen_rule)
             && info.new_tlb_gen == mm_tlb_gen;
         self.cpus[c].tlb.ctxs[slot].tlb_gen = mm_tlb_gen;
+        self.deferral_progress(cpu);
         let cycles = self.flush_and_trace(cpu, asid, &info, partial, reason, cycles);
         self.debug_assert_invariants(cpu);
         cycles
@@ -335,7 +336,7 @@ impl<O: Observer> Kernel<O> {
     }
 
     /// The CPUs of `mask` to interrupt, and whether the initiator flushes itself.
-    fn flush_targets(
+    pub(super) fn flush_targets(
         &self,
         cpu: CpuId,
         info: &FlushTlbInfo,
@@ -346,7 +347,13 @@ impl<O: Observer> Kernel<O> {
     }
 
     /// The body of `native_flush_tlb_multi()` once its targets are known.
-    fn flush_multi(&mut self, cpu: CpuId, call: CallId, targets: &[CpuId], local: bool) -> u64 {
+    pub(super) fn flush_multi(
+        &mut self,
+        cpu: CpuId,
+        call: CallId,
+        targets: &[CpuId],
+        local: bool,
+    ) -> u64 {
         let info = self.calls[call.0 as usize].info;
         self.counters.vmstat.nr_tlb_remote_flush += 1;
         self.trace(cpu, TlbFlushReason::RemoteSendIpi, info.send_ipi_pages());

@@ -13,10 +13,12 @@
 //! 3. timer tick.
 
 mod check;
+mod deferral;
 mod disturb;
 mod flush;
 mod invlpgb;
 mod kflush;
+mod latr;
 mod process;
 mod reclaim;
 mod run;
@@ -324,6 +326,8 @@ pub struct Kernel<O: Observer> {
     counters: Counters,
     flush_sizes: FlushSizes,
     xpfo: xpfo::XpfoTracker,
+    /// LATR's per-CPU states (`Policy::latr`).
+    latr: Option<Box<latr::Latr>>,
     global_asids: invlpgb::GlobalAsids,
     /// The mm reclaim scans first next time.
     reclaim_cursor: usize,
@@ -409,6 +413,7 @@ impl<O: Observer> Kernel<O> {
                     "INVLPGB with PTI: Linux 6.16+ turns INVLPGB off when PTI is on (94a17f2dc90b)",
             });
         }
+        latr::check_policy(policy)?;
         let pcid = policy.pcid && features.pcid;
         let n = config.nr_cpus;
         let mut k = Kernel {
@@ -434,6 +439,7 @@ impl<O: Observer> Kernel<O> {
             },
             flush_sizes: FlushSizes::default(),
             xpfo: xpfo::XpfoTracker::new(n, policy.xpfo == crate::policy::Xpfo::Deferred),
+            latr: policy.latr.then(|| Box::new(latr::Latr::new(n))),
             global_asids: invlpgb::GlobalAsids::new(policy.pti != crate::policy::Pti::Off),
             reclaim_cursor: 0,
             observer,
@@ -686,9 +692,10 @@ impl<O: Observer> Kernel<O> {
     /// changes settle, and the page tables it freed must be gone from every paging-structure
     /// cache a CPU can translate with before a flush (docs/safety.md §5).
     fn op_completed(&mut self, t: TaskId) {
+        let deferred = self.deferred_exposure(t);
         let Some(ck) = &mut self.check else { return };
         let now = self.queue.now();
-        ck.completed(t, now);
+        ck.completed(t, now, deferred);
         for f in ck.take_freed(t) {
             for c in 0..self.cpus.len() {
                 for pcid in self.pcids_usable_without_flush(c, &f) {

@@ -154,7 +154,7 @@ impl<O: Observer> Kernel<O> {
             SwitchPhase::Start => {
                 self.cpus[c].irqs_off = true;
                 sw.phase = SwitchPhase::Mm;
-                Step::Spend(self.costs.context_switch.cycles, Mode::Sys)
+                Step::Spend(self.costs.context_switch.cycles + self.latr_schedule(cpu), Mode::Sys)
             }
             SwitchPhase::Mm => match next_mm {
                 // A kernel thread borrows the loaded mm lazily.
@@ -367,7 +367,7 @@ impl<O: Observer> Kernel<O> {
         if curr == self.cpus[c].idle || self.cpus[c].irqs_off {
             return; // NO_HZ idle; a tick with interrupts off is taken late, at no extra cost here
         }
-        let cycles = self.costs.timer_tick.cycles;
+        let cycles = self.costs.timer_tick.cycles + self.latr_tick(cpu);
         self.cpus[c].irq_cycles += cycles;
         self.delay_step(cpu, cycles);
         let ran = now.0.saturating_sub(self.tasks[curr.0 as usize].slice_start.0);
@@ -735,7 +735,7 @@ impl<O: Observer> Kernel<O> {
                 }
                 if n > 0 || freed {
                     // mmu_gather: one flush over the PTEs cleared and the tables freed.
-                    self.push_flush(t, FlushRequest::pages(mm, lo, hi, freed));
+                    self.push_unmap_flush(t, FlushRequest::pages(mm, lo, hi, freed));
                 }
                 Step::Spend(cycles, Mode::Sys)
             }
@@ -752,7 +752,7 @@ impl<O: Observer> Kernel<O> {
                     (lo, hi) = (lo.min(a), hi.max(b + 1));
                 }
                 if n > 0 || !tables.is_empty() {
-                    self.push_flush(t, FlushRequest::pages(mm, lo, hi, !tables.is_empty()));
+                    self.push_unmap_flush(t, FlushRequest::pages(mm, lo, hi, !tables.is_empty()));
                 }
                 Step::Spend(cycles, Mode::Sys)
             }
@@ -935,6 +935,7 @@ impl<O: Observer> Kernel<O> {
                 Step::Spend(self.costs.flush_tlb_mm_range.cycles, Mode::Sys)
             }
             FlushPhase::Dispatch => {
+                let latr = self.latr_deferrable(t);
                 let info = self.flush_tlb_info(&req, gen, cpu);
                 let others = self.mms[req.mm.0 as usize].cpumask.any_but(cpu);
                 let loaded = self.cpus[c].tlb.loaded_mm == LoadedMm::Mm(req.mm);
@@ -955,7 +956,7 @@ impl<O: Observer> Kernel<O> {
                         self.calls[id.0 as usize].info.trim_cpumask =
                             self.should_trim_cpumask(req.mm);
                     }
-                    let mut cycles = self.native_flush_tlb_multi(cpu, id);
+                    let mut cycles = self.flush_tlb_multi_or_defer(cpu, t, id, latr);
                     cycles += self.consider_global_asid(cpu, t, req.mm);
                     if self.policy.flush_info == FlushInfo::Stack {
                         // 7.3: preemption is enabled again before the wait.

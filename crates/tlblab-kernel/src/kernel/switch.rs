@@ -101,6 +101,7 @@ impl<O: Observer> Kernel<O> {
             self.trace(cpu, TlbFlushReason::FlushOnTaskSwitch, 0);
             cycles
         };
+        self.deferral_progress(cpu);
         (ns.asid, cycles)
     }
 

@@ -14,6 +14,7 @@
 
 use super::kflush::KernelFlush;
 use super::{FlushPhase, Frame, Kernel};
+use crate::exposure::{ExposureLog, OperationExposure};
 use crate::ids::TaskId;
 use crate::kernel::flush::DIRECT_MAP_PAGE;
 use crate::observer::Observer;
@@ -105,7 +106,13 @@ impl XpfoTracker {
     }
 
     fn deferred_end(&self, w: &Window, next: &mut [usize]) -> Option<u64> {
-        let mut end = w.start;
+        self.cpu_ends(w, next).into_iter().try_fold(w.start, |end, e| Some(end.max(e?)))
+    }
+
+    /// `xpfo-deferred`: per other CPU (all are marked), its first full flush at or after the
+    /// window opened, `None` if it has not done one yet. `next` as in [`XpfoTracker::report`].
+    fn cpu_ends(&self, w: &Window, next: &mut [usize]) -> Vec<Option<u64>> {
+        let mut ends = Vec::with_capacity(self.full_flushes.len());
         for (c, times) in self.full_flushes.iter().enumerate() {
             if c == usize::from(w.cpu.0) {
                 continue;
@@ -113,9 +120,31 @@ impl XpfoTracker {
             while next[c] < times.len() && times[next[c]] < w.start {
                 next[c] += 1;
             }
-            end = end.max(*times.get(next[c])?);
+            ends.push(times.get(next[c]).copied());
         }
-        Some(end)
+        ends
+    }
+
+    /// `xpfo-deferred`'s windows per (unmap, other CPU), measured ones only: the same windows as
+    /// [`XpfoTracker::report`]'s, CPU by CPU. The kernel makes no memory accesses in the model,
+    /// so there are no uses to count.
+    pub(super) fn exposure_log(&self, nr_cpus: usize) -> ExposureLog {
+        let mut next = vec![0usize; nr_cpus];
+        ExposureLog {
+            operations: self.windows[self.measured_from..]
+                .iter()
+                .map(|w| OperationExposure {
+                    completed_at: w.start,
+                    windows: self
+                        .cpu_ends(w, &mut next)
+                        .into_iter()
+                        .map(|e| e.map(|e| e - w.start))
+                        .collect(),
+                })
+                .collect(),
+            uses: None,
+            missed_catch_ups: 0,
+        }
     }
 }
 

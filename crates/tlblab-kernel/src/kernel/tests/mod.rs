@@ -395,6 +395,7 @@ fn runs_are_deterministic() {
 mod check;
 mod invlpgb;
 mod kflush;
+mod latr;
 mod munmap;
 mod process;
 mod reclaim;

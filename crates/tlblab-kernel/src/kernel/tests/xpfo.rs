@@ -37,6 +37,22 @@ fn xpfo_sync_flushes_every_cpu_before_the_fault_returns() {
     assert_eq!(x.exposure_cycles, [expected]);
 }
 
+/// xpfo-deferred on `cpus` CPUs: a process on CPU 0 computes, then writes `pages` new pages
+/// (unmaps from the direct map), while CPU 1 runs one process until the tick preempts it and
+/// switches to another. Runs to the end.
+fn unmaps_while_cpu1_switches(cpus: usize, pages: u64) -> Kernel<TraceLog> {
+    let mut k = kernel("linux-4.14+xpfo-deferred", cpus);
+    k.spawn_process(
+        script(vec![Step::Compute(100_000), Step::Mmap(pages), Step::Store(0, 0, pages)]),
+        C0,
+        true,
+    );
+    k.spawn_process(script(vec![Step::Compute(40_000_000)]), C1, true);
+    k.spawn_process(script(vec![Step::Compute(1000)]), C1, true);
+    assert!(k.run());
+    k
+}
+
 /// xpfo-deferred: no IPI; each other CPU flushes everything at its next switch_mm_irqs_off(),
 /// so the window stays open while a CPU does not switch mm (here: idle CPUs never do).
 #[test]
@@ -48,15 +64,7 @@ fn xpfo_deferred_windows_stay_open_until_every_other_cpu_switches() {
 
     // Now CPU 1 runs two processes: the window closes when the tick preempts the first and
     // CPU 1 switches to the second's mm (a full flush, just before that switch's tracepoint).
-    let mut k = kernel("linux-4.14+xpfo-deferred", 2);
-    k.spawn_process(
-        script(vec![Step::Compute(100_000), Step::Mmap(1), Step::Store(0, 0, 1)]),
-        C0,
-        true,
-    );
-    k.spawn_process(script(vec![Step::Compute(40_000_000)]), C1, true);
-    k.spawn_process(script(vec![Step::Compute(1000)]), C1, true);
-    assert!(k.run());
+    let k = unmaps_while_cpu1_switches(2, 1);
     let x = k.report().xpfo.unwrap();
     assert_eq!((x.censored, x.full_flushes), (0, 1));
     let switches: Vec<u64> = k
@@ -73,5 +81,35 @@ fn xpfo_deferred_windows_stay_open_until_every_other_cpu_switches() {
     assert!(
         switches[1] - close < 20_000,
         "closed by the switch to the second process: {close} {switches:?}"
+    );
+}
+
+/// xpfo-deferred's exposure, CPU by CPU: each unmap exposes every other CPU (all are marked);
+/// the last CPU's window is the report's window of that unmap, and a CPU that never switched
+/// keeps its window open (censored), as the report's.
+#[test]
+fn xpfo_deferred_exposure_per_cpu_agrees_with_the_report() {
+    let k = unmaps_while_cpu1_switches(3, 2);
+    let x = k.report().xpfo.unwrap();
+    let log = k.exposure().kernel.unwrap();
+    assert_eq!(log.operations.len() as u64, x.kernel_unmaps);
+    assert_eq!((log.uses, log.missed_catch_ups), (None, 0));
+    for op in &log.operations {
+        // CPUs 1 and 2; CPU 2 stays idle and never switches.
+        assert_eq!(op.windows.len(), 2);
+        assert!(op.windows[0].is_some() && op.windows[1].is_none());
+    }
+    assert_eq!(x.censored, 2);
+    // With CPU 2 online the report's windows are all censored; without it, they are CPU 1's.
+    let k = unmaps_while_cpu1_switches(2, 2);
+    let x = k.report().xpfo.unwrap();
+    let per_cpu: Vec<u64> =
+        k.exposure().kernel.unwrap().operations.iter().map(|o| o.windows[0].unwrap()).collect();
+    assert_eq!(per_cpu, x.exposure_cycles);
+    let s = crate::exposure::ExposureSummary::of(k.exposure().kernel.as_ref(), k.clock_mhz());
+    assert_eq!(s.per_operation.closed, 2);
+    assert_eq!(
+        s.per_operation.cycles.unwrap().max,
+        *x.exposure_cycles.iter().max().unwrap() as f64
     );
 }
