@@ -15,9 +15,10 @@
 //! - NOTE: flushes that free page tables stay synchronous (IPIs, lazy CPUs included). LATR frees
 //!   page tables, pages and VMAs lazily (`CONFIG_LAZY_MEM_FREE`, after `2*HZ`); the model frees
 //!   them at completion, so deferring their flush would let a CPU walk a freed table.
-//! - NOTE: the prototype's background thread (every second: a state still pending after
-//!   `TLB_SHOOTDOWN_MAX` = 2 rounds falls back to IPIs) is not modelled. In the model every CPU
-//!   a state names runs the mm and takes a tick within `1/HZ` unless its interrupts stay off.
+//! - NOTE: the prototype's background thread (every second, a state still pending after
+//!   `TLB_SHOOTDOWN_MAX` = 2 counts falls back to IPIs; docs/safety.md §10 question 4 on how it
+//!   really counts) is not modelled. In the model every CPU a state names ran the mm non-lazily
+//!   when it was written, and applies it at its next busy tick or context switch.
 //! - NOTE: the model's `__schedule()` hook is the start of a context switch; a `schedule()`
 //!   that picks the task already running (no switch) applies nothing.
 //! - Only munmap and MADV_DONTNEED defer (the prototype's `mm->munmap_inprogress`, here per
