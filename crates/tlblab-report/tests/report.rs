@@ -768,3 +768,30 @@ fn a_safety_check_shows_its_verdict_and_witness() {
     let md = r.render_markdown();
     assert!(md.contains(&verdict) && md.contains(replay));
 }
+
+/// A declared deferral's exposure: the latr check's row gives the deferred operations, the
+/// CPUs left stale per operation and the per-CPU window quantiles (from the fixture's
+/// p50 4.02375, p90 19.5777, p99 276.125, max 353.262 µs, to four significant digits); the
+/// verdict matrix gives its speed beside the verdict (mean 22.8073 µs/op of 3 runs).
+#[test]
+fn a_deferred_policy_shows_its_exposure_next_to_its_verdict_and_speed() {
+    const CHECK: &str = "check-latr.json";
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(fixture(CHECK)).unwrap()).unwrap();
+    let root = parse(&report(&[CHECK]).render_html()).unwrap();
+    let table = rows(&root);
+    let row = table.iter().find(|r| r[0] == "latr" && r.len() > 3).expect("an exposure row");
+    let e = &v["exposure"]["user"];
+    assert_eq!(row[1..4], ["shared-writers", "user", "364"]);
+    let spread: Vec<String> = e["cpus_exposed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| format!("{}: {}", b["cpus"], b["operations"]))
+        .collect();
+    assert_eq!(row[4], spread.join(", "));
+    let per_cpu = &e["per_cpu"];
+    let windows = format!("({}; {})", per_cpu["closed"], per_cpu["censored"]);
+    assert_eq!(row[5], format!("4.024 / 19.58 / 276.1 / 353.3 {windows}"));
+    assert!(table.contains(&vec!["latr".to_string(), "no violation · 22.81".to_string()]));
+    assert!(headers(&root).contains(&"shared-writers · µs/op".to_string()));
+}

@@ -263,7 +263,7 @@ fn text(r: &CheckReport, seconds: f64) -> String {
     }
     if let Some(sp) = &r.speed {
         let value = sp.summary.as_ref().map_or("no value (too few operations)".to_string(), |s| {
-            format!("{} ± {} {}", sig(s.mean), sig(s.stddev), sp.unit)
+            format!("{} {}", mean_sd(s.mean, s.stddev), sp.unit)
         });
         let _ = writeln!(
             out,
@@ -361,11 +361,11 @@ fn witness_trail(v: &Violation) -> Vec<(Cycles, String)> {
     trail
 }
 
-/// Four significant digits.
-fn sig(x: f64) -> String {
+/// `mean ± sd`, both with the decimals that give the mean four significant digits.
+fn mean_sd(mean: f64, sd: f64) -> String {
     // log10(0) is −∞, which `as i32` saturates to i32::MIN: subtract without overflow.
-    let digits = 3i32.saturating_sub(x.abs().log10().floor() as i32).clamp(0, 6) as usize;
-    format!("{x:.digits$}")
+    let digits = 3i32.saturating_sub(mean.abs().log10().floor() as i32).clamp(0, 6) as usize;
+    format!("{mean:.digits$} ± {sd:.digits$}")
 }
 
 /// The declared deferrals and their exposure, as text (nothing when none is declared).

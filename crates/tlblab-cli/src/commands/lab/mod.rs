@@ -217,15 +217,16 @@ fn simulate_on_host(
 /// DONTNEED frees their page tables, whose flush must reach lazy CPUs too).
 const CHECK_SCENARIOS: [(&str, &[&str]); 5] = [
     ("lazy-readers", &["--cpus", "3", "--tasks", "2", "--pages", "8", "--iterations", "20"]),
-    ("lazy-readers", &["--cpus", "3", "--tasks", "2", "--pages", "1024", "--iterations", "4"]),
+    ("lazy-readers", &["--cpus", "3", "--tasks", "2", "--pages", "1024", "--iterations", "3"]),
     ("shared-writers", &["--cpus", "4", "--tasks", "2", "--pages", "8", "--iterations", "10"]),
     ("switching-readers", &["--cpus", "4", "--tasks", "2", "--pages", "8", "--iterations", "10"]),
     ("madvise-busy", &["--cpus", "2", "--busy", "0", "--iterations", "50"]),
 ];
 
 /// The policies checked: every policy of the studies (but la57-on, which needs an LA57 machine
-/// and flushes as linux-4.14 does), then the known-bad variants (which the checker must catch).
-const CHECK_POLICIES: [&str; 17] = [
+/// and flushes as linux-4.14 does), LATR-style asynchronous shootdowns (S8: speed and exposure
+/// beside the others), then the known-bad variants (which the checker must catch).
+const CHECK_POLICIES: [&str; 18] = [
     "linux-6.18",
     "linux-4.14",
     "linux-4.14-nopcid",
@@ -238,6 +239,7 @@ const CHECK_POLICIES: [&str; 17] = [
     "flush-info-stack",
     "xpfo-sync",
     "xpfo-deferred",
+    "latr",
     "bad-lazy-no-catch-up",
     "bad-partial-flush",
     "bad-lazy-skip-freed-tables",
@@ -417,9 +419,10 @@ mod summary {
                 .filter(|r| r["result"]["violations"].as_u64().is_some_and(|n| n > 0))
                 .map(|r| {
                     format!(
-                        "{} on {}",
+                        "{} on {} ({} pages)",
                         r["policy"].as_str().unwrap_or("?"),
-                        r["scenario"].as_str().unwrap_or("?")
+                        r["scenario"].as_str().unwrap_or("?"),
+                        r["result"]["params"]["pages"]
                     )
                 })
                 .collect();
