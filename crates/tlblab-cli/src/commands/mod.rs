@@ -19,6 +19,8 @@ use crate::cli::{
 };
 use anyhow::Result;
 use std::process::ExitCode;
+use tlblab_kernel::workloads::{Params, ScenarioInfo};
+use tlblab_kernel::{Kernel, KernelConfig, NoObserver};
 use tlblab_memtrace::{Format, ReadOptions, TraceError};
 use tlblab_sim::hw::Replacement;
 use tlblab_sim::machine::{MachineError, MachineSpec};
@@ -123,6 +125,28 @@ pub fn load_machine(args: &MachineArgs) -> Result<MachineSpec> {
         });
     }
     Ok(spec.with_paging_levels(args.paging_levels)?)
+}
+
+/// A kernel model of `cpus` CPUs running `policy` on `spec` from `seed`, with `info`'s scenario
+/// installed; `prepare` runs first (the safety checker and perturbations must be set before the
+/// scenario's tasks start). Run it with [`ScenarioInfo::run`].
+pub fn scenario_kernel(
+    spec: &MachineSpec,
+    policy: &tlblab_kernel::Policy,
+    cpus: u16,
+    seed: u64,
+    (info, params): (&ScenarioInfo, &Params),
+    prepare: impl FnOnce(&mut Kernel<NoObserver>),
+) -> Result<Kernel<NoObserver>> {
+    let config = KernelConfig {
+        nr_cpus: usize::from(cpus),
+        seed,
+        time_limit: tlblab_types::Cycles(u64::MAX),
+    };
+    let mut kernel = Kernel::new(spec, policy, config, NoObserver)?;
+    prepare(&mut kernel);
+    info.install(&mut kernel, params)?;
+    Ok(kernel)
 }
 
 /// The preset `name`: built in, `host` (built from this machine's CPUID and sysfs; see

@@ -8,8 +8,7 @@ use serde::Serialize;
 use std::process::ExitCode;
 use tlblab_kernel::stats::KernelReport;
 use tlblab_kernel::workloads::{scenario, Params};
-use tlblab_kernel::{Kernel, KernelConfig, NoObserver, Policy};
-use tlblab_types::Cycles;
+use tlblab_kernel::Policy;
 
 /// The JSON output of `tlblab sim run`.
 #[derive(Serialize)]
@@ -49,13 +48,15 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let reports: Vec<KernelReport> = jobs
         .par_iter()
         .map(|&(p, s)| -> Result<KernelReport> {
-            let config = KernelConfig {
-                nr_cpus: usize::from(args.cpus),
-                seed: args.seed + s,
-                time_limit: Cycles(u64::MAX),
-            };
-            let mut kernel = Kernel::new(&spec, &policies[p], config, NoObserver)?;
-            info.install(&mut kernel, &params)?;
+            let scenario = (info, &params);
+            let mut kernel = super::scenario_kernel(
+                &spec,
+                &policies[p],
+                args.cpus,
+                args.seed + s,
+                scenario,
+                |_| {},
+            )?;
             info.run(&mut kernel, &params);
             Ok(kernel.report())
         })
