@@ -16,8 +16,13 @@ pub struct TaskReport {
     /// The program's own work in user mode: `Compute` cycles and `cycles_per_page` of the pages
     /// it referenced (translation excluded).
     pub work_cycles: u64,
-    /// Cycles in the kernel (system calls, faults, switches), not counting interrupts.
+    /// Cycles in the kernel (system calls, faults, switches, spinning for acknowledgements),
+    /// not counting interrupts.
     pub sys_cycles: u64,
+    /// Interrupt-handler cycles on the task's CPU while it was in user mode.
+    pub irq_in_user_cycles: u64,
+    /// Interrupt-handler cycles on the task's CPU while it was in the kernel.
+    pub irq_in_sys_cycles: u64,
     /// Operations completed (`Action::Op`).
     pub ops: u64,
     /// Time of the first operation.
@@ -28,6 +33,38 @@ pub struct TaskReport {
     pub migrations: u64,
     /// When it exited.
     pub exited: Option<Cycles>,
+}
+
+impl TaskReport {
+    /// User and system time as `time` (`getrusage()`) reports them under tick-based
+    /// accounting: an interrupt handler's time goes to the task it interrupted, in the mode it
+    /// interrupted (docs/kernel-model.md, "Where time goes").
+    pub fn time_as_reported(&self) -> (u64, u64) {
+        (self.user_cycles + self.irq_in_user_cycles, self.sys_cycles + self.irq_in_sys_cycles)
+    }
+}
+
+/// Where one CPU's time went during the measurement.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CpuTime {
+    /// Tasks in user mode.
+    pub user_cycles: u64,
+    /// Tasks in the kernel, spins for acknowledgements and context switches included.
+    pub sys_cycles: u64,
+    /// Interrupt handlers (IPIs, ticks), idle exits included.
+    pub irq_cycles: u64,
+    /// Idle.
+    pub idle_cycles: u64,
+    /// Disturbances of the safety checker's perturbed schedules (another thread, or an
+    /// interrupts-off window); 0 otherwise.
+    pub other_cycles: u64,
+}
+
+impl CpuTime {
+    /// Every bucket added up: the measurement window.
+    pub fn total(&self) -> u64 {
+        self.user_cycles + self.sys_cycles + self.irq_cycles + self.idle_cycles + self.other_cycles
+    }
 }
 
 /// Flushes by size, as `flush_tlb_func()` did them: entries flushed (-1 for full) → count and
@@ -98,10 +135,8 @@ pub struct KernelReport {
     pub flush_sizes: FlushSizes,
     /// Durations (cycles) of preemption-disabled sections in `flush_tlb_mm_range()`.
     pub preempt_off_cycles: Vec<u64>,
-    /// Idle cycles per CPU.
-    pub idle_cycles: Vec<u64>,
-    /// Interrupt-handler cycles per CPU.
-    pub irq_cycles: Vec<u64>,
+    /// Where each CPU's time went; per CPU the buckets add up to `elapsed_cycles`.
+    pub cpu_time: Vec<CpuTime>,
     /// Events the engine processed.
     pub events: u64,
     /// Hardware counters summed over CPUs.
@@ -134,8 +169,7 @@ impl KernelReport {
                 .collect(),
             flush_sizes: flush_sizes.clone(),
             preempt_off_cycles: counters.preempt_off.clone(),
-            idle_cycles: cpus.iter().map(|c| c.0).collect(),
-            irq_cycles: cpus.iter().map(|c| c.1).collect(),
+            cpu_time: cpus,
             events: k.events(),
             hw,
         }

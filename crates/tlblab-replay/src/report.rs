@@ -181,11 +181,14 @@ pub(crate) fn policy_replay(
     let k = &run.kernel;
     let t = &twin.kernel;
     let sum = |v: &[u64]| v.iter().take(n).sum::<u64>();
+    let irq = |r: &tlblab_kernel::stats::KernelReport| {
+        r.cpu_time.iter().take(n).map(|c| c.irq_cycles).sum::<u64>()
+    };
     let (tc, tw) = translation(k);
     let (bc, bw) = translation(t);
     let cost = Cost {
         initiator_cycles: diff(run.meter.syscall_cycles, twin.meter.syscall_cycles),
-        receiver_cycles: diff(sum(&k.irq_cycles), sum(&t.irq_cycles)),
+        receiver_cycles: diff(irq(k), irq(t)),
         refill_cycles: diff(tc, bc),
         refill_walks: diff(tw, bw),
         page_faults: diff(k.page_faults, t.page_faults),

@@ -7,6 +7,7 @@
 
 use rand::RngExt;
 
+use super::acct::Inserted;
 use super::{Event, Frame, Kernel, Phase};
 use crate::observer::Observer;
 use crate::program::Syscall;
@@ -63,6 +64,7 @@ impl<O: Observer> Kernel<O> {
                 self.cpus[c].irqs_off = true;
                 self.cpus[c].disturbed = true;
                 self.delay_step(cpu, window);
+                self.acct_insert(cpu, window, Inserted::Other);
                 let end = Disturbance::IrqsOff;
                 self.push(Cycles(now + window), Event::DisturbEnd { cpu, end });
             }
@@ -75,6 +77,7 @@ impl<O: Observer> Kernel<O> {
                     + self.enter_lazy_tlb(cpu);
                 self.cpus[c].disturbed = true;
                 self.delay_step(cpu, cycles + window);
+                self.acct_insert(cpu, cycles + window, Inserted::Other);
                 let end = Disturbance::KernelThread;
                 self.push(Cycles(now + cycles + window), Event::DisturbEnd { cpu, end });
             }
@@ -107,6 +110,7 @@ impl<O: Observer> Kernel<O> {
                     + self.switch_mm_irqs_off(cpu, mm)
                     + self.return_to_user(cpu);
                 self.delay_step(cpu, cycles);
+                self.acct_insert(cpu, cycles, Inserted::Other);
             }
         }
     }

@@ -12,6 +12,7 @@
 //! 2. a CPU's next step;
 //! 3. timer tick.
 
+mod acct;
 mod check;
 mod deferral;
 mod disturb;
@@ -266,9 +267,8 @@ struct PerCpu {
     xpfo_pending: bool,
     /// A disturbance's window is open ([`Kernel::disturb`]).
     disturbed: bool,
-    idle_cycles: u64,
-    irq_cycles: u64,
-    idle_since: Option<Cycles>,
+    /// Where the CPU's time goes.
+    acct: acct::Acct,
 }
 
 /// The counters the kernel keeps.
@@ -491,9 +491,7 @@ impl<O: Observer> Kernel<O> {
                 need_resched: false,
                 xpfo_pending: false,
                 disturbed: false,
-                idle_cycles: 0,
-                irq_cycles: 0,
-                idle_since: Some(Cycles(0)),
+                acct: acct::Acct::new(idle, Cycles(0)),
             });
             // Each CPU's tick phase is drawn from the seed: the one source of variation between
             // seeds besides the programs' own random choices.
@@ -608,11 +606,7 @@ impl<O: Observer> Kernel<O> {
             *s = new_stats(&self.spec);
         }
         for c in &mut self.cpus {
-            c.idle_cycles = 0;
-            c.irq_cycles = 0;
-            if c.idle_since.is_some() {
-                c.idle_since = Some(now);
-            }
+            c.acct.restart(now);
         }
         for t in &mut self.tasks {
             t.report = TaskReport { exited: t.report.exited, ..TaskReport::default() };
@@ -816,11 +810,30 @@ impl<O: Observer> Kernel<O> {
         for s in &self.hw_stats {
             hw += s;
         }
-        KernelReport::new(
-            self,
-            hw.report(&self.spec),
-            self.tasks.iter().filter(|t| t.mm.is_some()).map(|t| t.report.clone()).collect(),
-        )
+        // Activities still open count up to now.
+        let mut reports: Vec<TaskReport> = self.tasks.iter().map(|t| t.report.clone()).collect();
+        for c in &self.cpus {
+            let (activity, task, cycles) = c.acct.open(self.now());
+            let r = &mut reports[task.0 as usize];
+            match activity {
+                acct::Activity::User => r.user_cycles += cycles,
+                acct::Activity::Sys => r.sys_cycles += cycles,
+                acct::Activity::Idle => {}
+            }
+        }
+        let user_tasks = self.tasks.iter().zip(reports).filter(|(t, _)| t.mm.is_some());
+        let report =
+            KernelReport::new(self, hw.report(&self.spec), user_tasks.map(|(_, r)| r).collect());
+        if cfg!(debug_assertions) {
+            for (c, t) in report.cpu_time.iter().enumerate() {
+                assert_eq!(
+                    t.total(),
+                    report.elapsed_cycles,
+                    "cpu{c}: user + sys + irq + idle + other ≠ the window: {t:?}"
+                );
+            }
+        }
+        report
     }
 
     /// Checks the model's invariants on `cpu` (debug builds only).
@@ -863,12 +876,12 @@ impl<O: Observer> Kernel<O> {
         }
     }
 
-    /// Counters, flush sizes and per-CPU (idle, irq) cycles, for the report.
-    pub(crate) fn parts(&self) -> (&Counters, &FlushSizes, Vec<(u64, u64)>) {
+    /// Counters, flush sizes and per-CPU times, for the report.
+    pub(crate) fn parts(&self) -> (&Counters, &FlushSizes, Vec<crate::stats::CpuTime>) {
         (
             &self.counters,
             &self.flush_sizes,
-            self.cpus.iter().map(|c| (c.idle_cycles, c.irq_cycles)).collect(),
+            (0..self.cpus.len()).map(|c| self.cpu_time(c)).collect(),
         )
     }
 

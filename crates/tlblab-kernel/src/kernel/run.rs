@@ -1,5 +1,6 @@
 //! The event loop, the scheduler and the steps of each frame.
 
+use super::acct::{Activity, Inserted};
 use super::kflush::{KernelFlush, VMALLOC_PAGE};
 use super::*;
 use crate::mm::{Pte, VmaId};
@@ -57,13 +58,6 @@ impl<O: Observer> Kernel<O> {
                 Event::DisturbEnd { cpu, end } => self.disturbance_ends(cpu, end),
             }
         }
-        let now = self.queue.now();
-        for c in &mut self.cpus {
-            if let Some(since) = c.idle_since {
-                c.idle_cycles += now.0.saturating_sub(since.0);
-                c.idle_since = Some(now);
-            }
-        }
         self.essential_left == 0
     }
 
@@ -92,6 +86,7 @@ impl<O: Observer> Kernel<O> {
     /// Runs `cpu`'s steps until one costs time or waits.
     fn run_cpu(&mut self, cpu: CpuId) {
         let c = usize::from(cpu.0);
+        self.acct_close(cpu);
         loop {
             let step = match self.cpus[c].switch.take() {
                 Some(sw) => self.switch_step(cpu, sw),
@@ -100,17 +95,24 @@ impl<O: Observer> Kernel<O> {
             match step {
                 Step::Next => continue,
                 Step::Spend(cycles, mode) => {
-                    let t = self.cpus[c].curr;
-                    let r = &mut self.tasks[t.0 as usize].report;
-                    match mode {
-                        Mode::User => r.user_cycles += cycles,
-                        Mode::Sys => r.sys_cycles += cycles,
-                    }
+                    let activity = match mode {
+                        Mode::User => Activity::User,
+                        Mode::Sys => Activity::Sys,
+                    };
+                    self.acct_open(cpu, activity, self.cpus[c].curr);
                     let at = Cycles(self.queue.now().0 + cycles);
                     self.resume_at(cpu, at);
                     return;
                 }
-                Step::Wait => return,
+                Step::Wait => {
+                    // Idle, or spinning in csd_lock_wait() until the acknowledgements are in:
+                    // system time (accounting defect 1 of issue 17).
+                    let curr = self.cpus[c].curr;
+                    let activity =
+                        if curr == self.cpus[c].idle { Activity::Idle } else { Activity::Sys };
+                    self.acct_open(cpu, activity, curr);
+                    return;
+                }
             }
         }
     }
@@ -206,11 +208,6 @@ impl<O: Observer> Kernel<O> {
         let c = usize::from(cpu.0);
         let now = self.queue.now();
         let prev = self.cpus[c].curr;
-        if prev == self.cpus[c].idle {
-            if let Some(since) = self.cpus[c].idle_since.take() {
-                self.cpus[c].idle_cycles += now.0 - since.0;
-            }
-        }
         self.cpus[c].curr = next;
         if let Some(target) = self.tasks[prev.0 as usize].moving_to.take() {
             self.tasks[prev.0 as usize].cpu = target;
@@ -220,9 +217,6 @@ impl<O: Observer> Kernel<O> {
         t.state = TaskState::Running;
         t.slice_start = now;
         let mut cycles = 0;
-        if next == self.cpus[c].idle {
-            self.cpus[c].idle_since = Some(now);
-        }
         if next != self.cpus[c].idle && self.in_user_mode(next) {
             // A task that was in user mode (new, or preempted there) returns to it.
             cycles += self.return_to_user(cpu);
@@ -325,7 +319,7 @@ impl<O: Observer> Kernel<O> {
             // SWITCH_TO_USER_CR3 (with any pending user-PCID flush) on the way back.
             cycles += self.kernel_entry(cpu) + self.return_to_user(cpu);
         }
-        self.cpus[c].irq_cycles += cycles;
+        self.acct_insert(cpu, cycles, Inserted::Irq);
         let end = Cycles(now.0 + cycles);
         self.cpus[c].irq_free_at = end;
         if !self.delay_step(cpu, cycles) && idle && !self.cpus[c].rq.is_empty() {
@@ -368,7 +362,7 @@ impl<O: Observer> Kernel<O> {
             return; // NO_HZ idle; a tick with interrupts off is taken late, at no extra cost here
         }
         let cycles = self.costs.timer_tick.cycles + self.latr_tick(cpu);
-        self.cpus[c].irq_cycles += cycles;
+        self.acct_insert(cpu, cycles, Inserted::Irq);
         self.delay_step(cpu, cycles);
         let ran = now.0.saturating_sub(self.tasks[curr.0 as usize].slice_start.0);
         if self.cpus[c].rq.is_empty() || ran < self.slice_cycles {

@@ -559,7 +559,9 @@ mod tests {
             let work =
                 |r: &crate::stats::KernelReport| r.tasks.iter().map(|t| t.work_cycles).sum::<u64>();
             assert!(work(&r) > 0 && work(&r) == work(&b) - work(&a), "{policy}");
-            let idle = |r: &crate::stats::KernelReport| sum(&r.idle_cycles);
+            let idle = |r: &crate::stats::KernelReport| {
+                r.cpu_time.iter().map(|c| c.idle_cycles).sum::<u64>()
+            };
             assert_eq!(idle(&r), idle(&b) - idle(&a), "{policy}");
             if let (Some(x), Some(xa), Some(xb)) = (&r.xpfo, &a.xpfo, &b.xpfo) {
                 assert!(x.kernel_unmaps > 0);

@@ -392,6 +392,7 @@ fn runs_are_deterministic() {
     assert_eq!(run(), run());
 }
 
+mod acct;
 mod check;
 mod invlpgb;
 mod kflush;
