@@ -125,6 +125,16 @@ pub fn build(facts: &HostFacts) -> Result<HostPreset, HostError> {
         latency,
         cost,
         kernel,
+        idle: preset.idle.clone().map(|idle| {
+            let source = format!("copied from preset {preset_name}: {}", idle.source);
+            prov.push(Provenance::new(
+                "idle",
+                format!("{} states", idle.states.len()),
+                Origin::Copied,
+                &source,
+            ));
+            tlblab_sim::machine::raw::RawIdle { source, unverified: true, ..idle }
+        }),
     };
     let body = toml::to_string(&raw).map_err(|e| HostError::Serialize(e.to_string()))?;
     let mut text = String::new();

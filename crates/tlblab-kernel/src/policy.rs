@@ -132,6 +132,12 @@ pub struct Policy {
     /// context switch. A declared deferral (docs/safety.md §4.4).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub latr: bool,
+    /// ≤ 4.14-era `intel_idle()`: before an idle state that loses the TLB
+    /// (`CPUIDLE_FLAG_TLB_FLUSHED`), a lazy CPU calls `leave_mm()` and moves to `init_mm`, so
+    /// flush IPIs for the mm it kept stop reaching it; at its next switch back it reloads the
+    /// mm. Later kernels dropped the call (the lazy CPU is skipped by `should_flush_tlb()`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub idle_leave_mm: bool,
     /// A deliberate defect, for the safety checker's tests and for teaching (docs/safety.md);
     /// `None` in every real kernel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -239,6 +245,7 @@ fn linux_6_18() -> Policy {
         tlb_single_page_flush_ceiling: 33,
         hz: 250,
         latr: false,
+        idle_leave_mm: false,
         defect: None,
     }
 }
@@ -255,6 +262,7 @@ fn linux_4_14() -> Policy {
         early_gen_exit: false,
         concurrent_local_flush: false,
         pt_reclaim: false,
+        idle_leave_mm: true,
         ..linux_6_18()
     }
 }

@@ -44,6 +44,15 @@ impl TaskReport {
     }
 }
 
+/// How often CPUs entered one idle state.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct IdleEntries {
+    /// The state's name (`POLL`, `C1`, …).
+    pub state: String,
+    /// Entries.
+    pub entries: u64,
+}
+
 /// Where one CPU's time went during the measurement.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct CpuTime {
@@ -137,6 +146,8 @@ pub struct KernelReport {
     pub preempt_off_cycles: Vec<u64>,
     /// Where each CPU's time went; per CPU the buckets add up to `elapsed_cycles`.
     pub cpu_time: Vec<CpuTime>,
+    /// Idle-state entries by state (`POLL` first), all CPUs.
+    pub idle_entries: Vec<IdleEntries>,
     /// Events the engine processed.
     pub events: u64,
     /// Hardware counters summed over CPUs.
@@ -170,6 +181,7 @@ impl KernelReport {
             flush_sizes: flush_sizes.clone(),
             preempt_off_cycles: counters.preempt_off.clone(),
             cpu_time: cpus,
+            idle_entries: k.idle_entries(),
             events: k.events(),
             hw,
         }

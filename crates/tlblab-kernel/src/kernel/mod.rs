@@ -17,6 +17,7 @@ mod check;
 mod deferral;
 mod disturb;
 mod flush;
+mod idle;
 mod invlpgb;
 mod kflush;
 mod latr;
@@ -269,6 +270,8 @@ struct PerCpu {
     disturbed: bool,
     /// Where the CPU's time goes.
     acct: acct::Acct,
+    /// Its idle state.
+    cstate: idle::CpuIdle,
 }
 
 /// The counters the kernel keeps.
@@ -308,6 +311,8 @@ pub struct KernelConfig {
 pub struct Kernel<O: Observer> {
     spec: MachineSpec,
     costs: RawKernel,
+    /// The machine's idle states, `POLL` first.
+    idle_states: Vec<idle::IdleState>,
     policy: Policy,
     /// PCIDs are in use (policy and CPU).
     pcid: bool,
@@ -416,7 +421,9 @@ impl<O: Observer> Kernel<O> {
         latr::check_policy(policy)?;
         let pcid = policy.pcid && features.pcid;
         let n = config.nr_cpus;
+        let idle_states = idle::idle_states(&spec, costs.clock.mhz);
         let mut k = Kernel {
+            idle_states,
             costs,
             policy: policy.clone(),
             pcid,
@@ -492,7 +499,9 @@ impl<O: Observer> Kernel<O> {
                 xpfo_pending: false,
                 disturbed: false,
                 acct: acct::Acct::new(idle, Cycles(0)),
+                cstate: idle::CpuIdle::default(),
             });
+            k.enter_idle(cpu, Cycles(0));
             // Each CPU's tick phase is drawn from the seed: the one source of variation between
             // seeds besides the programs' own random choices.
             let first_tick = phase.random_range(1..=k.tick_cycles);
@@ -607,6 +616,7 @@ impl<O: Observer> Kernel<O> {
         }
         for c in &mut self.cpus {
             c.acct.restart(now);
+            c.cstate.entries.iter_mut().for_each(|e| *e = 0);
         }
         for t in &mut self.tasks {
             t.report = TaskReport { exited: t.report.exited, ..TaskReport::default() };
@@ -618,6 +628,9 @@ impl<O: Observer> Kernel<O> {
     /// scenario is installed. It costs time and memory, so only `tlblab sim check` uses it.
     pub fn enable_checker(&mut self) {
         self.check = Some(Box::new(check::Checker::new(self.cpus.len())));
+        // Safety may not rest on idle states that happen to lose the TLB: the checker runs as
+        // with only the states that keep it (`intel_idle.max_cstate`), the worst case.
+        self.set_max_cstate(self.shallow_cstates());
     }
 
     /// Perturbs the schedule, deterministically from the run's seed: every IPI (flush,

@@ -108,9 +108,12 @@ impl<O: Observer> Kernel<O> {
                     // Idle, or spinning in csd_lock_wait() until the acknowledgements are in:
                     // system time (accounting defect 1 of issue 17).
                     let curr = self.cpus[c].curr;
-                    let activity =
-                        if curr == self.cpus[c].idle { Activity::Idle } else { Activity::Sys };
-                    self.acct_open(cpu, activity, curr);
+                    if curr == self.cpus[c].idle {
+                        self.acct_open(cpu, Activity::Idle, curr);
+                        self.enter_idle(cpu, self.queue.now());
+                    } else {
+                        self.acct_open(cpu, Activity::Sys, curr);
+                    }
                     return;
                 }
             }
@@ -292,10 +295,18 @@ impl<O: Observer> Kernel<O> {
         let c = usize::from(cpu.0);
         let now = self.queue.now();
         let idle = self.cpus[c].curr == self.cpus[c].idle && self.cpus[c].switch.is_none();
-        let mut cycles = self.costs.ipi_handler.cycles;
         if idle {
-            cycles += self.costs.idle_exit.cycles;
+            // The handler runs once the CPU is out of its idle state; interrupts that come
+            // meanwhile queue behind this one.
+            let exit = self.leave_idle(cpu);
+            if exit > 0 {
+                self.cpus[c].pending_ipis.push_front(ipi);
+                self.cpus[c].irq_free_at = Cycles(now.0 + exit);
+                self.queue_drain(cpu);
+                return;
+            }
         }
+        let mut cycles = self.costs.ipi_handler.cycles;
         match ipi {
             Ipi::Flush(call) => {
                 // The handler reads flush_tlb_info from the initiator's cache.
@@ -322,10 +333,15 @@ impl<O: Observer> Kernel<O> {
         self.acct_insert(cpu, cycles, Inserted::Irq);
         let end = Cycles(now.0 + cycles);
         self.cpus[c].irq_free_at = end;
-        if !self.delay_step(cpu, cycles) && idle && !self.cpus[c].rq.is_empty() {
-            // Woken from idle: schedule at the end of the handler.
-            self.schedule(cpu);
-            self.resume_at(cpu, end);
+        if !self.delay_step(cpu, cycles) && idle {
+            if self.cpus[c].rq.is_empty() {
+                // Nothing to run: back to idle when the handler ends.
+                self.enter_idle(cpu, end);
+            } else {
+                // Woken from idle: schedule at the end of the handler.
+                self.schedule(cpu);
+                self.resume_at(cpu, end);
+            }
         }
     }
 

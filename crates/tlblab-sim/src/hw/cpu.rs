@@ -424,6 +424,16 @@ impl Cpu {
         Ok(self.op_cycles[kind.index()])
     }
 
+    /// The core powers down in an idle state that loses its TLB contents
+    /// (`CPUIDLE_FLAG_TLB_FLUSHED`: C3 and deeper on Intel): every TLB and paging-structure
+    /// cache entry is gone, globals included. No instruction is charged. Returns the TLB
+    /// entries lost.
+    pub fn lose_translations(&mut self, stats: &mut HwStats) -> u64 {
+        let tlb = self.drop_tlb(stats, |_, _| true);
+        self.drop_psc(stats, |_| true);
+        tlb
+    }
+
     /// Applies a broadcast INVLPGB (from this or another CPU) to this CPU's structures; the
     /// entries dropped are counted under `invlpgb` in `stats`, the instruction itself is not.
     pub fn invlpgb_remote(&mut self, scope: &InvlpgbScope, stats: &mut HwStats) {

@@ -372,3 +372,22 @@ fn holds_pde_sees_the_walks_pde_cache_entry_until_it_is_invalidated() {
     };
     assert_eq!(format!("{:?}", run(true)), format!("{:?}", run(false)));
 }
+
+/// A core that powers down in a deep idle state (`CPUIDLE_FLAG_TLB_FLUSHED`) keeps nothing:
+/// every PCID's entries, globals and paging-structure-cache entries are gone, and no
+/// instruction is counted.
+#[test]
+fn a_powered_down_core_loses_every_translation() {
+    let spec = builtin("skylake").unwrap();
+    let mut f = Fixture { cpu: Cpu::new(&spec), stats: new_stats(&spec) };
+    f.cpu.access(&access(CUR, X, false), 1, &mut f.stats);
+    f.cpu.access(&access(OTHER, X, false), 1, &mut f.stats);
+    f.cpu.access(&access(CUR, G, true), 1, &mut f.stats);
+    assert!(f.cached(CUR, X) && f.cached(OTHER, X) && f.cached(CUR, G));
+    assert!(f.cpu.holds_pde(pcid(CUR), Vpn(X)));
+    assert!(f.cpu.lose_translations(&mut f.stats) >= 3);
+    assert!(!f.cpu.holds_pde(pcid(CUR), Vpn(X)));
+    assert_eq!(f.stats.ops.iter().map(|o| o.count).sum::<u64>(), 0);
+    // (`cached` probes by accessing, which refills: checked last.)
+    assert!(!f.cached(CUR, X) && !f.cached(OTHER, X) && !f.cached(CUR, G));
+}

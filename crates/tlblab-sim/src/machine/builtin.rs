@@ -42,6 +42,22 @@ mod tests {
         }
     }
 
+    /// cpuidle's table rules: states go shallowest first, and a bad table names its state.
+    #[test]
+    fn an_idle_table_out_of_order_is_refused_with_the_state_named() {
+        let text = BUILTIN_PRESETS.iter().find(|(n, _)| *n == "skylake").unwrap().1;
+        let swapped = text.replace(
+            "{ name = \"C1E\", exit_latency_ns = 10000,",
+            "{ name = \"C1E\", exit_latency_ns = 1000,",
+        );
+        assert_ne!(swapped, text);
+        let err = MachineSpec::from_toml(&swapped, "test").unwrap_err().to_string();
+        assert!(err.contains("C1E") && err.contains("shallowest first"), "{err}");
+        let huge = text.replace("exit_latency_ns = 890000,", "exit_latency_ns = 2000000000,");
+        let err = MachineSpec::from_toml(&huge, "test").unwrap_err().to_string();
+        assert!(err.contains("C10") && err.contains("over 1 s"), "{err}");
+    }
+
     #[test]
     fn unknown_preset_lists_the_known_ones() {
         let err = builtin("pentium").unwrap_err().to_string();

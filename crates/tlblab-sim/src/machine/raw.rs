@@ -49,6 +49,41 @@ pub struct RawMachine {
     /// (`tlblab-kernel`) needs them, so a preset for trace-driven runs may leave them out.
     #[serde(default)]
     pub kernel: Option<RawKernel>,
+    /// The idle states of the cpuidle driver: what leaving idle costs. Only the kernel model
+    /// needs them; without them it uses `kernel.idle_exit` for every wake-up.
+    #[serde(default)]
+    pub idle: Option<RawIdle>,
+}
+
+/// How an idle CPU waits (docs/kernel-model.md, "Idle states").
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawIdle {
+    /// The driver's states, shallowest first (the cpuidle table order: exit latencies and
+    /// target residencies never decrease). The polling state (`POLL`, state 0 on x86: no exit
+    /// latency) is always available and is not listed. Empty: the CPU only polls (`idle=poll`).
+    pub states: Vec<RawIdleState>,
+    /// Where the table comes from (driver and table name).
+    pub source: String,
+    /// Set when the table is not confirmed.
+    #[serde(default)]
+    pub unverified: bool,
+}
+
+/// One idle state, as the kernel's cpuidle tables give it (intel_idle's `exit_latency` and
+/// `target_residency` are in µs; here in ns).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawIdleState {
+    /// Its name (`C1`, `C6`).
+    pub name: String,
+    /// Wall time from the wake-up event to the CPU running again, ns.
+    pub exit_latency_ns: u64,
+    /// The shortest idle period for which entering the state pays off, ns.
+    pub target_residency_ns: u64,
+    /// `CPUIDLE_FLAG_TLB_FLUSHED`: the core loses its TLB contents in this state.
+    #[serde(default)]
+    pub tlb_flushed: bool,
 }
 
 /// A clock frequency with its provenance.

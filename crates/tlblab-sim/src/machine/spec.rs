@@ -1,6 +1,6 @@
 //! The checked machine description.
 
-use super::raw::{CyclesFigure, PscLevel, PscScope, RawMachine};
+use super::raw::{CyclesFigure, PscLevel, PscScope, RawIdle, RawMachine};
 use crate::hw::Replacement;
 use std::path::Path;
 use thiserror::Error;
@@ -245,6 +245,9 @@ fn check(raw: &RawMachine) -> Result<Vec<StructureSpec>, String> {
             return Err(format!("no level-1 [[tlb]] holds 4k translations for {}", kind.name()));
         }
     }
+    if let Some(idle) = &raw.idle {
+        check_idle(idle)?;
+    }
     let mut seen = Vec::new();
     for psc in &raw.psc {
         let what = format!("[[psc]] {:?}", psc.level);
@@ -283,6 +286,40 @@ fn check(raw: &RawMachine) -> Result<Vec<StructureSpec>, String> {
         return Err("`features.invlpgb_count_max` must be at least 1".into());
     }
     Ok(structures)
+}
+
+/// cpuidle's rules for a state table: at most `CPUIDLE_STATE_MAX` (10) states with the
+/// polling state, named, latencies and residencies not decreasing, each bounded (1 s).
+fn check_idle(idle: &RawIdle) -> Result<(), String> {
+    if idle.states.len() > 9 {
+        return Err(format!(
+            "[idle]: {} states; cpuidle allows at most 9 besides POLL",
+            idle.states.len()
+        ));
+    }
+    let mut last = (0, 0);
+    for (i, st) in idle.states.iter().enumerate() {
+        let what = format!("[idle] state #{} ({:?})", i + 1, st.name);
+        if st.name.trim().is_empty() {
+            return Err(format!("[idle] state #{}: `name` is empty", i + 1));
+        }
+        for (key, v) in [
+            ("exit_latency_ns", st.exit_latency_ns),
+            ("target_residency_ns", st.target_residency_ns),
+        ] {
+            if v > 1_000_000_000 {
+                return Err(format!("{what}: `{key}` = {v} is over 1 s"));
+            }
+        }
+        if st.exit_latency_ns < last.0 || st.target_residency_ns < last.1 {
+            return Err(format!(
+                "{what}: states go shallowest first: its exit latency and target residency may \
+                 not be below the previous state's"
+            ));
+        }
+        last = (st.exit_latency_ns, st.target_residency_ns);
+    }
+    Ok(())
 }
 
 fn check_geometry(what: &str, entries: u32, ways: u32) -> Result<(), String> {

@@ -88,7 +88,18 @@ fn kernel(policy: &str, cpus: usize) -> Kernel<TraceLog> {
 fn kernel_on(machine: &str, policy: &Policy, cpus: usize) -> Kernel<TraceLog> {
     let spec = tlblab_sim::machine::builtin(machine).unwrap();
     let config = KernelConfig { nr_cpus: cpus, seed: 7, time_limit: Cycles(u64::MAX) };
-    Kernel::new(&spec, policy, config, TraceLog::default()).unwrap()
+    let mut k = Kernel::new(&spec, policy, config, TraceLog::default()).unwrap();
+    // The worked examples time their steps against µs-scale wake-ups: C1 only, as with
+    // `intel_idle.max_cstate=1` (kernel/tests/idle.rs tests the deeper states).
+    k.set_max_cstate(1);
+    k
+}
+
+/// As [`kernel_on`], with every idle state of the machine.
+fn kernel_with_all_cstates(policy: &str, cpus: usize) -> Kernel<TraceLog> {
+    let spec = tlblab_sim::machine::builtin("skylake").unwrap();
+    let config = KernelConfig { nr_cpus: cpus, seed: 7, time_limit: Cycles(u64::MAX) };
+    Kernel::new(&spec, &Policy::named(policy).unwrap(), config, TraceLog::default()).unwrap()
 }
 
 const C0: CpuId = CpuId(0);
@@ -394,6 +405,7 @@ fn runs_are_deterministic() {
 
 mod acct;
 mod check;
+mod idle;
 mod invlpgb;
 mod kflush;
 mod latr;
