@@ -361,7 +361,7 @@ impl<O: Observer> Kernel<O> {
         if local && !self.policy.concurrent_local_flush {
             cycles += self.flush_tlb_func(cpu, call);
         }
-        cycles += self.send_call_ipis(cpu, call, targets, cycles, super::Ipi::Flush(call));
+        cycles += self.send_call_ipis(cpu, call, targets, cycles, super::Csd::Flush(call));
         if local && self.policy.concurrent_local_flush {
             cycles += self.flush_tlb_func(cpu, call);
         }

@@ -15,7 +15,7 @@
 //! and `flush_tlb_all()` after `cpa_collapse_large_pages()` or memory hot-remove).
 
 use super::run::Step;
-use super::{CallId, FlushPhase, Frame, Ipi, Kernel, Mode, FLUSH_ALL_END, PAGE_SHIFT};
+use super::{CallId, Csd, FlushPhase, Frame, Kernel, Mode, FLUSH_ALL_END, PAGE_SHIFT};
 use crate::ids::{TaskId, TLB_GENERATION_INVALID};
 use crate::kernel::flush::FlushTlbInfo;
 use crate::observer::Observer;
@@ -121,7 +121,7 @@ impl<O: Observer> Kernel<O> {
         }
         // on_each_cpu(): every other online CPU, lazy or idle, then this one.
         let targets: Vec<CpuId> = (0..n).map(|c| CpuId(c as u16)).filter(|&c| c != cpu).collect();
-        let mut cycles = self.send_call_ipis(cpu, id, &targets, 0, Ipi::KernelFlush(id));
+        let mut cycles = self.send_call_ipis(cpu, id, &targets, 0, Csd::KernelFlush(id));
         if req.xpfo {
             self.xpfo.ipis += targets.len() as u64;
         }

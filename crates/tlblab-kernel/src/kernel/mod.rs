@@ -88,12 +88,20 @@ pub(crate) struct CallId(pub u32);
 /// An inter-processor interrupt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Ipi {
+    /// `CALL_FUNCTION_VECTOR`: run every call queued on this CPU's `call_single_queue`
+    /// (`flush_smp_call_function_queue()`).
+    CallFunction,
+    /// Reschedule (a task was woken for an idle CPU).
+    Reschedule,
+}
+
+/// A cross-CPU call queued for a CPU (`call_single_data_t` on its `call_single_queue`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Csd {
     /// Call `flush_tlb_func()` for this flush (the `TLB` row of `/proc/interrupts`).
     Flush(CallId),
     /// Call `do_kernel_range_flush()` for this kernel flush (`on_each_cpu()`: the `CAL` row).
     KernelFlush(CallId),
-    /// Reschedule (a task was woken for an idle CPU).
-    Reschedule,
 }
 
 /// Engine payloads.
@@ -157,8 +165,10 @@ pub(crate) struct Call {
     /// Handlers still to run; the last one schedules the acknowledgement that arrives last
     /// (one event for all of them: the initiator waits for the last).
     pub unhandled: u32,
-    /// When the latest acknowledgement arrives.
-    pub last_ack: Cycles,
+    /// The targets, in the order their csds were queued (and are waited for).
+    pub targets: Vec<CpuId>,
+    /// When each target's function finished (its csd unlocked), in `targets` order.
+    pub done: Vec<Cycles>,
     /// The task waiting for them.
     pub waiter: TaskId,
 }
@@ -257,6 +267,8 @@ struct PerCpu {
     irqs_off: bool,
     /// Interrupts that arrived while interrupts were off or a handler ran, in arrival order.
     pending_ipis: VecDeque<Ipi>,
+    /// `call_single_queue`: calls queued for this CPU and not yet run.
+    csd_queue: VecDeque<Csd>,
     /// An `IrqDrain` event is queued.
     drain_queued: bool,
     /// The end of the last interrupt handler.
@@ -491,6 +503,7 @@ impl<O: Observer> Kernel<O> {
                 resume_gen: 0,
                 irqs_off: false,
                 pending_ipis: VecDeque::new(),
+                csd_queue: VecDeque::new(),
                 drain_queued: false,
                 irq_free_at: Cycles(0),
                 // CR3 at boot: init_mm in ASID 0 (`initialize_tlbstate_and_flush()`).

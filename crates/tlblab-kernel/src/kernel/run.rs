@@ -307,19 +307,25 @@ impl<O: Observer> Kernel<O> {
             }
         }
         let mut cycles = self.costs.ipi_handler.cycles;
-        match ipi {
-            Ipi::Flush(call) => {
-                // The handler reads flush_tlb_info from the initiator's cache.
+        if ipi == Ipi::CallFunction {
+            // flush_smp_call_function_queue(): every call queued so far runs in this one
+            // interrupt; each reads its csd and flush_tlb_info from the initiator's cache and
+            // unlocks its csd when done. Calls queued from now on find the queue empty and
+            // send a new IPI.
+            while let Some(csd) = self.cpus[c].csd_queue.pop_front() {
                 cycles += self.costs.cache_line_transfer.cycles;
-                cycles += self.flush_tlb_func(cpu, call);
-                self.handled(call, Cycles(now.0 + cycles + self.costs.ipi_ack.cycles));
+                let call = match csd {
+                    Csd::Flush(call) => {
+                        cycles += self.flush_tlb_func(cpu, call);
+                        call
+                    }
+                    Csd::KernelFlush(call) => {
+                        cycles += self.do_kernel_range_flush(cpu, call, cycles);
+                        call
+                    }
+                };
+                self.handled(call, cpu, Cycles(now.0 + cycles));
             }
-            Ipi::KernelFlush(call) => {
-                cycles += self.costs.cache_line_transfer.cycles;
-                cycles += self.do_kernel_range_flush(cpu, call, cycles);
-                self.handled(call, Cycles(now.0 + cycles + self.costs.ipi_ack.cycles));
-            }
-            Ipi::Reschedule => {}
         }
         let from_user = !idle
             && self.cpus[c].switch.is_none()
@@ -345,13 +351,17 @@ impl<O: Observer> Kernel<O> {
         }
     }
 
-    /// A handler of `call` ran; its acknowledgement reaches the initiator at `ack_at`.
-    fn handled(&mut self, call: CallId, ack_at: Cycles) {
+    /// `cpu` ran `call`'s function, finishing at `done` (its csd unlocked). When every target
+    /// has, the initiator's `csd_lock_wait()`s end: it waits for the targets' csds in the order
+    /// it queued them, each one a cache-line transfer (`ipi_ack`) once that target is done.
+    fn handled(&mut self, call: CallId, cpu: CpuId, done: Cycles) {
         let k = &mut self.calls[call.0 as usize];
+        let i = k.targets.iter().position(|&t| t == cpu).expect("a target of the call");
+        k.done[i] = done;
         k.unhandled -= 1;
-        k.last_ack = k.last_ack.max(ack_at);
         if k.unhandled == 0 {
-            let at = k.last_ack;
+            let ack = self.costs.ipi_ack.cycles;
+            let at = k.done.iter().fold(Cycles(0), |t, &d| Cycles(t.0.max(d.0) + ack));
             self.push(at, Event::Ack { call });
         }
     }
@@ -942,7 +952,10 @@ impl<O: Observer> Kernel<O> {
                     t,
                     Frame::Flush { req, phase: FlushPhase::Dispatch, gen, call: None, since },
                 );
-                Step::Spend(self.costs.flush_tlb_mm_range.cycles, Mode::Sys)
+                // Perturbed schedules: an NMI or a vCPU preemption may stall the initiator
+                // between inc_mm_tlb_gen() and queueing its csds, so that flushes reach a CPU's
+                // call queue in another order than their generations (tlb.c's reordering case).
+                Step::Spend(self.costs.flush_tlb_mm_range.cycles + self.ipi_jitter(), Mode::Sys)
             }
             FlushPhase::Dispatch => {
                 let latr = self.latr_deferrable(t);
@@ -1022,13 +1035,26 @@ impl<O: Observer> Kernel<O> {
     }
 
     pub(super) fn new_call(&mut self, info: FlushTlbInfo, waiter: TaskId) -> CallId {
-        let call =
-            Call { info, window: None, pending: 0, unhandled: 0, last_ack: Cycles(0), waiter };
         if let Some(id) = self.free_calls.pop() {
-            self.calls[id.0 as usize] = call;
+            // Reuse the vectors' storage.
+            let k = &mut self.calls[id.0 as usize];
+            let (mut targets, mut done) =
+                (std::mem::take(&mut k.targets), std::mem::take(&mut k.done));
+            targets.clear();
+            done.clear();
+            *k = Call { info, window: None, pending: 0, unhandled: 0, targets, done, waiter };
             id
         } else {
-            self.calls.push(call);
+            let (targets, done) = (Vec::new(), Vec::new());
+            self.calls.push(Call {
+                info,
+                window: None,
+                pending: 0,
+                unhandled: 0,
+                targets,
+                done,
+                waiter,
+            });
             CallId(self.calls.len() as u32 - 1)
         }
     }
@@ -1041,18 +1067,30 @@ impl<O: Observer> Kernel<O> {
         call: CallId,
         targets: &[CpuId],
         offset: u64,
-        ipi: Ipi,
+        csd: Csd,
     ) -> u64 {
+        // smp_call_function_many_cond(): for each target, lock and fill its csd and add it to
+        // the target's call_single_queue (a remote cache line: `cache_line_transfer`); only a
+        // target whose queue was empty needs an IPI (an APIC ICR write: `ipi_send`). The IPIs
+        // leave as they are written, one after another.
         let now = self.queue.now().0 + offset;
         let mut sent = 0;
         for &target in targets {
-            sent += self.costs.ipi_send.cycles;
-            let at = Cycles(now + sent + self.costs.ipi_latency.cycles + self.ipi_jitter());
-            self.push(at, Event::Ipi { cpu: target, ipi });
+            sent += self.costs.cache_line_transfer.cycles;
+            let t = usize::from(target.0);
+            let was_empty = self.cpus[t].csd_queue.is_empty();
+            self.cpus[t].csd_queue.push_back(csd);
+            if was_empty {
+                sent += self.costs.ipi_send.cycles;
+                let at = Cycles(now + sent + self.costs.ipi_latency.cycles + self.ipi_jitter());
+                self.push(at, Event::Ipi { cpu: target, ipi: Ipi::CallFunction });
+                self.counters.ipis_sent[usize::from(cpu.0)] += 1;
+            }
             let k = &mut self.calls[call.0 as usize];
             k.pending += 1;
             k.unhandled += 1;
-            self.counters.ipis_sent[usize::from(cpu.0)] += 1;
+            k.targets.push(target);
+            k.done.push(Cycles(0));
         }
         sent
     }

@@ -90,3 +90,43 @@ fn the_buckets_add_up_to_the_window_at_every_moment() {
     assert!(r.cpu_time.iter().all(|t| t.total() == r.elapsed_cycles));
     assert!(r.irq_tlb.iter().sum::<u64>() > 0);
 }
+
+/// kernel/smp.c, `smp_call_function_many_cond()`: a csd is queued per target, and only a
+/// target whose `call_single_queue` was empty is sent an IPI; its handler runs every queued
+/// call. Two threads flush on CPUs 0 and 2 while CPU 1 has interrupts off: both calls wait in
+/// CPU 1's queue behind one IPI and run in one interrupt.
+#[test]
+fn a_cpu_with_calls_queued_gets_one_ipi_and_runs_them_all() {
+    let mut k = kernel("linux-6.18", 3);
+    let flusher = |compute| {
+        script(vec![
+            Step::Mmap(2),
+            Step::Store(0, 0, 2),
+            Step::Compute(compute),
+            Step::Madvise(0, 0, 1),
+        ])
+    };
+    let main = k.spawn_process(
+        script(vec![
+            Step::Mmap(4),
+            Step::Store(0, 0, 4),
+            Step::Compute(400_000),
+            Step::Madvise(0, 0, 1),
+        ]),
+        C0,
+        true,
+    );
+    k.run_until(Cycles(100_000));
+    k.spawn_thread(main, script(vec![Step::IrqsOff(2_000_000)]), C1, true);
+    k.spawn_thread(main, flusher(300_000), CpuId(2), true);
+    // Until CPU 1 has drained its queue (its section ends at about 2.04 M cycles), before the
+    // last exit's flush (2.17 M).
+    k.run_until(Cycles(2_100_000));
+    let r = k.report();
+    // CPU 1 ran both calls in one interrupt (its TLB row counts each; the second found CPU 1
+    // caught up by the first's full flush and traced nothing) but was sent one IPI: the second
+    // csd found the queue non-empty. CPUs 0 and 2 each got the other's flush.
+    assert_eq!(traced(&k, C1, TlbFlushReason::RemoteShootdown), [TLB_FLUSH_ALL]);
+    assert_eq!(r.irq_tlb[1], 2, "{:?}", r.irq_tlb);
+    assert_eq!(r.ipis_sent.iter().sum::<u64>(), 3, "{:?}", r.ipis_sent);
+}

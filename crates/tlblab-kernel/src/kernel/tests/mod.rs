@@ -37,6 +37,8 @@ enum Step {
     Exec(Vec<Step>),
     /// flush_tlb_kernel_range() of this many vmalloc pages, or flush_tlb_all() for `None`.
     KernelFlush(Option<u64>),
+    /// A kernel section with interrupts off for this many cycles.
+    IrqsOff(u64),
 }
 
 impl Program for Script {
@@ -72,6 +74,7 @@ impl Program for Script {
             Some(Step::Reclaim(pages)) => Action::Syscall(Syscall::Reclaim { pages }),
             Some(Step::Exec(steps)) => Action::Syscall(Syscall::Exec { program: script(steps) }),
             Some(Step::KernelFlush(pages)) => Action::Syscall(Syscall::KernelFlush { pages }),
+            Some(Step::IrqsOff(cycles)) => Action::Syscall(Syscall::IrqsOff { cycles }),
         }
     }
 }
