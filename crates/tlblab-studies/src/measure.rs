@@ -17,6 +17,12 @@ pub enum Measure {
     /// System time: `sys_cycles` summed over the user tasks (system calls, faults, context
     /// switches; not interrupt handlers), in seconds.
     SystemS,
+    /// System time as `time` prints it for a whole build, per CPU-second of the build's own
+    /// work: tick-based accounting (an interrupt handler's time goes to the task it
+    /// interrupted, in the mode it interrupted; `TaskReport::time_as_reported`) over the
+    /// programs' work (`work_cycles`). A build's work is the same under every policy, so the
+    /// ratio of this measure between policies is the ratio of the whole build's system times.
+    TimeSystemPerWork,
     /// Simulated time from boot until the last task exited, in seconds.
     ElapsedS,
     /// dTLB page walks completed: `dtlb_load_misses.walk_completed +
@@ -73,6 +79,7 @@ impl Measure {
             Measure::ScenarioMetric => "scenario_metric",
             Measure::UserS => "user_s",
             Measure::SystemS => "system_s",
+            Measure::TimeSystemPerWork => "time_system_per_work",
             Measure::ElapsedS => "elapsed_s",
             Measure::DtlbWalks => "dtlb_walks",
             Measure::WalkCyclesPerWalk => "walk_cycles_per_walk",
@@ -101,6 +108,7 @@ impl Measure {
             Measure::ScenarioMetric => metric.unit(),
             Measure::UserS => "user s",
             Measure::SystemS => "system s",
+            Measure::TimeSystemPerWork => "time(1) system s per work s",
             Measure::ElapsedS => "elapsed s",
             Measure::DtlbWalks => "dTLB walks",
             Measure::WalkCyclesPerWalk => "walker cycles/walk",
@@ -142,6 +150,7 @@ impl Measure {
                 _ => 3,
             },
             Measure::UserS | Measure::SystemS | Measure::ElapsedS => 4,
+            Measure::TimeSystemPerWork => 5,
             Measure::TaskClockMs => 2,
             Measure::WalkCyclesPerWalk | Measure::IpisPerOp | Measure::DtlbWalksPerOp => 2,
             Measure::PreemptOffMaxUs
@@ -187,6 +196,15 @@ impl Measure {
             }
             Measure::UserS => Ok(seconds(user)),
             Measure::SystemS => Ok(seconds(sys)),
+            Measure::TimeSystemPerWork => {
+                let work: u64 = r.tasks.iter().map(|t| t.work_cycles).sum();
+                let sys: u64 = r.tasks.iter().map(|t| t.time_as_reported().1).sum();
+                if work == 0 {
+                    Err("no work done")
+                } else {
+                    Ok(sys as f64 / work as f64)
+                }
+            }
             Measure::ElapsedS => Ok(seconds(r.elapsed_cycles)),
             Measure::DtlbWalks => Ok(walks as f64),
             Measure::WalkCyclesPerWalk => {
@@ -243,7 +261,8 @@ impl Measure {
         match self {
             Measure::ScenarioMetric => "the scenario's own metric (workloads::Metric: µs per iteration of the first task, ops/s over all tasks, seconds until every task finished, …)",
             Measure::UserS => "user_cycles summed over the user tasks, in seconds",
-            Measure::SystemS => "sys_cycles summed over the user tasks (system calls, faults, context switches; not interrupt handlers), in seconds",
+            Measure::SystemS => "sys_cycles summed over the user tasks (system calls, faults, context switches, spins for acknowledgements; not interrupt handlers), in seconds",
+            Measure::TimeSystemPerWork => "system time as time(1) reports it (tick-based: sys_cycles plus the interrupt handlers that interrupted the task in the kernel; handlers that interrupted user mode are user time) over the programs' own work (work_cycles), summed over the user tasks: the whole build's system time divided by its work, which no policy changes",
             Measure::ElapsedS => "simulated time until the last task exited, in seconds",
             Measure::DtlbWalks => "dtlb_load_misses.walk_completed + dtlb_store_misses.walk_completed, summed over CPUs",
             Measure::WalkCyclesPerWalk => "walk_active_cycles / walk_completed of dTLB loads and stores",

@@ -461,6 +461,7 @@ fn s5_parts(size: Size) -> Vec<Part> {
     let policies = || vec!["no-xpfo", "xpfo-sync", "xpfo-deferred"];
     let measures = || {
         vec![
+            TimeSystemPerWork,
             ScenarioMetric,
             SystemS,
             ElapsedS,
@@ -493,7 +494,7 @@ fn s5_parts(size: Size) -> Vec<Part> {
                 warmup_ms: size.pick(S5_WARMUP_MS, 20),
                 ..Params::default()
             },
-            settings_why: "make -j60 all (studies.md S5 (a)); studies.md gives no fault rate for S5, so kbuild-xpfo uses S1's. Representative window: 300 ms of simulated time in the middle of the build (kbuild's default is 1,000 ms; under xpfo-sync every page given to user space costs 95 IPIs, and 300 ms keeps the study within its time budget): slots never run out of jobs and their first jobs are already under way, so the window is in steady state, and each page given to user space is one unmap, so the flush and IPI traffic per unit of work is set by the build's rates. 300 ms × 60 slots is ≈ 18 CPU-seconds, ≈ 65 compile jobs of 274 ms median. Warm-up: the first 50 ms are run but not measured. A window starts with every slot setting up at once (make's own memory, each slot's first exec), a burst that in the real build happened long before; under xpfo-sync each of those pages interrupts every other CPU. Checked on 128 CPUs under xpfo-sync: the 50, 100 and 200 ms after a 50 ms warm-up run within 1.5% of each other, while a 10 ms window with no warm-up ran at 1.5% of that rate",
+            settings_why: "make -j60 all (studies.md S5 (a)); studies.md gives no fault rate for S5, so kbuild-xpfo uses S1's. Representative window: 300 ms of simulated time in the middle of the build (kbuild's default is 1,000 ms; under xpfo-sync every page given to user space costs 95 IPIs, and 300 ms keeps the study within its time budget): slots never run out of jobs and their first jobs are already under way, so the window is in steady state, and each page given to user space is one unmap, so the flush and IPI traffic per unit of work is set by the build's rates. 300 ms × 60 slots is ≈ 18 CPU-seconds, ≈ 65 compile jobs of 274 ms median. Warm-up: the first 50 ms are run but not measured. A window starts with every slot setting up at once (make's own memory, each slot's first exec), a burst that in the real build happened long before; under xpfo-sync each of those pages interrupts every other CPU. Checked on 128 CPUs under xpfo-sync: the 50, 100 and 200 ms after a 50 ms warm-up run within 1.5% of each other, while a 10 ms window with no warm-up ran at 1.5% of that rate. Headline: system time as time(1) reports it (studies.md S5: the published comparison is of the build's system time as `time` prints it, tick-based, interrupt handlers charged to the task they interrupted), per CPU-second of the build's own work, since a window does not hold the whole build and every policy does the same work",
             policies: policies(),
             measures: measures(),
         },
@@ -513,7 +514,7 @@ fn s5_parts(size: Size) -> Vec<Part> {
                 warmup_ms: size.pick(S5_WARMUP_MS, 20),
                 ..Params::default()
             },
-            settings_why: "make -j4 all (studies.md S5 (b)), at S1's fault rate (none is given for S5). Representative window: kbuild's own window of simulated time (1,000 ms) after the same 50 ms warm-up as on 96 CPUs, for the same reasons; 1,000 ms on 4 CPUs is ≈ 4 CPU-seconds, ≈ 15 compile jobs",
+            settings_why: "make -j4 all (studies.md S5 (b)), at S1's fault rate (none is given for S5). Representative window: kbuild's own window of simulated time (1,000 ms) after the same 50 ms warm-up as on 96 CPUs, for the same reasons; 1,000 ms on 4 CPUs is ≈ 4 CPU-seconds, ≈ 15 compile jobs. Headline: system time as time(1) reports it (studies.md S5: the published comparison is of the build's system time as `time` prints it, tick-based, interrupt handlers charged to the task they interrupted), per CPU-second of the build's own work, since a window does not hold the whole build and every policy does the same work",
             policies: policies(),
             measures: measures(),
         },
@@ -541,9 +542,9 @@ fn s5_parts(size: Size) -> Vec<Part> {
                 warmup_ms: size.pick(S5_WARMUP_MS, 20),
                 ..Params::default()
             },
-            settings_why: "beyond the two machines of studies.md S5: the same build on 4 … 128 CPUs of the S5 (a) core, make -jN on N CPUs so that every CPU has a job and the build's work per second grows with N. Under xpfo-sync each page given to user space interrupts the N − 1 other CPUs, so the cost of a page grows with N while the pages per second grow with N too; this sweep shows that product. At S1's fault rate (S5 gives none). Representative window: 100 ms of simulated time at every point after a 50 ms warm-up (as on 96 CPUs; slots never run out of jobs, so the window is in steady state; 100 ms keeps the 128-CPU xpfo-sync runs, ≈ 1.3 M IPIs each, within the study's time budget)",
+            settings_why: "beyond the two machines of studies.md S5: the same build on 4 … 128 CPUs of the S5 (a) core, make -jN on N CPUs so that every CPU has a job and the build's work per second grows with N. Under xpfo-sync each page given to user space interrupts the N − 1 other CPUs, so the cost of a page grows with N while the pages per second grow with N too; this sweep shows that product. At S1's fault rate (S5 gives none). Representative window: 100 ms of simulated time at every point after a 50 ms warm-up (as on 96 CPUs; slots never run out of jobs, so the window is in steady state; 100 ms keeps the 128-CPU xpfo-sync runs, ≈ 1.3 M IPIs each, within the study's time budget). Headline: system time as time(1) reports it (studies.md S5: the published comparison is of the build's system time as `time` prints it, tick-based, interrupt handlers charged to the task they interrupted), per CPU-second of the build's own work, since a window does not hold the whole build and every policy does the same work",
             policies: policies(),
-            measures: vec![ScenarioMetric, SystemS, IpisSent, XpfoFullFlushes, ExposureP99Us],
+            measures: vec![TimeSystemPerWork, ScenarioMetric, SystemS, IpisSent, XpfoFullFlushes, ExposureP99Us],
         });
     }
     parts
