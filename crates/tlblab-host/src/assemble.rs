@@ -125,6 +125,7 @@ pub fn build(facts: &HostFacts) -> Result<HostPreset, HostError> {
         latency,
         cost,
         kernel,
+        guest: None,
     };
     let body = toml::to_string(&raw).map_err(|e| HostError::Serialize(e.to_string()))?;
     let mut text = String::new();
@@ -682,9 +683,14 @@ fn relabel<T: Serialize + DeserializeOwned>(
         let source = format!("{copied}: {old}");
         figure.insert("source".into(), toml::Value::String(source.clone()));
         figure.insert("unverified".into(), toml::Value::Boolean(true));
-        let value = match (figure.get("cycles"), figure.get("mhz")) {
-            (Some(c), _) => format!("{c} cycles"),
-            (None, Some(m)) => format!("{m} MHz"),
+        let value = match (figure.get("cycles"), figure.get("mhz"), figure.get("ns")) {
+            (Some(c), _, _) => format!("{c} cycles"),
+            (None, Some(m), _) => format!("{m} MHz"),
+            (None, None, Some(ns)) => format!(
+                "{ns} ns at {} MHz, scales with {}",
+                figure.get("at_mhz").map_or("?".to_owned(), |m| m.to_string()),
+                figure.get("scales").and_then(|s| s.as_str()).unwrap_or("?")
+            ),
             _ => continue,
         };
         prov.push(Provenance::new(format!("{group}.{key}"), value, Origin::Copied, source));
