@@ -63,6 +63,8 @@ pub mod cpuinfo;
 mod error;
 pub mod facts;
 mod gather;
+mod guest;
+pub mod kernel_costs;
 pub mod nearest;
 pub mod provenance;
 pub mod tlb;

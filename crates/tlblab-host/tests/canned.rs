@@ -35,6 +35,9 @@ fn facts(cpuid: CpuidDump, cpuinfo: Option<&str>, online: &str) -> HostFacts {
         cpufreq_base_khz: missing("not in this fixture"),
         vmalloc_total_kib: Source::Available(FOUR_LEVEL_VMALLOC_KIB),
         kernel_config: missing("not in this fixture"),
+        path_costs: missing("not in this fixture"),
+        cpuidle_driver: missing("not in this fixture"),
+        cmdline: missing("not in this fixture"),
     }
 }
 
