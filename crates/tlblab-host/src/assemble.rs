@@ -73,8 +73,9 @@ pub fn build(facts: &HostFacts) -> Result<HostPreset, HostError> {
         preset_name,
         Origin::Informative,
         format!(
-            "{}; costs, latencies, paging-structure caches and walkers, which CPUID does not \
-             give and which cannot be measured without a PMU, are copied from it",
+            "{}; instruction costs, latencies, paging-structure caches and walkers, which CPUID \
+             does not give and which cannot be measured without a PMU, and the kernel-path costs \
+             not measured here, are copied from it",
             id.nearest.explain(&id.vendor, id.sig)
         ),
     ));
