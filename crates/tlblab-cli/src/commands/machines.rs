@@ -156,15 +156,19 @@ fn annotate(text: &str, spec: &MachineSpec) -> String {
             section = trimmed.trim_end().to_owned();
         }
         let body = body.split(RESOLVED_MARK).next().unwrap_or(body);
-        let key = trimmed.split([' ', '=']).next().unwrap_or("");
-        let prefix = match section.as_str() {
-            "[kernel]" => "kernel.",
-            "[guest]" => "guest.",
-            _ => "",
+        // `key = { … }` inside `[kernel]` or `[guest]`, or a `[kernel.key]` table header (as
+        // the host preset writes them).
+        let name = if trimmed.starts_with('[') {
+            section.trim_start_matches('[').split(']').next().unwrap_or("").to_owned()
+        } else {
+            let key = trimmed.split([' ', '=']).next().unwrap_or("");
+            match section.as_str() {
+                "[kernel]" => format!("kernel.{key}"),
+                "[guest]" => format!("guest.{key}"),
+                _ => String::new(),
+            }
         };
-        let figure = (!prefix.is_empty())
-            .then(|| figures.iter().find(|(n, _)| *n == format!("{prefix}{key}")))
-            .flatten();
+        let figure = figures.iter().find(|(n, _)| *n == name);
         out.push_str(body);
         if let Some((_, f)) = figure {
             out.push_str(&format!("{RESOLVED_MARK}{} cycles at {} MHz", f.cycles, mhz));
