@@ -185,8 +185,11 @@ fn simple(opts: &Options, max_ops: u64, run: &mut Run) -> Result<Measurement, St
     Measurement::of(&per_op, opts.runs, ops).ok_or_else(|| "no timed run".to_owned())
 }
 
-/// Grows the operation count until a run lasts `min_run` (or `max_ops` is reached).
+/// Grows the operation count until a run lasts `min_run` (or `max_ops` is reached). One
+/// operation is run first and not counted: a cold first call (a partner thread still starting,
+/// code not yet paged in) would otherwise fix the count at 1.
 fn calibrate(min_run: Duration, max_ops: u64, run: &mut Run) -> Result<u64, String> {
+    run(1)?;
     let mut ops = 1u64;
     loop {
         let took = run(ops)?;
@@ -298,6 +301,8 @@ fn thread_switch(opts: &Options, cpu: usize) -> Result<Measurement, String> {
 /// A sibling thread on `cpu`: spinning in user mode, or blocked in `read()` (its CPU idle).
 struct Sibling {
     stop: Arc<AtomicBool>,
+    /// The spinning sibling's loop count.
+    progress: Arc<AtomicU64>,
     wake: Arc<EventFd>,
     handle: std::thread::JoinHandle<Result<(), String>>,
 }
@@ -308,7 +313,8 @@ impl Sibling {
         let ready = Arc::new(AtomicBool::new(false));
         let progress = Arc::new(AtomicU64::new(0));
         let wake = Arc::new(EventFd::new().map_err(|e| format!("eventfd: {e}"))?);
-        let (s, r, p, w) = (Arc::clone(&stop), Arc::clone(&ready), progress, Arc::clone(&wake));
+        let (s, r, w) = (Arc::clone(&stop), Arc::clone(&ready), Arc::clone(&wake));
+        let p = Arc::clone(&progress);
         let handle = std::thread::spawn(move || -> Result<(), String> {
             let pinned = pin(cpu);
             r.store(true, Ordering::Release);
@@ -327,7 +333,7 @@ impl Sibling {
             std::thread::yield_now();
         }
         std::thread::sleep(Duration::from_millis(20)); // spinning, or blocked
-        Ok(Sibling { stop, wake, handle })
+        Ok(Sibling { stop, progress, wake, handle })
     }
 
     fn stop(self) -> Result<(), String> {
@@ -359,6 +365,7 @@ fn membarrier(opts: &Options, remote: usize, spin: bool) -> Result<Measurement, 
         let mut kept = Vec::new();
         let mut delivered = Vec::new();
         let mut all = Vec::new();
+        let (loops, since) = (sibling.progress.load(Ordering::Relaxed), Instant::now());
         for _ in 0..opts.remote_runs {
             let before = call_ipis(remote);
             let took = run(ops)?;
@@ -374,10 +381,14 @@ fn membarrier(opts: &Options, remote: usize, spin: bool) -> Result<Measurement, 
                 delivered.push(ipis);
             }
         }
+        let rate = (sibling.progress.load(Ordering::Relaxed) - loops) as f64
+            / since.elapsed().as_secs_f64().max(1e-9)
+            / 1e6;
         let mut m = Measurement::of(&kept, opts.remote_runs, ops).ok_or_else(|| {
             format!(
-                "no run delivered ≥ {DELIVERED} IPIs per call to CPU {remote} (median {:.2}): \
-                 the spinning sibling was not running",
+                "no run delivered ≥ {DELIVERED} IPIs per call to CPU {remote} (median {:.2}) \
+                 while the spinning sibling made {rate:.0} loops/µs there (0: it was not \
+                 running; more: the kernel sent no IPI to a running thread of this mm)",
                 crate::stats::percentile(&all, 0.5).unwrap_or(0.0)
             )
         })?;
@@ -495,7 +506,17 @@ mod tests {
         })
         .unwrap();
         assert!(ops * 10 >= 100_000, "{ops} {seen:?}");
-        assert!(seen.windows(2).all(|w| w[1] > w[0]), "{seen:?}");
+        // One uncounted operation first, then growing counts.
+        assert_eq!(seen[..2], [1, 1], "{seen:?}");
+        assert!(seen[1..].windows(2).all(|w| w[1] > w[0]), "{seen:?}");
+        // A cold first call does not fix the count at 1.
+        let mut first = true;
+        let ops = calibrate(Duration::from_micros(100), 1 << 20, &mut |ops| {
+            let cold = std::mem::replace(&mut first, false);
+            Ok(Duration::from_nanos(if cold { 1_000_000 } else { ops * 10 }))
+        })
+        .unwrap();
+        assert!(ops >= 10_000, "{ops}");
         let capped =
             calibrate(Duration::from_secs(1), 64, &mut |ops| Ok(Duration::from_nanos(ops)));
         assert_eq!(capped, Ok(64));
