@@ -73,8 +73,9 @@ pub fn build(facts: &HostFacts) -> Result<HostPreset, HostError> {
         preset_name,
         Origin::Informative,
         format!(
-            "{}; costs, latencies, paging-structure caches and walkers, which CPUID does not \
-             give and which cannot be measured without a PMU, are copied from it",
+            "{}; instruction costs, latencies, paging-structure caches and walkers, which CPUID \
+             does not give and which cannot be measured without a PMU, and the kernel-path costs \
+             not measured here, are copied from it",
             id.nearest.explain(&id.vendor, id.sig)
         ),
     ));
@@ -106,17 +107,34 @@ pub fn build(facts: &HostFacts) -> Result<HostPreset, HostError> {
     }
     let latency = relabel(&preset.latency, &copied, "latency", &mut prov)?;
     let cost = costs(&preset, preset_name, &id.vendor, &feats, &mut prov)?;
+    let mut derivation = None;
+    let mut cache = String::new();
     let kernel = match &preset.kernel {
         Some(k) => {
-            let mut k = relabel(k, &copied, "kernel", &mut prov)?;
-            k.clock = clock(facts, dump, info.as_ref(), &k.clock, preset_name, &mut prov);
-            Some(k)
+            let mut copy = relabel(k, &copied, "kernel", &mut prov)?;
+            copy.clock = clock(facts, dump, info.as_ref(), &copy.clock, preset_name, &mut prov);
+            measured_kernel(
+                facts,
+                k,
+                &mut copy,
+                virtualised,
+                &mut derivation,
+                &mut cache,
+                &mut prov,
+            );
+            Some(copy)
         }
         None => None,
     };
+    let mhz = kernel.as_ref().map_or(0, |k| k.clock.mhz);
+    let guest = if kernel.is_some() {
+        crate::guest::section(facts, dump, derivation.as_ref(), mhz, &cache, &mut prov)
+    } else {
+        None
+    };
     let raw = RawMachine {
         name: HOST_PRESET_NAME.to_owned(),
-        description: description(&id, cpus, virtualised, preset_name),
+        description: description(&id, cpus, virtualised, preset_name, derivation.is_some()),
         vendor: if id.vendor.is_amd_like() { "amd" } else { "intel" }.to_owned(),
         replacement: preset.replacement,
         features: feats.raw,
@@ -135,6 +153,7 @@ pub fn build(facts: &HostFacts) -> Result<HostPreset, HostError> {
             ));
             tlblab_sim::machine::raw::RawIdle { source, unverified: true, ..idle }
         }),
+        guest,
     };
     let body = toml::to_string(&raw).map_err(|e| HostError::Serialize(e.to_string()))?;
     let mut text = String::new();
@@ -692,9 +711,14 @@ fn relabel<T: Serialize + DeserializeOwned>(
         let source = format!("{copied}: {old}");
         figure.insert("source".into(), toml::Value::String(source.clone()));
         figure.insert("unverified".into(), toml::Value::Boolean(true));
-        let value = match (figure.get("cycles"), figure.get("mhz")) {
-            (Some(c), _) => format!("{c} cycles"),
-            (None, Some(m)) => format!("{m} MHz"),
+        let value = match (figure.get("cycles"), figure.get("mhz"), figure.get("ns")) {
+            (Some(c), _, _) => format!("{c} cycles"),
+            (None, Some(m), _) => format!("{m} MHz"),
+            (None, None, Some(ns)) => format!(
+                "{ns} ns at {} MHz, scales with {}",
+                figure.get("at_mhz").map_or("?".to_owned(), |m| m.to_string()),
+                figure.get("scales").and_then(|s| s.as_str()).unwrap_or("?")
+            ),
             _ => continue,
         };
         prov.push(Provenance::new(format!("{group}.{key}"), value, Origin::Copied, source));
@@ -815,13 +839,57 @@ fn clock(
     MhzFigure { mhz, source, unverified: origin != Origin::Read }
 }
 
-fn description(id: &Identity, cpus: Option<usize>, virtualised: bool, preset_name: &str) -> String {
+/// Replaces `copy`'s figures (the nearest preset's, `preset`) with those measured on this
+/// machine, when they were.
+fn measured_kernel(
+    facts: &HostFacts,
+    preset: &tlblab_sim::machine::raw::RawKernel,
+    copy: &mut tlblab_sim::machine::raw::RawKernel,
+    virtualised: bool,
+    derivation: &mut Option<crate::kernel_costs::Derivation>,
+    cache: &mut String,
+    prov: &mut Vec<Provenance>,
+) {
+    let Some(cached) = facts.path_costs.available() else {
+        let why = facts.path_costs.reason().unwrap_or("not measured");
+        prov.push(Provenance::new(
+            "kernel paths",
+            "copied",
+            Origin::Informative,
+            format!("kernel-path costs not measured here ({why}): all copied from the preset"),
+        ));
+        return;
+    };
+    *cache = crate::kernel_costs::cache_text(cached);
+    prov.push(Provenance::new(
+        "kernel paths",
+        "measured",
+        Origin::Informative,
+        format!("tlblab-pathcost: {cache}"),
+    ));
+    let d = crate::kernel_costs::derive(&cached.costs, preset, virtualised);
+    crate::kernel_costs::apply(copy, &d, cached, prov);
+    *derivation = Some(d);
+}
+
+fn description(
+    id: &Identity,
+    cpus: Option<usize>,
+    virtualised: bool,
+    preset_name: &str,
+    measured: bool,
+) -> String {
     let name = id.model_name.clone().unwrap_or_else(|| id.vendor.signature().to_owned());
     let cpus = cpus.map_or(String::new(), |n| format!(", {n} CPUs"));
     let guest = if virtualised { ", virtual machine" } else { "" };
+    let costs = if measured {
+        format!("kernel-path costs measured here, other costs from preset {preset_name}")
+    } else {
+        format!("costs from preset {preset_name}")
+    };
     format!(
         "This machine: {name} (family {:#x} model {:#x} stepping {}{cpus}{guest}); TLBs from \
-         CPUID where given, costs from preset {preset_name}",
+         CPUID where given, {costs}",
         id.sig.family, id.sig.model, id.sig.stepping
     )
 }

@@ -16,6 +16,13 @@ pub const POSSIBLE_PATH: &str = "/sys/devices/system/cpu/possible";
 pub const CACHE_DIR: &str = "/sys/devices/system/cpu/cpu0/cache";
 /// `intel_pstate`'s nominal (base) frequency of CPU 0, in kHz.
 pub const BASE_FREQUENCY_PATH: &str = "/sys/devices/system/cpu/cpu0/cpufreq/base_frequency";
+/// The cpuidle driver in use (`haltpoll` in a KVM guest that polls before HLT).
+pub const CPUIDLE_DRIVER_PATH: &str = "/sys/devices/system/cpu/cpuidle/current_driver";
+/// The kernel command line (`idle=poll`).
+pub const CMDLINE_PATH: &str = "/proc/cmdline";
+/// Set to `0` to build the host preset without measuring kernel paths (the nearest preset's
+/// figures are then used, and the provenance says so).
+pub const MEASURE_ENV: &str = "TLBLAB_HOST_MEASURE";
 /// The kernel configuration (`CONFIG_IKCONFIG_PROC`), gzip-compressed.
 pub const CONFIG_PATH: &str = "/proc/config.gz";
 
@@ -40,6 +47,19 @@ pub struct HostFacts {
     pub vmalloc_total_kib: Source<u64>,
     /// The lines of `/proc/config.gz` that set `CONFIG_PGTABLE_LEVELS` or `CONFIG_X86_5LEVEL`.
     pub kernel_config: Source<Vec<String>>,
+    /// This machine's kernel-path costs, measured or from the cache (tlblab-pathcost).
+    #[serde(default = "not_gathered")]
+    pub path_costs: Source<tlblab_pathcost::Cached>,
+    /// `/sys/devices/system/cpu/cpuidle/current_driver`.
+    #[serde(default = "not_gathered")]
+    pub cpuidle_driver: Source<String>,
+    /// `/proc/cmdline`.
+    #[serde(default = "not_gathered")]
+    pub cmdline: Source<String>,
+}
+
+fn not_gathered<T>() -> Source<T> {
+    Source::unavailable("not in these facts")
 }
 
 /// One cache of `/sys/devices/system/cpu/cpu0/cache/indexN`.

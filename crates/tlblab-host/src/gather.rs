@@ -3,7 +3,7 @@
 use crate::cpuid::CpuidDump;
 use crate::facts::{
     paging_config_lines, parse_vmalloc_total, CacheFact, HostFacts, BASE_FREQUENCY_PATH, CACHE_DIR,
-    CONFIG_PATH, ONLINE_PATH, POSSIBLE_PATH,
+    CMDLINE_PATH, CONFIG_PATH, CPUIDLE_DRIVER_PATH, MEASURE_ENV, ONLINE_PATH, POSSIBLE_PATH,
 };
 use std::io::Read as _;
 use std::path::Path;
@@ -44,8 +44,23 @@ impl HostFacts {
             }),
             vmalloc_total_kib: read_text("/proc/meminfo").and_then(|t| parse_vmalloc_total(&t)),
             kernel_config: read_config(),
+            path_costs: measure_paths(),
+            cpuidle_driver: read_text(CPUIDLE_DRIVER_PATH).map(|t| t.trim().to_owned()),
+            cmdline: read_text(CMDLINE_PATH).map(|t| t.trim().to_owned()),
         }
     }
+}
+
+/// This machine's kernel-path costs: from the cache, else measured (a few seconds, once per
+/// CPU model and kernel release).
+fn measure_paths() -> Source<tlblab_pathcost::Cached> {
+    if !cfg!(target_os = "linux") {
+        return Source::unavailable("kernel paths are measured on Linux only");
+    }
+    if std::env::var_os(MEASURE_ENV).is_some_and(|v| v == "0") {
+        return Source::unavailable(format!("not measured: {MEASURE_ENV}=0"));
+    }
+    Source::Available(tlblab_pathcost::cached_or_measure(&tlblab_pathcost::Options::default()))
 }
 
 fn read_text(path: &str) -> Source<String> {

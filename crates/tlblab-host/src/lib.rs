@@ -35,9 +35,17 @@
 //!   `CONFIG_PGTABLE_LEVELS` of `/proc/config.gz`);
 //! - the clock: cpufreq `base_frequency`, else CPUID leaf 0x16, else cpuinfo `cpu MHz`.
 //!
+//! **Measured on this machine** (`[measured]`): the kernel code-path costs (syscall, faults,
+//! `madvise`, zap, `mmap`/`munmap`, same-mm thread switch, migration, fork/exit, the IPI round
+//! trip), timed by `tlblab-pathcost` when the facts are gathered and cached per CPU and kernel
+//! release; [`kernel_costs`] gives the rules that turn them into `[kernel]` figures. Under a
+//! hypervisor the `[guest]` section records it, its KVM paravirtual features, the idle mode and the
+//! measured VM-exit and IPI round trips.
+//!
 //! **Copied from the nearest built-in preset** (`[copied]`), chosen by vendor and
-//! microarchitecture ([`nearest`]): instruction costs, translation latencies, kernel code-path
-//! costs, paging-structure-cache sizes, page walkers and INVLPG's paging-structure-cache scope.
+//! microarchitecture ([`nearest`]): instruction costs, translation latencies, the kernel costs
+//! that are not measured, paging-structure-cache sizes, page walkers and INVLPG's
+//! paging-structure-cache scope.
 //! CPUID does not give them, and measuring them needs a PMU (this project's machines have none)
 //! or privileged microbenchmarks that the rest of tlblab does not run.
 //!
@@ -63,6 +71,8 @@ pub mod cpuinfo;
 mod error;
 pub mod facts;
 mod gather;
+mod guest;
+pub mod kernel_costs;
 pub mod nearest;
 pub mod provenance;
 pub mod tlb;
@@ -72,6 +82,8 @@ pub use error::HostError;
 pub use facts::{CacheFact, HostFacts};
 pub use gather::{BASIC_LEAVES, EXTENDED_LEAVES, HYPERVISOR_LEAVES};
 pub use provenance::{Origin, Provenance};
+/// The kernel-path measurements [`HostFacts::path_costs`] holds.
+pub use tlblab_pathcost;
 
 /// The host preset of the machine this runs on: [`HostFacts::gather`] then [`build`].
 pub fn host_spec() -> Result<HostPreset, HostError> {

@@ -9,6 +9,8 @@ use std::fmt;
 pub enum Origin {
     /// Read from this machine (CPUID, `/proc`, `/sys`).
     Read,
+    /// Measured on this machine (kernel-path costs: tlblab-pathcost).
+    Measured,
     /// Not measurable here (costs, latencies, paging-structure caches, walkers): copied from the
     /// nearest built-in preset.
     Copied,
@@ -20,10 +22,11 @@ pub enum Origin {
 }
 
 impl Origin {
-    /// `read`, `copied`, `fallback`, `info`.
+    /// `read`, `measured`, `copied`, `fallback`, `info`.
     pub fn label(self) -> &'static str {
         match self {
             Origin::Read => "read",
+            Origin::Measured => "measured",
             Origin::Copied => "copied",
             Origin::Fallback => "fallback",
             Origin::Informative => "info",

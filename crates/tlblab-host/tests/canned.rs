@@ -35,6 +35,9 @@ fn facts(cpuid: CpuidDump, cpuinfo: Option<&str>, online: &str) -> HostFacts {
         cpufreq_base_khz: missing("not in this fixture"),
         vmalloc_total_kib: Source::Available(FOUR_LEVEL_VMALLOC_KIB),
         kernel_config: missing("not in this fixture"),
+        path_costs: missing("not in this fixture"),
+        cpuidle_driver: missing("not in this fixture"),
+        cmdline: missing("not in this fixture"),
     }
 }
 
@@ -357,5 +360,87 @@ fn a_feature_the_kernel_turned_off_is_off() {
     assert!(host.spec.raw().cost.invpcid_indiv_addr.is_none());
     let p = provenance(&host, "features.pcid");
     assert!(p.source.contains("the kernel changed it"), "{}", p.source);
+    simulates(&host);
+}
+
+/// Kernel-path costs as this project's Intel VM measured them (docs/calibration.md), one IPI
+/// measurement failed: the figures come from them by the written rules, the IPI figures stay
+/// the preset's with the reason, and `[guest]` is filled.
+#[test]
+fn measured_kernel_paths_and_the_guest_section() {
+    use tlblab_pathcost::{names, CacheKey, Cached, Measurement, Outcome, PathCosts};
+    let m =
+        |ns: f64| Outcome::Measured(Measurement::of(&[ns * 0.98, ns, ns * 1.03], 3, 100).unwrap());
+    let results = [
+        (names::NULL_SYSCALL, m(102.5)),
+        (names::FAULT_ZERO, m(634.0)),
+        (names::FAULT_ANON, m(1497.0)),
+        (names::MADVISE_EMPTY, m(402.5)),
+        (names::DONTNEED_SMALL, m(20_000.0)),
+        (names::DONTNEED_LARGE, m(50_000.0)),
+        (names::MMAP_MUNMAP, m(3_205.0)),
+        (names::THREAD_SWITCH, m(1_192.5)),
+        (names::MEMBARRIER_IPI, Outcome::Failed("no run delivered ≥ 0.99 IPIs per call".into())),
+        (names::MEMBARRIER_NO_IPI, m(190.0)),
+        (names::VMEXIT_CPUID, m(8_377.0)),
+        (names::MIGRATE, m(39_196.0)),
+        (names::FORK_EXIT, m(116_337.0)),
+    ];
+    let cached = Cached {
+        costs: PathCosts {
+            key: CacheKey::from_parts("", "6.18.44-fc-v657"),
+            cpus: vec![0, 1],
+            seconds: 4.0,
+            results: results.into_iter().map(|(n, o)| (n.to_owned(), o)).collect(),
+        },
+        file: Some("/tmp/host-costs-test.json".into()),
+        from_cache: true,
+        notes: vec![],
+    };
+    let mut f =
+        facts(dump("cpuid-kvm-emerald-rapids.txt"), Some("cpuinfo-kvm-emerald-rapids.txt"), "0-1");
+    f.path_costs = Source::Available(cached);
+    f.cpuidle_driver = Source::Available("haltpoll".into());
+    f.cmdline = Source::Available("console=ttyS0 reboot=k".into());
+    let host = build(&f).unwrap();
+    let k = host.spec.kernel_costs().unwrap();
+    assert_eq!(k.clock.mhz, 2300);
+    // ns at 2300 MHz: 102.5 ns → 236 cycles (235.75).
+    assert_eq!((k.syscall.written.ns, k.syscall.written.at_mhz), (Some(102.5), Some(2300)));
+    assert_eq!(k.syscall.cycles, 236);
+    assert_eq!(k.madvise.written.ns, Some(300.0)); // 402.5 − 102.5
+    assert_eq!(k.zap_pte.written.ns, Some(156.3)); // 30,000 / 192
+    assert_eq!(k.mmap.written.ns, Some(1500.0)); // (3,205 − 205) / 2
+    assert_eq!(k.migrate.cycles, 89_915); // (39,196 − 102.5) ns at 2.3 GHz, scales with time
+    let p = provenance(&host, "kernel.syscall");
+    assert_eq!(p.origin, Origin::Measured);
+    assert!(
+        p.source.contains("null_syscall 102.5 ns (p10–p90")
+            && p.source.contains("/tmp/host-costs-test.json"),
+        "{}",
+        p.source
+    );
+    // The failed IPI round trip: the preset's rule-of-thumb figures, with the reason.
+    let p = provenance(&host, "kernel.ipi_latency");
+    assert_eq!(p.origin, Origin::Fallback);
+    assert!(
+        p.source.contains("copied from preset sapphire-rapids") && p.source.contains("0.99 IPIs"),
+        "{}",
+        p.source
+    );
+    assert_eq!(k.ipi_latency.cycles, 1150); // 500 ns at the host's 2300 MHz
+                                            // Still copied.
+    assert_eq!(provenance(&host, "kernel.flush_tlb_func").origin, Origin::Copied);
+    let g = host.spec.guest().unwrap();
+    assert_eq!(g.hypervisor.as_ref().unwrap().value, "kvm");
+    assert!(g.pv_tlb_flush.as_ref().unwrap().value && g.pv_send_ipi.as_ref().unwrap().value);
+    assert!(g.steal_time.as_ref().unwrap().value);
+    assert_eq!(g.idle.as_ref().unwrap().value, tlblab_sim::machine::raw::GuestIdle::Haltpoll);
+    assert_eq!(g.vm_exit.as_ref().unwrap().cycles, 19_267); // 8,377 ns at 2.3 GHz
+    assert!(g.ipi_round_trip.is_none());
+    assert!(provenance(&host, "guest.ipi_round_trip").source.contains("0.99 IPIs"));
+    assert!(host.toml.contains("[guest.vm_exit]") || host.toml.contains("[guest]"));
+    let again = tlblab_sim::machine::MachineSpec::from_toml(&host.toml, "again").unwrap();
+    assert_eq!(again.raw(), host.spec.raw());
     simulates(&host);
 }

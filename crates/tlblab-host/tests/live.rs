@@ -27,6 +27,24 @@ fn builds_prints_and_simulates_the_host_preset() {
         println!("--- CPUID as read ---\n{}", dump.to_cpuid_r());
     }
 
+    // Kernel-path costs measured here (or the reason they were not), within wide bounds.
+    let kernel = host.spec.kernel_costs().expect("the nearest preset has [kernel]");
+    match facts.path_costs.available() {
+        Some(_) => {
+            let p = host.provenance.iter().find(|p| p.figure == "kernel.syscall").unwrap();
+            if p.origin == Origin::Measured {
+                let ns = kernel.syscall.written.ns.expect("a measured figure is in ns");
+                assert!((20.0..20_000.0).contains(&ns), "syscall {ns} ns");
+            }
+            let (zero, anon) = (&kernel.page_fault_zero, &kernel.page_fault_anon);
+            assert!(zero.cycles < anon.cycles, "{} vs {}", zero.cycles, anon.cycles);
+        }
+        None => println!("kernel paths not measured: {:?}", facts.path_costs.reason()),
+    }
+    if host.spec.guest().is_some() {
+        assert!(host.provenance.iter().any(|p| p.figure == "guest.hypervisor"));
+    }
+
     // The TOML is what the spec was parsed from, and parses again on its own.
     let again = tlblab_sim::machine::MachineSpec::from_toml(&host.toml, "reparse").unwrap();
     assert_eq!(again.raw(), host.spec.raw());

@@ -4,7 +4,7 @@ use crate::cli::{MachinesArgs, MachinesCommand};
 use crate::render::{self, group, Table};
 use anyhow::{Context, Result};
 use std::process::ExitCode;
-use tlblab_sim::machine::raw::{CyclesFigure, RawMachine};
+use tlblab_sim::machine::raw::{CyclesFigure, KernelFigure, RawMachine};
 use tlblab_sim::machine::{builtin, MachineSpec, PscScope, BUILTIN_PRESETS};
 use tlblab_sim::stats::OpKind;
 
@@ -45,6 +45,7 @@ fn unverified(raw: &RawMachine) -> (usize, usize) {
     let mut marks: Vec<bool> = raw.tlb.iter().map(|t| t.unverified).collect();
     marks.extend(raw.psc.iter().map(|p| p.unverified));
     marks.extend(figures(raw).iter().map(|(_, f)| f.unverified));
+    marks.extend(kernel_figures(raw).iter().map(|(_, f)| f.unverified));
     (marks.iter().filter(|&&m| m).count(), marks.len())
 }
 
@@ -65,6 +66,120 @@ fn figures(raw: &RawMachine) -> Vec<(String, &CyclesFigure)> {
         .filter_map(|k| raw.cost.for_op(k).map(|f| (format!("cost.{}", k.name()), f)));
     latencies.chain(costs).collect()
 }
+
+/// Every kernel-path figure (`[kernel]`, then `[guest]`'s timed ones), named as in the file.
+fn kernel_figures(raw: &RawMachine) -> Vec<(String, &KernelFigure)> {
+    let kernel =
+        raw.kernel.iter().flat_map(|k| k.figures()).map(|(n, f)| (format!("kernel.{n}"), f));
+    let guest = raw.guest.iter().flat_map(|g| g.figures()).map(|(n, f)| (format!("guest.{n}"), f));
+    kernel.chain(guest).collect()
+}
+
+/// `[kernel]` and `[guest]`: each figure as written (unit, source clock, scaling rule) and its
+/// cycles at the preset's clock.
+fn kernel_tables(raw: &RawMachine) -> String {
+    let Some(k) = &raw.kernel else {
+        return "No [kernel] section: the kernel model cannot run on this preset.\n".into();
+    };
+    let mut out = format!(
+        "kernel paths at {} MHz{}\n  source: {}\n",
+        group(k.clock.mhz),
+        if k.clock.unverified { " (UNVERIFIED)" } else { "" },
+        k.clock.source
+    );
+    let mut t =
+        Table::new(&["figure", "as written", "measured at", "scales with", "cycles", "", "source"]);
+    for (name, f) in kernel_figures(raw) {
+        let w = &f.written;
+        let (written, at, scales) = match (w.cycles, w.ns, w.at_mhz, w.scales) {
+            (Some(c), ..) => {
+                (format!("{} cycles", group(c)), "this core".to_owned(), "—".to_owned())
+            }
+            (None, Some(ns), Some(m), Some(s)) => {
+                (format!("{ns} ns"), format!("{} MHz", group(m)), s.name().to_owned())
+            }
+            _ => ("?".into(), "?".into(), "?".into()),
+        };
+        t.row(vec![
+            name,
+            written,
+            at,
+            scales,
+            group(f.cycles),
+            mark(f.unverified).into(),
+            f.source.clone(),
+        ]);
+    }
+    out += &t.render(0);
+    if let Some(g) = &raw.guest {
+        out.push('\n');
+        let mut t = Table::new(&["guest fact", "value", "", "source"]);
+        let mut fact = |name: &str, value: Option<(String, bool, &String)>| {
+            if let Some((v, unverified, source)) = value {
+                t.row(vec![name.to_owned(), v, mark(unverified).into(), source.clone()]);
+            }
+        };
+        fact(
+            "hypervisor",
+            g.hypervisor.as_ref().map(|f| (f.value.clone(), f.unverified, &f.source)),
+        );
+        for (name, flag) in [
+            ("pv_tlb_flush", &g.pv_tlb_flush),
+            ("pv_send_ipi", &g.pv_send_ipi),
+            ("posted_interrupts", &g.posted_interrupts),
+            ("steal_time", &g.steal_time),
+        ] {
+            fact(name, flag.as_ref().map(|f| (yes(f.value).to_owned(), f.unverified, &f.source)));
+        }
+        fact("idle", g.idle.as_ref().map(|f| (f.value.name().to_owned(), f.unverified, &f.source)));
+        out += &t.render(0);
+    }
+    out
+}
+
+/// The preset text with each `[kernel]`/`[guest]` figure's resolved cycles as a trailing comment
+/// (`# = 410 cycles at 4,000 MHz`); a comment from an earlier run is replaced, so the text of a
+/// file that `--toml` printed comes back unchanged.
+fn annotate(text: &str, spec: &MachineSpec) -> String {
+    let raw = spec.raw();
+    let mhz = raw.kernel.as_ref().map_or(0, |k| k.clock.mhz);
+    let figures = kernel_figures(raw);
+    let mut section = String::new();
+    let mut out = String::with_capacity(text.len() + 2048);
+    for line in text.split_inclusive('\n') {
+        let (body, newline) = match line.strip_suffix('\n') {
+            Some(b) => (b, "\n"),
+            None => (line, ""),
+        };
+        let trimmed = body.trim_start();
+        if trimmed.starts_with('[') {
+            section = trimmed.trim_end().to_owned();
+        }
+        let body = body.split(RESOLVED_MARK).next().unwrap_or(body);
+        // `key = { … }` inside `[kernel]` or `[guest]`, or a `[kernel.key]` table header (as
+        // the host preset writes them).
+        let name = if trimmed.starts_with('[') {
+            section.trim_start_matches('[').split(']').next().unwrap_or("").to_owned()
+        } else {
+            let key = trimmed.split([' ', '=']).next().unwrap_or("");
+            match section.as_str() {
+                "[kernel]" => format!("kernel.{key}"),
+                "[guest]" => format!("guest.{key}"),
+                _ => String::new(),
+            }
+        };
+        let figure = figures.iter().find(|(n, _)| *n == name);
+        out.push_str(body);
+        if let Some((_, f)) = figure {
+            out.push_str(&format!("{RESOLVED_MARK}{} cycles at {} MHz", f.cycles, mhz));
+        }
+        out.push_str(newline);
+    }
+    out
+}
+
+/// The start of the comment [`annotate`] adds.
+const RESOLVED_MARK: &str = "  # resolved: ";
 
 fn mark(unverified: bool) -> &'static str {
     if unverified {
@@ -161,18 +276,22 @@ fn show(spec: &MachineSpec) -> String {
         t.row(vec![name, group(fig.cycles), mark(fig.unverified).into(), fig.source.clone()]);
     }
     out += &t.render(0);
+    out.push('\n');
+    out += &kernel_tables(raw);
     out
 }
 
 fn toml_text(name: &str) -> Result<String> {
     if let Some((_, text)) = BUILTIN_PRESETS.iter().find(|(n, _)| *n == name) {
-        return Ok(text.to_string());
+        return Ok(annotate(text, &builtin(name)?));
     }
     if name == super::HOST_PRESET {
         // The preset with the source of every figure as leading comments.
-        return Ok(tlblab_host::host_spec()?.toml);
+        let host = tlblab_host::host_spec()?;
+        return Ok(annotate(&host.toml, &host.spec));
     }
     // Not built in: validate first, so a bad file gets the preset error, then print it.
-    MachineSpec::load(name)?;
-    std::fs::read_to_string(name).with_context(|| format!("reading {name}"))
+    let spec = MachineSpec::load(name)?;
+    let text = std::fs::read_to_string(name).with_context(|| format!("reading {name}"))?;
+    Ok(annotate(&text, &spec))
 }

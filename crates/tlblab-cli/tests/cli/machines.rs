@@ -89,3 +89,25 @@ fn machines_show_reads_a_preset_file() {
     assert!(text.contains("0 of 15 figures are UNVERIFIED"), "{text}");
     assert!(text.contains(&golden_machine().display().to_string()), "{text}");
 }
+
+#[test]
+fn machines_show_gives_each_kernel_figure_its_unit_clock_and_cycles() {
+    let text = text_of(&["sim".as_ref(), "machines".as_ref(), "show".as_ref(), "skylake".as_ref()]);
+    assert!(text.contains("kernel paths at 4,000 MHz"), "{text}");
+    for header in ["as written", "measured at", "scales with"] {
+        assert!(text.contains(header), "{header}: {text}");
+    }
+    // Migration was measured as time at 2.3 GHz and is latency-bound: 39.2 µs at 4 GHz.
+    let migrate = text.lines().find(|l| l.starts_with("kernel.migrate ")).unwrap();
+    for part in ["39193.9 ns", "2,300 MHz", "time", "156,776"] {
+        assert!(migrate.contains(part), "{part}: {migrate}");
+    }
+    let syscall = text.lines().find(|l| l.starts_with("kernel.syscall ")).unwrap();
+    assert!(syscall.contains("cycles") && syscall.contains(" 236 "), "{syscall}");
+
+    let toml =
+        String::from_utf8(stdout_of(["sim", "machines", "show", "skylake", "--toml"])).unwrap();
+    let line = toml.lines().find(|l| l.starts_with("migrate = ")).unwrap();
+    assert!(line.ends_with("  # resolved: 156776 cycles at 4000 MHz"), "{line}");
+    assert_eq!(toml.matches("# resolved: ").count(), 28);
+}

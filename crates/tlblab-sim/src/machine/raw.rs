@@ -21,6 +21,313 @@ pub struct CyclesFigure {
     pub unverified: bool,
 }
 
+/// Upper bound of a clock, in MHz (`[kernel].clock`, a figure's `at_mhz`): 100 GHz.
+pub const MAX_MHZ: u64 = 100_000;
+/// Upper bound of one kernel path's resolved cost: 10^10 cycles (2.5 s at 4 GHz). Larger figures
+/// are typing mistakes, and would overflow the simulator's clock arithmetic.
+pub const MAX_PATH_CYCLES: u64 = 10_000_000_000;
+
+/// How a cost measured as a time at one clock carries over to another clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scales {
+    /// A core-bound path: its cycle count (`ns × at_mhz / 1000`) is the same at any clock.
+    Cycles,
+    /// A latency-bound path (an exit to a hypervisor, an interrupt's delivery, DRAM): its time is
+    /// the same at any clock, so its cycles are `ns × clock / 1000` at the preset's clock.
+    Time,
+}
+
+impl Scales {
+    /// `cycles` or `time`, as in the file.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scales::Cycles => "cycles",
+            Scales::Time => "time",
+        }
+    }
+}
+
+/// A kernel-path figure as written: exactly one of `cycles` (native to the preset's core) or
+/// `ns` with `at_mhz` (the clock it was measured at) and `scales`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WrittenCost {
+    /// Core cycles of this preset's core.
+    pub cycles: Option<u64>,
+    /// Nanoseconds, measured at `at_mhz`.
+    pub ns: Option<f64>,
+    /// The core clock of the machine that `ns` was measured on, in MHz.
+    pub at_mhz: Option<u64>,
+    /// How `ns` carries over to the preset's clock.
+    pub scales: Option<Scales>,
+}
+
+impl PartialEq for WrittenCost {
+    fn eq(&self, other: &WrittenCost) -> bool {
+        self.cycles == other.cycles
+            && self.ns.map(f64::to_bits) == other.ns.map(f64::to_bits)
+            && self.at_mhz == other.at_mhz
+            && self.scales == other.scales
+    }
+}
+
+// Equality compares the bits of `ns`, so it is reflexive even for a NaN.
+impl Eq for WrittenCost {}
+
+impl WrittenCost {
+    /// The figure in cycles at a core clock of `clock_mhz`, or what is wrong with it (the message
+    /// names the offending key, not the figure: the caller adds that).
+    ///
+    /// `cycles = N` gives N. `ns = X, at_mhz = M, scales = "cycles"` gives round(X × M / 1000),
+    /// whatever the clock; `scales = "time"` gives round(X × clock / 1000). The arithmetic is
+    /// IEEE double precision, rounded half away from zero: the same file always gives the same
+    /// cycles.
+    pub fn resolve(&self, clock_mhz: u64) -> Result<u64, String> {
+        let cycles = match (self.cycles, self.ns) {
+            (Some(_), Some(_)) => {
+                return Err("gives both `cycles` and `ns`; write exactly one of them".into())
+            }
+            (None, None) => {
+                return Err("gives neither `cycles` nor `ns`; write exactly one of them".into())
+            }
+            (Some(c), None) => {
+                if self.at_mhz.is_some() || self.scales.is_some() {
+                    return Err("`at_mhz` and `scales` go with `ns`, not with `cycles`".into());
+                }
+                c
+            }
+            (None, Some(ns)) => {
+                if !ns.is_finite() || ns < 0.0 {
+                    return Err(format!("`ns = {ns}` is not a finite, non-negative time"));
+                }
+                let at_mhz =
+                    self.at_mhz.ok_or("`ns` needs `at_mhz`, the clock it was measured at")?;
+                if at_mhz == 0 || at_mhz > MAX_MHZ {
+                    return Err(format!("`at_mhz = {at_mhz}` is not a clock (1 to {MAX_MHZ} MHz)"));
+                }
+                let scales = self.scales.ok_or(
+                    "`ns` needs `scales = \"cycles\"` (a core-bound path) or `scales = \"time\"` \
+                     (a latency-bound one)",
+                )?;
+                let mhz = match scales {
+                    Scales::Cycles => at_mhz,
+                    Scales::Time => clock_mhz,
+                };
+                let cycles = (ns * mhz as f64 / 1000.0).round();
+                if cycles > MAX_PATH_CYCLES as f64 {
+                    return Err(format!(
+                        "`ns = {ns}` is {cycles:e} cycles at {mhz} MHz, above the limit of \
+                         {MAX_PATH_CYCLES} cycles"
+                    ));
+                }
+                cycles as u64
+            }
+        };
+        if cycles > MAX_PATH_CYCLES {
+            return Err(format!(
+                "`cycles = {cycles}` is above the limit of {MAX_PATH_CYCLES} cycles for one path"
+            ));
+        }
+        Ok(cycles)
+    }
+
+    /// The figure in words: `236 cycles`, `102.5 ns at 2300 MHz, scales with cycles`.
+    pub fn describe(&self) -> String {
+        match (self.cycles, self.ns, self.at_mhz, self.scales) {
+            (Some(c), None, None, None) => format!("{c} cycles"),
+            (None, Some(ns), Some(m), Some(s)) => {
+                format!("{ns} ns at {m} MHz, scales with {}", s.name())
+            }
+            _ => "invalid".into(),
+        }
+    }
+}
+
+/// A kernel-path cost: written in the unit it was measured in ([`WrittenCost`]), resolved once,
+/// when the preset is loaded, to [`KernelFigure::cycles`] at the preset's `[kernel].clock`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "KernelFigureToml", into = "KernelFigureToml")]
+pub struct KernelFigure {
+    /// The cost in core cycles at the preset's clock. Set by `MachineSpec`'s validation; in a
+    /// `RawMachine` deserialized on its own, it is the written `cycles` (0 for an `ns` figure).
+    pub cycles: u64,
+    /// The figure as written.
+    pub written: WrittenCost,
+    /// Where it comes from.
+    pub source: String,
+    /// Set when the figure is not confirmed by a primary source (or is an assumption).
+    pub unverified: bool,
+}
+
+impl KernelFigure {
+    /// A figure native to the preset's core.
+    pub fn in_cycles(cycles: u64, source: impl Into<String>, unverified: bool) -> KernelFigure {
+        KernelFigure {
+            cycles,
+            written: WrittenCost { cycles: Some(cycles), ..WrittenCost::default() },
+            source: source.into(),
+            unverified,
+        }
+    }
+
+    /// A figure measured as `ns` at `at_mhz`; `cycles` stays 0 until the preset is loaded.
+    pub fn in_ns(
+        ns: f64,
+        at_mhz: u64,
+        scales: Scales,
+        source: impl Into<String>,
+        unverified: bool,
+    ) -> KernelFigure {
+        KernelFigure {
+            cycles: 0,
+            written: WrittenCost {
+                ns: Some(ns),
+                at_mhz: Some(at_mhz),
+                scales: Some(scales),
+                ..WrittenCost::default()
+            },
+            source: source.into(),
+            unverified,
+        }
+    }
+
+    /// The figure as a cost.
+    pub fn get(&self) -> tlblab_types::Cycles {
+        tlblab_types::Cycles(self.cycles)
+    }
+}
+
+/// [`KernelFigure`] as it appears in a file.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KernelFigureToml {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cycles: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ns: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    at_mhz: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    scales: Option<Scales>,
+    source: String,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    unverified: bool,
+}
+
+impl From<KernelFigureToml> for KernelFigure {
+    fn from(t: KernelFigureToml) -> KernelFigure {
+        KernelFigure {
+            cycles: t.cycles.unwrap_or(0),
+            written: WrittenCost { cycles: t.cycles, ns: t.ns, at_mhz: t.at_mhz, scales: t.scales },
+            source: t.source,
+            unverified: t.unverified,
+        }
+    }
+}
+
+impl From<KernelFigure> for KernelFigureToml {
+    fn from(f: KernelFigure) -> KernelFigureToml {
+        KernelFigureToml {
+            cycles: f.written.cycles,
+            ns: f.written.ns,
+            at_mhz: f.written.at_mhz,
+            scales: f.written.scales,
+            source: f.source,
+            unverified: f.unverified,
+        }
+    }
+}
+
+/// A fact about a virtual machine, with its provenance.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuestFact<T> {
+    /// The fact.
+    pub value: T,
+    /// Where it comes from.
+    pub source: String,
+    /// Set when the fact is not confirmed (an assumption, or what a hypervisor says of itself).
+    #[serde(default)]
+    pub unverified: bool,
+}
+
+/// How an idle vCPU waits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GuestIdle {
+    /// `idle=poll`: the vCPU spins; waking it needs no exit, and an IPI to it is never an idle
+    /// exit.
+    Poll,
+    /// HLT exits to the hypervisor; waking the vCPU is a host wake-up.
+    Halt,
+    /// The guest's `haltpoll` cpuidle driver: polls a while in the guest, then HLT.
+    Haltpoll,
+}
+
+impl GuestIdle {
+    /// `poll`, `halt` or `haltpoll`, as in the file.
+    pub fn name(self) -> &'static str {
+        match self {
+            GuestIdle::Poll => "poll",
+            GuestIdle::Halt => "halt",
+            GuestIdle::Haltpoll => "haltpoll",
+        }
+    }
+}
+
+/// The preset's machine is a virtual machine: what the guest kernel sees of its hypervisor and
+/// what the virtualised paths cost. Every field is optional (unknown). See
+/// docs/hardware-model.md, "The `[guest]` section".
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawGuest {
+    /// The hypervisor: `kvm`, `hyperv`, `xen`, `vmware`, … (lower case).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hypervisor: Option<GuestFact<String>>,
+    /// One VM-exit round trip (guest → host → guest), e.g. a `CPUID` exit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vm_exit: Option<KernelFigure>,
+    /// A synchronous IPI round trip between two running vCPUs beyond the syscall that sends it
+    /// (`membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` minus its no-IPI baseline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipi_round_trip: Option<KernelFigure>,
+    /// KVM's paravirtual TLB flush (`KVM_FEATURE_PV_TLB_FLUSH`, CPUID 0x40000001 EAX bit 9): a
+    /// flush aimed at a preempted vCPU is left to the host, at the vCPU's next entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pv_tlb_flush: Option<GuestFact<bool>>,
+    /// KVM's paravirtual IPI (`KVM_FEATURE_PV_SEND_IPI`, bit 11): one hypercall sends to many.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pv_send_ipi: Option<GuestFact<bool>>,
+    /// Posted interrupts / IPI virtualisation (APICv, IPIv, AVIC): an IPI delivered without an
+    /// exit on the receiver. Not decidable from inside a guest in general.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub posted_interrupts: Option<GuestFact<bool>>,
+    /// How an idle vCPU waits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle: Option<GuestFact<GuestIdle>>,
+    /// Steal-time accounting (`KVM_FEATURE_STEAL_TIME`, bit 5): the guest sees when the host ran
+    /// something else on its vCPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_time: Option<GuestFact<bool>>,
+}
+
+impl RawGuest {
+    /// The timed figures, named as in the file.
+    pub fn figures(&self) -> Vec<(&'static str, &KernelFigure)> {
+        [("vm_exit", &self.vm_exit), ("ipi_round_trip", &self.ipi_round_trip)]
+            .into_iter()
+            .filter_map(|(n, f)| f.as_ref().map(|f| (n, f)))
+            .collect()
+    }
+
+    fn figures_mut(&mut self) -> Vec<(&'static str, &mut KernelFigure)> {
+        [("vm_exit", &mut self.vm_exit), ("ipi_round_trip", &mut self.ipi_round_trip)]
+            .into_iter()
+            .filter_map(|(n, f)| f.as_mut().map(|f| (n, f)))
+            .collect()
+    }
+}
+
 /// A machine preset file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -53,6 +360,10 @@ pub struct RawMachine {
     /// needs them; without them it uses `kernel.idle_exit` for every wake-up.
     #[serde(default)]
     pub idle: Option<RawIdle>,
+    /// What the machine is when it is a virtual machine (described here; not yet used by the
+    /// kernel model). Absent for bare metal or when unknown.
+    #[serde(default)]
+    pub guest: Option<RawGuest>,
 }
 
 /// How an idle CPU waits (docs/kernel-model.md, "Idle states").
@@ -99,71 +410,179 @@ pub struct MhzFigure {
     pub unverified: bool,
 }
 
-/// Costs of kernel code paths, in core cycles, excluding the TLB instructions they execute and
-/// the TLB misses they cause (the hardware model charges those). See docs/kernel-model.md.
+/// Costs of kernel code paths, excluding the TLB instructions they execute and the TLB misses
+/// they cause (the hardware model charges those). Each is written in the unit it was measured
+/// in and resolved to cycles at `clock` when the preset is loaded ([`KernelFigure`]). See
+/// docs/kernel-model.md, "Units and scaling".
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawKernel {
     /// Core clock, to convert cycles to seconds.
     pub clock: MhzFigure,
     /// A null system call: entry, dispatch and exit (without PTI's CR3 writes).
-    pub syscall: CyclesFigure,
+    pub syscall: KernelFigure,
     /// A write fault on an anonymous page: allocate and zero a page, install the PTE.
-    pub page_fault_anon: CyclesFigure,
+    pub page_fault_anon: KernelFigure,
     /// A read fault that maps the shared zero page.
-    pub page_fault_zero: CyclesFigure,
+    pub page_fault_zero: KernelFigure,
     /// A copy-on-write fault: allocate and copy a page, install the PTE (the flush of the old
     /// PTE is modelled by `flush_tlb_mm_range`).
-    pub page_fault_cow: CyclesFigure,
+    pub page_fault_cow: KernelFigure,
     /// Zapping one present PTE in `madvise(MADV_DONTNEED)` / `munmap` (clear, free the page).
-    pub zap_pte: CyclesFigure,
+    pub zap_pte: KernelFigure,
     /// `madvise(MADV_DONTNEED)` apart from the syscall, the zaps and the flush.
-    pub madvise: CyclesFigure,
+    pub madvise: KernelFigure,
     /// `mmap` of an anonymous region apart from the syscall.
-    pub mmap: CyclesFigure,
+    pub mmap: KernelFigure,
     /// `munmap` apart from the syscall, the zaps and the flush.
-    pub munmap: CyclesFigure,
+    pub munmap: KernelFigure,
     /// `mprotect` apart from the syscall and the flush, per region.
-    pub mprotect: CyclesFigure,
+    pub mprotect: KernelFigure,
     /// `__schedule()` and `switch_to()` between two tasks, apart from `switch_mm_irqs_off()`.
-    pub context_switch: CyclesFigure,
+    pub context_switch: KernelFigure,
     /// The software of `switch_mm_irqs_off()` when the mm changes, apart from the CR3 write.
-    pub switch_mm: CyclesFigure,
+    pub switch_mm: KernelFigure,
     /// Waking a blocked task (`try_to_wake_up`), on the waker's CPU.
-    pub wakeup: CyclesFigure,
+    pub wakeup: KernelFigure,
     /// `sched_setaffinity()` to another CPU, on the calling CPU, apart from the syscall.
-    pub migrate: CyclesFigure,
+    pub migrate: KernelFigure,
     /// `fork()` of a small process: copying the mm's structures, apart from per-page work.
-    pub fork: CyclesFigure,
+    pub fork: KernelFigure,
     /// Copying one present PTE at fork (and write-protecting it for copy-on-write).
-    pub fork_pte: CyclesFigure,
+    pub fork_pte: KernelFigure,
     /// `execve()`: a new mm, loading the binary, apart from the faults that follow.
-    pub exec: CyclesFigure,
+    pub exec: KernelFigure,
     /// Process exit apart from the teardown of its pages (`zap_pte` each).
-    pub exit: CyclesFigure,
+    pub exit: KernelFigure,
     /// Sending one IPI (an APIC ICR write), per target, on the initiator.
-    pub ipi_send: CyclesFigure,
+    pub ipi_send: KernelFigure,
     /// From the ICR write to the first instruction of the handler on the target.
-    pub ipi_latency: CyclesFigure,
+    pub ipi_latency: KernelFigure,
     /// Interrupt entry and exit and the call-function dispatch on the target.
-    pub ipi_handler: CyclesFigure,
+    pub ipi_handler: KernelFigure,
     /// From the target's acknowledgement (releasing the call-function lock) to the initiator
     /// seeing it: one cache-line transfer.
-    pub ipi_ack: CyclesFigure,
+    pub ipi_ack: KernelFigure,
     /// The software of `flush_tlb_func()` apart from the flush instructions.
-    pub flush_tlb_func: CyclesFigure,
+    pub flush_tlb_func: KernelFigure,
     /// The software of `flush_tlb_mm_range()` apart from `flush_tlb_func()` and the IPIs.
-    pub flush_tlb_mm_range: CyclesFigure,
+    pub flush_tlb_mm_range: KernelFigure,
     /// A cache line moved from another core's cache (a read of remotely written data).
-    pub cache_line_transfer: CyclesFigure,
+    pub cache_line_transfer: KernelFigure,
     /// A load that hits the L1 data cache.
-    pub l1d_load: CyclesFigure,
+    pub l1d_load: KernelFigure,
     /// A mispredicted branch.
-    pub branch_mispredict: CyclesFigure,
+    pub branch_mispredict: KernelFigure,
     /// The timer interrupt (tick) apart from any rescheduling.
-    pub timer_tick: CyclesFigure,
+    pub timer_tick: KernelFigure,
     /// Leaving the idle state when an interrupt or wake-up arrives.
-    pub idle_exit: CyclesFigure,
+    pub idle_exit: KernelFigure,
+}
+
+impl RawKernel {
+    /// Every path cost, named as in the file, in file order.
+    pub fn figures(&self) -> [(&'static str, &KernelFigure); 28] {
+        [
+            ("syscall", &self.syscall),
+            ("page_fault_anon", &self.page_fault_anon),
+            ("page_fault_zero", &self.page_fault_zero),
+            ("page_fault_cow", &self.page_fault_cow),
+            ("zap_pte", &self.zap_pte),
+            ("madvise", &self.madvise),
+            ("mmap", &self.mmap),
+            ("munmap", &self.munmap),
+            ("mprotect", &self.mprotect),
+            ("context_switch", &self.context_switch),
+            ("switch_mm", &self.switch_mm),
+            ("wakeup", &self.wakeup),
+            ("migrate", &self.migrate),
+            ("fork", &self.fork),
+            ("fork_pte", &self.fork_pte),
+            ("exec", &self.exec),
+            ("exit", &self.exit),
+            ("ipi_send", &self.ipi_send),
+            ("ipi_latency", &self.ipi_latency),
+            ("ipi_handler", &self.ipi_handler),
+            ("ipi_ack", &self.ipi_ack),
+            ("flush_tlb_func", &self.flush_tlb_func),
+            ("flush_tlb_mm_range", &self.flush_tlb_mm_range),
+            ("cache_line_transfer", &self.cache_line_transfer),
+            ("l1d_load", &self.l1d_load),
+            ("branch_mispredict", &self.branch_mispredict),
+            ("timer_tick", &self.timer_tick),
+            ("idle_exit", &self.idle_exit),
+        ]
+    }
+
+    /// Every path cost, mutable, named as in the file.
+    pub fn figures_mut(&mut self) -> [(&'static str, &mut KernelFigure); 28] {
+        [
+            ("syscall", &mut self.syscall),
+            ("page_fault_anon", &mut self.page_fault_anon),
+            ("page_fault_zero", &mut self.page_fault_zero),
+            ("page_fault_cow", &mut self.page_fault_cow),
+            ("zap_pte", &mut self.zap_pte),
+            ("madvise", &mut self.madvise),
+            ("mmap", &mut self.mmap),
+            ("munmap", &mut self.munmap),
+            ("mprotect", &mut self.mprotect),
+            ("context_switch", &mut self.context_switch),
+            ("switch_mm", &mut self.switch_mm),
+            ("wakeup", &mut self.wakeup),
+            ("migrate", &mut self.migrate),
+            ("fork", &mut self.fork),
+            ("fork_pte", &mut self.fork_pte),
+            ("exec", &mut self.exec),
+            ("exit", &mut self.exit),
+            ("ipi_send", &mut self.ipi_send),
+            ("ipi_latency", &mut self.ipi_latency),
+            ("ipi_handler", &mut self.ipi_handler),
+            ("ipi_ack", &mut self.ipi_ack),
+            ("flush_tlb_func", &mut self.flush_tlb_func),
+            ("flush_tlb_mm_range", &mut self.flush_tlb_mm_range),
+            ("cache_line_transfer", &mut self.cache_line_transfer),
+            ("l1d_load", &mut self.l1d_load),
+            ("branch_mispredict", &mut self.branch_mispredict),
+            ("timer_tick", &mut self.timer_tick),
+            ("idle_exit", &mut self.idle_exit),
+        ]
+    }
+}
+
+/// Resolves every kernel-path figure (`[kernel]`, and `[guest]`'s timed ones) to cycles at
+/// `[kernel].clock`, in place; the error names the key. A preset without `[kernel]` may have no
+/// timed `[guest]` figure (there is no clock to resolve it at).
+pub(crate) fn resolve_kernel_figures(raw: &mut RawMachine) -> Result<(), String> {
+    let clock = match &raw.kernel {
+        Some(k) => {
+            let mhz = k.clock.mhz;
+            if mhz == 0 || mhz > MAX_MHZ {
+                return Err(format!(
+                    "`[kernel] clock`: `mhz = {mhz}` is not a clock (1 to {MAX_MHZ} MHz)"
+                ));
+            }
+            Some(mhz)
+        }
+        None => None,
+    };
+    if let (Some(k), Some(mhz)) = (raw.kernel.as_mut(), clock) {
+        for (name, figure) in k.figures_mut() {
+            figure.cycles =
+                figure.written.resolve(mhz).map_err(|e| format!("`[kernel] {name}`: {e}"))?;
+        }
+    }
+    if let Some(g) = raw.guest.as_mut() {
+        for (name, figure) in g.figures_mut() {
+            let Some(mhz) = clock else {
+                return Err(format!(
+                    "`[guest] {name}` needs a `[kernel]` section: its clock resolves the figure"
+                ));
+            };
+            figure.cycles =
+                figure.written.resolve(mhz).map_err(|e| format!("`[guest] {name}`: {e}"))?;
+        }
+    }
+    Ok(())
 }
 
 /// Architectural features of the CPU.

@@ -1,6 +1,9 @@
 //! The checked machine description.
 
-use super::raw::{CyclesFigure, PscLevel, PscScope, RawIdle, RawMachine};
+use super::raw::{
+    resolve_kernel_figures, CyclesFigure, PscLevel, PscScope, RawGuest, RawIdle, RawKernel,
+    RawMachine,
+};
 use crate::hw::Replacement;
 use std::path::Path;
 use thiserror::Error;
@@ -84,13 +87,14 @@ pub struct MachineSpec {
 impl MachineSpec {
     /// Parses and checks a preset; `origin` names it in errors (a path or a built-in name).
     pub fn from_toml(text: &str, origin: &str) -> Result<MachineSpec, MachineError> {
-        let raw: RawMachine = toml::from_str(text).map_err(|e| MachineError::Parse {
+        let mut raw: RawMachine = toml::from_str(text).map_err(|e| MachineError::Parse {
             origin: origin.to_string(),
             message: e.to_string().trim_end().to_string(),
         })?;
         let invalid =
             |message: String| MachineError::Invalid { origin: origin.to_string(), message };
         let structures = check(&raw).map_err(invalid)?;
+        resolve_kernel_figures(&mut raw).map_err(invalid)?;
         Ok(MachineSpec { raw, origin: origin.to_string(), structures, paging_levels: 4 })
     }
 
@@ -141,9 +145,20 @@ impl MachineSpec {
         &self.origin
     }
 
-    /// The preset as written.
+    /// The preset as written, with every kernel-path figure resolved to cycles at the preset's
+    /// clock ([`super::raw::KernelFigure::cycles`]).
     pub fn raw(&self) -> &RawMachine {
         &self.raw
+    }
+
+    /// The kernel-path costs, resolved to cycles at `[kernel].clock`, if the preset has them.
+    pub fn kernel_costs(&self) -> Option<&RawKernel> {
+        self.raw.kernel.as_ref()
+    }
+
+    /// What the machine is as a virtual machine (`[guest]`), if the preset says.
+    pub fn guest(&self) -> Option<&RawGuest> {
+        self.raw.guest.as_ref()
     }
 
     /// The TLB structures, in file order.

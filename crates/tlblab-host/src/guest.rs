@@ -1,0 +1,120 @@
+//! The `[guest]` section of the host preset: what a virtual machine sees of its hypervisor
+//! (CPUID's hypervisor leaves, the idle driver, the command line) and its measured VM-exit and
+//! IPI round trips.
+
+use crate::cpuid::{identity, CpuidDump, HYPERVISOR_BASE};
+use crate::facts::{HostFacts, CMDLINE_PATH, CPUIDLE_DRIVER_PATH};
+use crate::kernel_costs::{figure_of, Derivation, Derived};
+use crate::provenance::{Origin, Provenance};
+use tlblab_env::hypervisor;
+use tlblab_sim::machine::raw::{GuestFact, GuestIdle, KernelFigure, RawGuest};
+
+/// KVM feature bits of CPUID 0x4000_0001 EAX (Linux UAPI `asm/kvm_para.h`).
+const KVM_FEATURE_STEAL_TIME: u32 = hypervisor::KVM_FEATURE_STEAL_TIME;
+const KVM_FEATURE_PV_TLB_FLUSH: u32 = hypervisor::KVM_FEATURE_PV_TLB_FLUSH;
+const KVM_FEATURE_PV_SEND_IPI: u32 = 11;
+
+/// The section, or `None` on bare metal (or when no hypervisor bit is readable).
+pub(crate) fn section(
+    facts: &HostFacts,
+    dump: &CpuidDump,
+    derivation: Option<&Derivation>,
+    mhz: u64,
+    cache: &str,
+    prov: &mut Vec<Provenance>,
+) -> Option<RawGuest> {
+    if identity::HYPERVISOR.read(dump) != Some(true) {
+        return None;
+    }
+    let mut g = RawGuest::default();
+    let mut fact = |name: &str, value: String, origin, source: String| {
+        prov.push(Provenance::new(format!("guest.{name}"), value, origin, source));
+    };
+    let mut kvm = false;
+    if let Some(v) = dump.leaf(HYPERVISOR_BASE, 0) {
+        let signature = hypervisor::decode_vendor(v.ebx, v.ecx, v.edx);
+        kvm = signature == hypervisor::KVM_SIGNATURE;
+        let name = hypervisor_name(&signature);
+        let source = format!("CPUID 0x40000000 signature {signature:?}");
+        fact("hypervisor", name.clone(), Origin::Read, source.clone());
+        g.hypervisor = Some(GuestFact { value: name, source, unverified: false });
+    }
+    if let Some(f) = dump.leaf(hypervisor::KVM_CPUID_FEATURES, 0).filter(|_| kvm) {
+        for (name, bit, slot) in [
+            ("pv_tlb_flush", KVM_FEATURE_PV_TLB_FLUSH, &mut g.pv_tlb_flush),
+            ("pv_send_ipi", KVM_FEATURE_PV_SEND_IPI, &mut g.pv_send_ipi),
+            ("steal_time", KVM_FEATURE_STEAL_TIME, &mut g.steal_time),
+        ] {
+            let on = f.eax >> bit & 1 == 1;
+            let source = format!("CPUID 0x40000001 EAX = {:#010x}, bit {bit}", f.eax);
+            fact(name, yes(on).into(), Origin::Read, source.clone());
+            *slot = Some(GuestFact { value: on, source, unverified: false });
+        }
+    }
+    if let Some((idle, source)) = idle(facts) {
+        fact("idle", idle.name().into(), Origin::Read, source.clone());
+        g.idle = Some(GuestFact { value: idle, source, unverified: false });
+    }
+    if let Some(d) = derivation {
+        g.vm_exit = timed(&mut fact, "vm_exit", d.vm_exit.as_ref(), mhz, cache);
+        g.ipi_round_trip =
+            timed(&mut fact, "ipi_round_trip", d.ipi_round_trip.as_ref(), mhz, cache);
+    }
+    Some(g)
+}
+
+fn timed(
+    fact: &mut impl FnMut(&str, String, Origin, String),
+    name: &str,
+    derived: Option<&Result<Derived, String>>,
+    mhz: u64,
+    cache: &str,
+) -> Option<KernelFigure> {
+    match derived? {
+        Ok(d) => {
+            let figure = figure_of(d, mhz, cache);
+            fact(name, figure.written.describe(), Origin::Measured, figure.source.clone());
+            Some(figure)
+        }
+        Err(why) => {
+            fact(name, "unknown".into(), Origin::Informative, format!("not measured: {why}"));
+            None
+        }
+    }
+}
+
+/// `kvm`, `hyperv`, `vmware`, `xen`, or the signature in lower case.
+fn hypervisor_name(signature: &str) -> String {
+    match signature {
+        hypervisor::KVM_SIGNATURE => "kvm".into(),
+        "Microsoft Hv" => "hyperv".into(),
+        "VMwareVMware" => "vmware".into(),
+        "XenVMMXenVMM" => "xen".into(),
+        "TCGTCGTCGTCG" => "tcg".into(),
+        other => other.trim().to_lowercase(),
+    }
+}
+
+/// `idle=poll` on the command line, else the cpuidle driver: `haltpoll`, or HLT for any other.
+fn idle(facts: &HostFacts) -> Option<(GuestIdle, String)> {
+    let cmdline = facts.cmdline.available();
+    if cmdline.is_some_and(|c| c.split_whitespace().any(|w| w == "idle=poll")) {
+        return Some((GuestIdle::Poll, format!("{CMDLINE_PATH} has idle=poll")));
+    }
+    let driver = facts.cpuidle_driver.available()?;
+    let no_poll = if cmdline.is_some() { ", no idle=poll in /proc/cmdline" } else { "" };
+    let source = format!("{CPUIDLE_DRIVER_PATH} = {driver:?}{no_poll}");
+    if driver == "haltpoll" {
+        Some((GuestIdle::Haltpoll, source))
+    } else {
+        Some((GuestIdle::Halt, format!("{source}: an idle vCPU halts (HLT exits)")))
+    }
+}
+
+fn yes(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}

@@ -1,0 +1,385 @@
+//! The host preset's kernel-path costs from this machine's measured paths (tlblab-pathcost):
+//! which `[kernel]` figure comes from which measurement, and by which rule.
+//!
+//! Every rule is a difference or a share of medians, in ns at the host's clock (`S` is the null
+//! syscall):
+//!
+//! | figure | rule | scales |
+//! |---|---|---|
+//! | `syscall` | `null_syscall` | cycles |
+//! | `page_fault_zero`, `page_fault_anon` | `minor_fault_zero`, `minor_fault_anon` | cycles |
+//! | `page_fault_cow` | `minor_fault_anon` (copying a page assumed to cost what zeroing does) | cycles |
+//! | `madvise` | `madvise_empty − S` (no page present: no zap, no flush) | cycles |
+//! | `zap_pte` | `(dontneed_256 − dontneed_64) / 192` (both flush fully: the flush cancels) | cycles |
+//! | `mmap`, `munmap` | `(mmap_munmap_untouched − 2 S) / 2` each | cycles |
+//! | `context_switch` + `wakeup` | `thread_switch − 2 S` (a switch with one eventfd write that wakes and one read that blocks), split in the nearest preset's proportion | cycles |
+//! | `migrate` | `migrate − S` | time |
+//! | `fork` + `exit` | `fork_exit`, split in the nearest preset's proportion | cycles |
+//! | `ipi_send` + `ipi_latency` + `ipi_handler` + `ipi_ack` | `membarrier_ipi − membarrier_no_ipi`, split in the nearest preset's proportion | time |
+//! | `[guest] ipi_round_trip` | `membarrier_ipi − membarrier_no_ipi` | time |
+//! | `[guest] vm_exit` | `vmexit_cpuid` (under a hypervisor only) | time |
+//!
+//! A figure whose measurement failed, or whose difference is not positive (noise), keeps the
+//! nearest preset's figure, and the provenance says why.
+
+use crate::provenance::{Origin, Provenance};
+use tlblab_pathcost::{names, Cached, Measurement, PathCosts};
+use tlblab_sim::machine::raw::{KernelFigure, RawKernel, Scales};
+
+/// One derived figure: its value in ns and how it was obtained.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Derived {
+    /// Nanoseconds at the host clock, to 0.1 ns.
+    pub ns: f64,
+    /// How it scales to another clock.
+    pub scales: Scales,
+    /// The rule and its inputs (median, p10–p90).
+    pub how: String,
+    /// Whether the figure is a share assumed from the preset (not measured alone).
+    pub assumed_split: bool,
+}
+
+/// The derivation: `[kernel]` figures by field name, and the raw `[guest]` figures; each an
+/// error (the reason) when it could not be derived.
+#[derive(Clone, Debug, Default)]
+pub struct Derivation {
+    /// `[kernel]` figures, in rule order.
+    pub kernel: Vec<(&'static str, Result<Derived, String>)>,
+    /// `[guest] vm_exit`.
+    pub vm_exit: Option<Result<Derived, String>>,
+    /// `[guest] ipi_round_trip`.
+    pub ipi_round_trip: Option<Result<Derived, String>>,
+}
+
+fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+fn input(costs: &PathCosts, name: &str) -> Result<(f64, String), String> {
+    let m: &Measurement = costs.get(name).map_err(|e| format!("{name} not measured: {e}"))?;
+    Ok((m.median_ns, format!("{name} {}", m.summary())))
+}
+
+fn positive(what: &str, ns: f64) -> Result<f64, String> {
+    if ns.is_finite() && ns > 0.0 {
+        Ok(ns)
+    } else {
+        Err(format!("{what} = {:.1} ns is not positive (noise)", ns))
+    }
+}
+
+/// Derives the figures from `costs`; `preset` (the nearest preset's costs, resolved) gives the
+/// proportions of the split figures. Pure: the same inputs give the same figures.
+pub fn derive(costs: &PathCosts, preset: &RawKernel, virtualised: bool) -> Derivation {
+    let mut out = Derivation::default();
+    let syscall = input(costs, names::NULL_SYSCALL);
+    let one = |name: &str, scales, rule: &str| -> Result<Derived, String> {
+        let (ns, how) = input(costs, name)?;
+        let ns = positive(rule, ns)?;
+        Ok(Derived { ns: round1(ns), scales, how: format!("{rule}: {how}"), assumed_split: false })
+    };
+    out.kernel.push(("syscall", one(names::NULL_SYSCALL, Scales::Cycles, "null_syscall")));
+    out.kernel
+        .push(("page_fault_zero", one(names::FAULT_ZERO, Scales::Cycles, "minor_fault_zero")));
+    out.kernel
+        .push(("page_fault_anon", one(names::FAULT_ANON, Scales::Cycles, "minor_fault_anon")));
+    out.kernel.push((
+        "page_fault_cow",
+        one(
+            names::FAULT_ANON,
+            Scales::Cycles,
+            "minor_fault_anon (a copy assumed to cost a zeroing)",
+        )
+        .map(|d| Derived { assumed_split: true, ..d }),
+    ));
+    let minus_syscall = |name: &str, times: f64, per: f64, rule: &str, scales| {
+        let (s, s_how) = syscall.clone()?;
+        let (ns, how) = input(costs, name)?;
+        let ns = positive(rule, (ns - times * s) / per)?;
+        let how = format!("{rule}: {how}; {s_how}");
+        Ok::<_, String>(Derived { ns: round1(ns), scales, how, assumed_split: false })
+    };
+    out.kernel.push((
+        "madvise",
+        minus_syscall(
+            names::MADVISE_EMPTY,
+            1.0,
+            1.0,
+            "madvise_empty − null_syscall",
+            Scales::Cycles,
+        ),
+    ));
+    let zap = (|| {
+        let (small, small_how) = input(costs, names::DONTNEED_SMALL)?;
+        let (large, large_how) = input(costs, names::DONTNEED_LARGE)?;
+        let pages =
+            (tlblab_pathcost::measure::ZAP_LARGE - tlblab_pathcost::measure::ZAP_SMALL) as f64;
+        let rule = format!("(dontneed_256 − dontneed_64) / {pages}");
+        let ns = positive(&rule, (large - small) / pages)?;
+        Ok(Derived {
+            ns: round1(ns),
+            scales: Scales::Cycles,
+            how: format!("{rule}: {large_how}; {small_how}"),
+            assumed_split: false,
+        })
+    })();
+    out.kernel.push(("zap_pte", zap));
+    let map = minus_syscall(
+        names::MMAP_MUNMAP,
+        2.0,
+        2.0,
+        "(mmap_munmap_untouched − 2 × null_syscall) / 2",
+        Scales::Cycles,
+    );
+    out.kernel.push(("mmap", map.clone()));
+    out.kernel.push(("munmap", map));
+    let switch = minus_syscall(
+        names::THREAD_SWITCH,
+        2.0,
+        1.0,
+        "thread_switch − 2 × null_syscall",
+        Scales::Cycles,
+    );
+    let parts =
+        [("context_switch", preset.context_switch.cycles), ("wakeup", preset.wakeup.cycles)];
+    split(&mut out.kernel, &switch, &parts);
+    out.kernel.push((
+        "migrate",
+        minus_syscall(names::MIGRATE, 1.0, 1.0, "migrate − null_syscall", Scales::Time),
+    ));
+    let fork = one(names::FORK_EXIT, Scales::Cycles, "fork_exit");
+    split(&mut out.kernel, &fork, &[("fork", preset.fork.cycles), ("exit", preset.exit.cycles)]);
+    let ipi = (|| {
+        let (on, on_how) = input(costs, names::MEMBARRIER_IPI)?;
+        let (off, off_how) = input(costs, names::MEMBARRIER_NO_IPI)?;
+        let rule = "membarrier_ipi − membarrier_no_ipi";
+        let ns = positive(rule, on - off)?;
+        Ok(Derived {
+            ns: round1(ns),
+            scales: Scales::Time,
+            how: format!("{rule}: {on_how}; {off_how}"),
+            assumed_split: false,
+        })
+    })();
+    let parts = [
+        ("ipi_send", preset.ipi_send.cycles),
+        ("ipi_latency", preset.ipi_latency.cycles),
+        ("ipi_handler", preset.ipi_handler.cycles),
+        ("ipi_ack", preset.ipi_ack.cycles),
+    ];
+    split(&mut out.kernel, &ipi, &parts);
+    out.ipi_round_trip = Some(ipi);
+    if virtualised {
+        out.vm_exit = Some(one(names::VMEXIT_CPUID, Scales::Time, "vmexit_cpuid"));
+    }
+    out
+}
+
+/// Splits `whole` among `parts` in proportion to their weights (the preset's cycles).
+fn split(
+    out: &mut Vec<(&'static str, Result<Derived, String>)>,
+    whole: &Result<Derived, String>,
+    parts: &[(&'static str, u64)],
+) {
+    let total: u64 = parts.iter().map(|(_, w)| w).sum();
+    for &(name, weight) in parts {
+        let part = whole.clone().and_then(|d| {
+            if total == 0 {
+                return Err("the nearest preset gives no proportion (all zero)".into());
+            }
+            let share = weight as f64 / total as f64;
+            let names: Vec<&str> = parts.iter().map(|(n, _)| *n).collect();
+            Ok(Derived {
+                ns: round1(d.ns * share),
+                scales: d.scales,
+                how: format!(
+                    "{:.3} of {:.1} ns, the nearest preset's share of {} for {name}; {}",
+                    share,
+                    d.ns,
+                    names.join(" + "),
+                    d.how
+                ),
+                assumed_split: true,
+            })
+        });
+        out.push((name, part));
+    }
+}
+
+/// Replaces the copied `[kernel]` figures of `kernel` (at `mhz`) with those measured here, and
+/// their provenance; a figure that could not be derived keeps the copy, and says why.
+pub(crate) fn apply(
+    kernel: &mut RawKernel,
+    derivation: &Derivation,
+    cached: &Cached,
+    prov: &mut Vec<Provenance>,
+) {
+    let mhz = kernel.clock.mhz;
+    let cache = cache_text(cached);
+    for (name, derived) in &derivation.kernel {
+        let Some((_, slot)) = kernel.figures_mut().into_iter().find(|(n, _)| n == name) else {
+            continue;
+        };
+        let figure = format!("kernel.{name}");
+        let entry = prov.iter_mut().find(|p| p.figure == figure);
+        match derived {
+            Ok(d) => {
+                let new = figure_of(d, mhz, &cache);
+                let value = new.written.describe();
+                let source = new.source.clone();
+                *slot = new;
+                match entry {
+                    Some(p) => *p = Provenance::new(figure, value, Origin::Measured, source),
+                    None => prov.push(Provenance::new(figure, value, Origin::Measured, source)),
+                }
+            }
+            Err(why) => {
+                slot.source = format!("{}; not measured here: {why}", slot.source);
+                if let Some(p) = entry {
+                    p.origin = Origin::Fallback;
+                    p.source = slot.source.clone();
+                }
+            }
+        }
+    }
+}
+
+/// A measured figure at `mhz`.
+pub(crate) fn figure_of(d: &Derived, mhz: u64, cache: &str) -> KernelFigure {
+    let rule = match d.scales {
+        Scales::Cycles => "scales with cycles: a core-bound path",
+        Scales::Time => {
+            "scales with time: latency-bound (interrupt delivery, a vCPU's wake-up, exits)"
+        }
+    };
+    KernelFigure::in_ns(
+        d.ns,
+        mhz,
+        d.scales,
+        format!("measured on this machine: {}; {rule}; {cache}", d.how),
+        d.assumed_split,
+    )
+}
+
+/// `cache file /root/.cache/tlblab/host-costs-….json (measured now in 4.2 s on CPUs 0, 1)`.
+pub(crate) fn cache_text(cached: &Cached) -> String {
+    let c = &cached.costs;
+    let cpus: Vec<String> = c.cpus.iter().map(|n| n.to_string()).collect();
+    let when = if cached.from_cache { "read from" } else { "measured now, written to" };
+    let file = cached.file.as_ref().map_or("no cache file".to_owned(), |f| f.display().to_string());
+    let mut text = format!(
+        "{when} {file} ({:.1} s on CPUs {}, {}, {}, kernel {})",
+        c.seconds,
+        cpus.join(", "),
+        c.key.cpu_model,
+        c.key.signature,
+        c.key.kernel_release
+    );
+    for note in &cached.notes {
+        text.push_str("; ");
+        text.push_str(note);
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tlblab_pathcost::{CacheKey, Outcome};
+
+    fn m(ns: f64) -> Outcome {
+        Outcome::Measured(Measurement {
+            median_ns: ns,
+            p10_ns: ns * 0.9,
+            p90_ns: ns * 1.1,
+            runs: 21,
+            runs_made: 21,
+            ops_per_run: 1000,
+            ipis_per_op: None,
+            note: None,
+        })
+    }
+
+    fn costs(pairs: &[(&str, Outcome)]) -> PathCosts {
+        PathCosts {
+            key: CacheKey::from_parts("", "test"),
+            cpus: vec![0, 1],
+            seconds: 1.0,
+            results: pairs.iter().map(|(n, o)| (n.to_string(), o.clone())).collect(),
+        }
+    }
+
+    fn skylake() -> RawKernel {
+        tlblab_sim::machine::builtin("skylake").unwrap().raw().kernel.clone().unwrap()
+    }
+
+    fn ns(d: &Derivation, name: &str) -> Result<f64, String> {
+        d.kernel.iter().find(|(n, _)| *n == name).unwrap().1.clone().map(|d| d.ns)
+    }
+
+    /// A worked example: the rules with round inputs.
+    #[test]
+    fn derivation_worked_example() {
+        let c = costs(&[
+            (names::NULL_SYSCALL, m(100.0)),
+            (names::FAULT_ZERO, m(600.0)),
+            (names::FAULT_ANON, m(1500.0)),
+            (names::MADVISE_EMPTY, m(350.0)),
+            (names::DONTNEED_SMALL, m(20_000.0)),
+            (names::DONTNEED_LARGE, m(50_000.0)),
+            (names::MMAP_MUNMAP, m(3_200.0)),
+            (names::THREAD_SWITCH, m(1_200.0)),
+            (names::MEMBARRIER_IPI, m(17_000.0)),
+            (names::MEMBARRIER_NO_IPI, m(500.0)),
+            (names::VMEXIT_CPUID, m(8_000.0)),
+            (names::MIGRATE, m(40_100.0)),
+            (names::FORK_EXIT, m(267_564.0)),
+        ]);
+        let d = derive(&c, &skylake(), true);
+        assert_eq!(ns(&d, "syscall"), Ok(100.0));
+        assert_eq!(ns(&d, "page_fault_zero"), Ok(600.0));
+        assert_eq!(ns(&d, "page_fault_anon"), Ok(1500.0));
+        assert_eq!(ns(&d, "page_fault_cow"), Ok(1500.0));
+        assert_eq!(ns(&d, "madvise"), Ok(250.0)); // 350 − 100
+        assert_eq!(ns(&d, "zap_pte"), Ok(156.3)); // 30,000 / 192 = 156.25
+        assert_eq!(ns(&d, "mmap"), Ok(1500.0)); // (3,200 − 200) / 2
+        assert_eq!(ns(&d, "munmap"), Ok(1500.0));
+        // 1,200 − 200 = 1,000 ns, split 1,770 : 500 (skylake's context_switch : wakeup).
+        assert_eq!(ns(&d, "context_switch"), Ok(779.7));
+        assert_eq!(ns(&d, "wakeup"), Ok(220.3));
+        assert_eq!(ns(&d, "migrate"), Ok(40_000.0));
+        // 267,564 split 150,000 : 117,564 (skylake's fork : exit, in cycles at 4 GHz).
+        assert_eq!(ns(&d, "fork"), Ok(150_000.0));
+        assert_eq!(ns(&d, "exit"), Ok(117_564.0));
+        // 16,500 ns split 800 : 2,000 : 1,200 : 800.
+        assert_eq!(ns(&d, "ipi_send"), Ok(2_750.0));
+        assert_eq!(ns(&d, "ipi_latency"), Ok(6_875.0));
+        assert_eq!(ns(&d, "ipi_handler"), Ok(4_125.0));
+        assert_eq!(ns(&d, "ipi_ack"), Ok(2_750.0));
+        assert_eq!(d.ipi_round_trip.clone().unwrap().map(|d| d.ns), Ok(16_500.0));
+        assert_eq!(
+            d.vm_exit.clone().unwrap().map(|d| (d.ns, d.scales)),
+            Ok((8_000.0, Scales::Time))
+        );
+        let scales =
+            |name| d.kernel.iter().find(|(n, _)| *n == name).unwrap().1.clone().unwrap().scales;
+        assert_eq!(scales("syscall"), Scales::Cycles);
+        assert_eq!(scales("migrate"), Scales::Time);
+        assert_eq!(scales("ipi_latency"), Scales::Time);
+        // On bare metal there is no VM exit to record.
+        assert!(derive(&c, &skylake(), false).vm_exit.is_none());
+    }
+
+    #[test]
+    fn failures_and_noise_keep_the_reason() {
+        let c = costs(&[
+            (names::NULL_SYSCALL, m(100.0)),
+            (names::MADVISE_EMPTY, m(90.0)),
+            (names::MEMBARRIER_IPI, Outcome::Failed("needs 2 CPUs".into())),
+        ]);
+        let d = derive(&c, &skylake(), false);
+        assert!(ns(&d, "madvise").unwrap_err().contains("not positive"));
+        assert!(ns(&d, "ipi_latency").unwrap_err().contains("needs 2 CPUs"));
+        assert!(ns(&d, "fork").unwrap_err().contains("fork_exit was not measured"));
+    }
+}

@@ -1,0 +1,132 @@
+//! Live costs of Linux kernel code paths on the machine this runs on, for the `host` machine
+//! preset (tlblab-host): each a **path** timed in a loop of its own, never a scenario's loop.
+//!
+//! | name | one operation |
+//! |---|---|
+//! | `null_syscall` | `getppid()` |
+//! | `minor_fault_zero` | first read of a fresh anonymous page (`MADV_NOHUGEPAGE`): maps the zero page |
+//! | `minor_fault_anon` | first write of such a page: allocate, zero, map |
+//! | `madvise_empty` | `madvise(MADV_DONTNEED)` of 64 pages none of which is present: syscall, `mmap_lock` and VMA walk; no zap, no flush |
+//! | `dontneed_64`, `dontneed_256` | `MADV_DONTNEED` of 64 / 256 present pages (the writes that make them present are not timed): both flush fully, so their difference is 192 zaps |
+//! | `mmap_munmap_untouched` | `mmap` + `munmap` of 16 untouched pages: no zap, no flush |
+//! | `thread_switch` | per switch: two threads of this process on one CPU pass a token through eventfds (same mm) |
+//! | `membarrier_ipi` | `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` with a sibling thread spinning on the other CPU: one IPI round trip; runs that delivered fewer than 0.99 `CAL` interrupts per call are dropped |
+//! | `membarrier_no_ipi` | the same with the sibling blocked in `read()`: no IPI, the syscall alone |
+//! | `vmexit_cpuid` | `CPUID` leaf 0 (`std::arch::x86_64::__cpuid`): in a guest, a VM-exit round trip |
+//! | `migrate` | `sched_setaffinity` to the other CPU (alternating), checked with `sched_getcpu` |
+//! | `fork_exit` | `fork()`; the child `_exit(0)`s; the parent `waitpid`s |
+//!
+//! Method (as `tools/calibrate/kernel_costs.c`, whose code is not reused): a thread of its own,
+//! pinned to the first CPU this process may use (the remote CPU is the second); the operation
+//! count is calibrated until a run lasts [`Options::min_run`] (which warms up), then one untimed
+//! warm-up run and [`Options::runs`] timed runs, each timed with `CLOCK_MONOTONIC`
+//! (`std::time::Instant`); the figure is the median per-operation time and its p10–p90. Paths
+//! that need two CPUs fail with the reason on one. The whole takes a few seconds and is cached
+//! ([`cache`]) per CPU model and signature, kernel release and version of this code.
+#![deny(missing_docs)]
+
+pub mod cache;
+mod error;
+pub mod measure;
+pub mod stats;
+mod sys;
+
+pub use cache::{cached_or_measure_in, CacheKey, Cached};
+pub use error::PathCostError;
+pub use measure::{measure_all, Options};
+pub use stats::Measurement;
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+/// The measurement names.
+pub mod names {
+    /// `getppid()`.
+    pub const NULL_SYSCALL: &str = "null_syscall";
+    /// First read of a fresh anonymous page.
+    pub const FAULT_ZERO: &str = "minor_fault_zero";
+    /// First write of a fresh anonymous page.
+    pub const FAULT_ANON: &str = "minor_fault_anon";
+    /// `MADV_DONTNEED` of a range with no present page.
+    pub const MADVISE_EMPTY: &str = "madvise_empty";
+    /// `MADV_DONTNEED` of [`crate::measure::ZAP_SMALL`] present pages.
+    pub const DONTNEED_SMALL: &str = "dontneed_64";
+    /// `MADV_DONTNEED` of [`crate::measure::ZAP_LARGE`] present pages.
+    pub const DONTNEED_LARGE: &str = "dontneed_256";
+    /// `mmap` + `munmap` of an untouched region.
+    pub const MMAP_MUNMAP: &str = "mmap_munmap_untouched";
+    /// A same-mm thread switch (per switch).
+    pub const THREAD_SWITCH: &str = "thread_switch";
+    /// `membarrier` with a spinning sibling: an IPI round trip.
+    pub const MEMBARRIER_IPI: &str = "membarrier_ipi";
+    /// `membarrier` with a blocked sibling: no IPI.
+    pub const MEMBARRIER_NO_IPI: &str = "membarrier_no_ipi";
+    /// `CPUID`.
+    pub const VMEXIT_CPUID: &str = "vmexit_cpuid";
+    /// `sched_setaffinity` to the other CPU.
+    pub const MIGRATE: &str = "migrate";
+    /// `fork` + `_exit` + `waitpid`.
+    pub const FORK_EXIT: &str = "fork_exit";
+    /// Every name, in measuring order.
+    pub const ALL: [&str; 13] = [
+        NULL_SYSCALL,
+        FAULT_ZERO,
+        FAULT_ANON,
+        MADVISE_EMPTY,
+        DONTNEED_SMALL,
+        DONTNEED_LARGE,
+        MMAP_MUNMAP,
+        THREAD_SWITCH,
+        MEMBARRIER_IPI,
+        MEMBARRIER_NO_IPI,
+        VMEXIT_CPUID,
+        MIGRATE,
+        FORK_EXIT,
+    ];
+}
+
+/// One measurement's outcome.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Measured.
+    Measured(Measurement),
+    /// Not measured, and why.
+    Failed(String),
+}
+
+/// Every measurement of one machine.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PathCosts {
+    /// What it was measured on.
+    pub key: CacheKey,
+    /// The CPUs used: the local one, then the remote one if there was a second.
+    pub cpus: Vec<usize>,
+    /// How long measuring took, in seconds.
+    pub seconds: f64,
+    /// By name ([`names`]).
+    pub results: BTreeMap<String, Outcome>,
+}
+
+impl PathCosts {
+    /// The measurement `name`, or why there is none.
+    pub fn get(&self, name: &str) -> Result<&Measurement, String> {
+        match self.results.get(name) {
+            Some(Outcome::Measured(m)) => Ok(m),
+            Some(Outcome::Failed(reason)) => Err(reason.clone()),
+            None => Err(format!("{name} was not measured")),
+        }
+    }
+}
+
+/// This machine's costs: from the cache in [`cache::cache_dir`], else measured with `opts` and
+/// cached. Calls in one process are serialised (two measurements at once would disturb each
+/// other).
+pub fn cached_or_measure(opts: &Options) -> Cached {
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let key = CacheKey::of_this_machine();
+    let dir = cache::cache_dir();
+    cached_or_measure_in(dir.as_deref(), &key, || measure_all(opts, key.clone()))
+}

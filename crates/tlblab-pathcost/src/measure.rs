@@ -1,0 +1,524 @@
+//! The measurements: each a kernel path, timed in a loop on a pinned thread (never a scenario's
+//! own loop).
+
+use crate::cache::CacheKey;
+use crate::stats::Measurement;
+use crate::sys::{self, Anon};
+use crate::{names, Outcome, PathCosts};
+use nix::sched::{sched_getaffinity, sched_getcpu, sched_setaffinity, CpuSet};
+use nix::sys::eventfd::EventFd;
+use nix::unistd::Pid;
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long and how often to measure.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// A timed run lasts at least this long (the iteration count is calibrated to it).
+    pub min_run: Duration,
+    /// Timed runs per measurement, after one untimed warm-up run.
+    pub runs: usize,
+    /// Timed runs of the IPI measurements (some are dropped when the IPI was not delivered).
+    pub remote_runs: usize,
+    /// Measurements not started by then are skipped (with that reason).
+    pub budget: Duration,
+}
+
+impl Default for Options {
+    /// 5 ms runs, 21 timed runs (31 for IPIs), a 20 s budget: about 4 s on this project's VM.
+    fn default() -> Options {
+        Options {
+            min_run: Duration::from_millis(5),
+            runs: 21,
+            remote_runs: 31,
+            budget: Duration::from_secs(20),
+        }
+    }
+}
+
+/// Fraction of operations that must deliver an IPI for an IPI run to be kept (docs/calibration.md:
+/// on this project's VM a spinning sibling sometimes makes no progress, and `membarrier` then
+/// sends nothing).
+pub const DELIVERED: f64 = 0.99;
+
+type Run<'a> = dyn FnMut(u64) -> Result<Duration, String> + 'a;
+
+/// Measures every path on a thread of its own (its pinning does not touch the caller's).
+pub fn measure_all(opts: &Options, key: CacheKey) -> PathCosts {
+    let opts = opts.clone();
+    let started = Instant::now();
+    let worker = std::thread::Builder::new()
+        .name("tlblab-pathcost".into())
+        .spawn(move || measure_on_this_thread(&opts));
+    let (cpus, results) = match worker.map(|h| h.join()) {
+        Ok(Ok(r)) => r,
+        Ok(Err(_)) => (Vec::new(), failed_all("the measuring thread panicked")),
+        Err(e) => (Vec::new(), failed_all(&format!("cannot start the measuring thread: {e}"))),
+    };
+    PathCosts { key, cpus, seconds: started.elapsed().as_secs_f64(), results }
+}
+
+fn failed_all(reason: &str) -> BTreeMap<String, Outcome> {
+    names::ALL.iter().map(|n| (n.to_string(), Outcome::Failed(reason.to_owned()))).collect()
+}
+
+fn measure_on_this_thread(opts: &Options) -> (Vec<usize>, BTreeMap<String, Outcome>) {
+    let started = Instant::now();
+    let mut results = BTreeMap::new();
+    let cpus = match allowed_cpus() {
+        Ok(c) => c,
+        Err(e) => return (Vec::new(), failed_all(&e)),
+    };
+    let local = cpus[0];
+    let remote = cpus.get(1).copied();
+    if let Err(e) = pin(local) {
+        return (cpus, failed_all(&e));
+    }
+    let mut put = |name: &str, f: &mut dyn FnMut() -> Result<Measurement, String>| {
+        let outcome = if started.elapsed() > opts.budget {
+            Outcome::Failed(format!("skipped: the {:?} budget was spent", opts.budget))
+        } else {
+            match f() {
+                Ok(m) => Outcome::Measured(m),
+                Err(e) => Outcome::Failed(e),
+            }
+        };
+        results.insert(name.to_owned(), outcome);
+        // Whatever a measurement did, the next one starts on the local CPU.
+        let _ = pin(local);
+    };
+    let need2 = |what: &str| match remote {
+        Some(r) => Ok(r),
+        None => Err(format!("{what} needs 2 CPUs; this thread may run only on CPU {local}")),
+    };
+
+    put(names::NULL_SYSCALL, &mut || {
+        simple(opts, 1 << 24, &mut |ops| {
+            let t = Instant::now();
+            for _ in 0..ops {
+                black_box(nix::unistd::getppid());
+            }
+            Ok(t.elapsed())
+        })
+    });
+    put(names::FAULT_ZERO, &mut || simple(opts, FAULT_PAGES, &mut |ops| faults(ops, false)));
+    put(names::FAULT_ANON, &mut || simple(opts, FAULT_PAGES, &mut |ops| faults(ops, true)));
+    put(names::MADVISE_EMPTY, &mut || {
+        let region = Anon::map(64).map_err(|e| format!("mmap: {e}"))?;
+        simple(opts, 1 << 22, &mut |ops| {
+            let t = Instant::now();
+            for _ in 0..ops {
+                region.dontneed(0..64).map_err(|e| format!("madvise(MADV_DONTNEED): {e}"))?;
+            }
+            Ok(t.elapsed())
+        })
+    });
+    for (name, pages) in [(names::DONTNEED_SMALL, ZAP_SMALL), (names::DONTNEED_LARGE, ZAP_LARGE)] {
+        put(name, &mut || zap(opts, pages));
+    }
+    put(names::MMAP_MUNMAP, &mut || {
+        simple(opts, 1 << 22, &mut |ops| {
+            let t = Instant::now();
+            for _ in 0..ops {
+                sys::map_unmap_untouched(16).map_err(|e| format!("mmap/munmap: {e}"))?;
+            }
+            Ok(t.elapsed())
+        })
+    });
+    put(names::THREAD_SWITCH, &mut || thread_switch(opts, local));
+    put(names::MEMBARRIER_IPI, &mut || {
+        let remote = need2("an IPI round trip")?;
+        // A sibling preempted on a busy machine receives no IPI: try again with a new one.
+        let mut failures = Vec::new();
+        for _ in 0..IPI_ATTEMPTS {
+            match membarrier(opts, remote, true) {
+                Ok(mut m) => {
+                    if !failures.is_empty() {
+                        let earlier = format!("after {} failed attempt(s)", failures.len());
+                        m.note =
+                            Some(m.note.map_or(earlier.clone(), |n| format!("{n}; {earlier}")));
+                    }
+                    return Ok(m);
+                }
+                Err(e) => failures.push(e),
+            }
+        }
+        Err(failures.join("; "))
+    });
+    put(names::MEMBARRIER_NO_IPI, &mut || membarrier(opts, need2("the IPI baseline")?, false));
+    put(names::VMEXIT_CPUID, &mut || simple(opts, 1 << 22, &mut cpuid_loop));
+    put(names::MIGRATE, &mut || migrate(opts, local, need2("a migration")?));
+    put(names::FORK_EXIT, &mut || {
+        simple(opts, 1 << 16, &mut |ops| {
+            let t = Instant::now();
+            for _ in 0..ops {
+                sys::fork_exit_wait().map_err(|e| format!("fork/exit/waitpid: {e}"))?;
+            }
+            Ok(t.elapsed())
+        })
+    });
+    (cpus, results)
+}
+
+/// Attempts at the IPI round trip before giving up.
+const IPI_ATTEMPTS: usize = 3;
+/// Pages per fault run (the cap of its calibration): 16 MiB.
+const FAULT_PAGES: u64 = 4096;
+/// Pages of the small and large `MADV_DONTNEED`: both above the kernel's single-page flush
+/// ceiling (33), so both flush the whole TLB and the difference is zapping only.
+pub const ZAP_SMALL: usize = 64;
+/// See [`ZAP_SMALL`].
+pub const ZAP_LARGE: usize = 256;
+
+/// Calibrates the operation count (which also warms up), makes one warm-up run and
+/// `opts.runs` timed runs.
+fn simple(opts: &Options, max_ops: u64, run: &mut Run) -> Result<Measurement, String> {
+    let ops = calibrate(opts.min_run, max_ops, run)?;
+    run(ops)?;
+    let mut per_op = Vec::with_capacity(opts.runs);
+    for _ in 0..opts.runs {
+        per_op.push(run(ops)?.as_nanos() as f64 / ops as f64);
+    }
+    Measurement::of(&per_op, opts.runs, ops).ok_or_else(|| "no timed run".to_owned())
+}
+
+/// Grows the operation count until a run lasts `min_run` (or `max_ops` is reached). One
+/// operation is run first and not counted: a cold first call (a partner thread still starting,
+/// code not yet paged in) would otherwise fix the count at 1.
+fn calibrate(min_run: Duration, max_ops: u64, run: &mut Run) -> Result<u64, String> {
+    run(1)?;
+    let mut ops = 1u64;
+    loop {
+        let took = run(ops)?;
+        if took >= min_run || ops >= max_ops {
+            return Ok(ops);
+        }
+        let guess = if took.is_zero() {
+            ops.saturating_mul(64)
+        } else {
+            (ops as u128 * min_run.as_nanos() * 5 / 4 / took.as_nanos()).min(u64::MAX as u128)
+                as u64
+        };
+        ops = guess.clamp(ops.saturating_mul(2), ops.saturating_mul(64)).min(max_ops);
+    }
+}
+
+/// First touches of `ops` fresh pages (reads map the zero page; writes allocate); the mapping
+/// and unmapping are not timed.
+fn faults(ops: u64, write: bool) -> Result<Duration, String> {
+    let region = Anon::map(ops as usize).map_err(|e| format!("mmap of {ops} pages: {e}"))?;
+    let mut sum = 0u8;
+    let t = Instant::now();
+    for page in 0..ops as usize {
+        if write {
+            region.write(page);
+        } else {
+            sum = sum.wrapping_add(region.read(page));
+        }
+    }
+    let took = t.elapsed();
+    black_box(sum);
+    drop(region);
+    Ok(took)
+}
+
+/// `MADV_DONTNEED` of `pages` present pages, timed alone (the writes that make them present
+/// are not). A populated page at each end of the region keeps every PTE table in use, so the
+/// kernel never frees a table (which would make the flush a freed-tables flush).
+fn zap(opts: &Options, pages: usize) -> Result<Measurement, String> {
+    let region = Anon::map(ZAP_LARGE + 2).map_err(|e| format!("mmap: {e}"))?;
+    region.write(0);
+    region.write(ZAP_LARGE + 1);
+    simple(opts, 1 << 16, &mut |ops| {
+        let mut took = Duration::ZERO;
+        for _ in 0..ops {
+            for page in 1..=pages {
+                region.write(page);
+            }
+            let t = Instant::now();
+            region.dontneed(1..pages + 1).map_err(|e| format!("madvise(MADV_DONTNEED): {e}"))?;
+            took += t.elapsed();
+        }
+        Ok(took)
+    })
+}
+
+fn cpuid_loop(ops: u64) -> Result<Duration, String> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let t = Instant::now();
+        for _ in 0..ops {
+            black_box(std::arch::x86_64::__cpuid(black_box(0)));
+        }
+        Ok(t.elapsed())
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = ops;
+        Err("CPUID exists only on x86-64".into())
+    }
+}
+
+/// Two threads of this process on `cpu` pass a token through two eventfds; one operation is a
+/// round trip (2 switches, 2 writes with their wake-ups, 2 reads); the figure is per switch.
+fn thread_switch(opts: &Options, cpu: usize) -> Result<Measurement, String> {
+    let a = Arc::new(EventFd::new().map_err(|e| format!("eventfd: {e}"))?);
+    let b = Arc::new(EventFd::new().map_err(|e| format!("eventfd: {e}"))?);
+    let (pa, pb) = (Arc::clone(&a), Arc::clone(&b));
+    let partner = std::thread::spawn(move || -> Result<(), String> {
+        pin(cpu)?;
+        loop {
+            let v = pa.read().map_err(|e| format!("eventfd read: {e}"))?;
+            if v >= 2 {
+                return Ok(());
+            }
+            pb.write(1).map_err(|e| format!("eventfd write: {e}"))?;
+        }
+    });
+    let result = simple(opts, 1 << 20, &mut |ops| {
+        let t = Instant::now();
+        for _ in 0..ops {
+            a.write(1).map_err(|e| format!("eventfd write: {e}"))?;
+            b.read().map_err(|e| format!("eventfd read: {e}"))?;
+        }
+        Ok(t.elapsed())
+    });
+    let _ = a.write(2);
+    let joined = partner.join().map_err(|_| "the partner thread panicked".to_owned())?;
+    joined?;
+    result.map(|mut m| {
+        m.median_ns /= 2.0;
+        m.p10_ns /= 2.0;
+        m.p90_ns /= 2.0;
+        m.note = Some("per switch: half a round trip".into());
+        m
+    })
+}
+
+/// A sibling thread on `cpu`: spinning in user mode, or blocked in `read()` (its CPU idle).
+struct Sibling {
+    stop: Arc<AtomicBool>,
+    /// The spinning sibling's loop count.
+    progress: Arc<AtomicU64>,
+    wake: Arc<EventFd>,
+    handle: std::thread::JoinHandle<Result<(), String>>,
+}
+
+impl Sibling {
+    fn start(cpu: usize, spin: bool) -> Result<Sibling, String> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let ready = Arc::new(AtomicBool::new(false));
+        let progress = Arc::new(AtomicU64::new(0));
+        let wake = Arc::new(EventFd::new().map_err(|e| format!("eventfd: {e}"))?);
+        let (s, r, w) = (Arc::clone(&stop), Arc::clone(&ready), Arc::clone(&wake));
+        let p = Arc::clone(&progress);
+        let handle = std::thread::spawn(move || -> Result<(), String> {
+            let pinned = pin(cpu);
+            r.store(true, Ordering::Release);
+            pinned?;
+            if spin {
+                while !s.load(Ordering::Relaxed) {
+                    p.fetch_add(1, Ordering::Relaxed);
+                }
+            } else {
+                w.read().map_err(|e| format!("eventfd read: {e}"))?;
+            }
+            Ok(())
+        });
+        let t = Instant::now();
+        while !ready.load(Ordering::Acquire) && t.elapsed() < Duration::from_secs(1) {
+            std::thread::yield_now();
+        }
+        std::thread::sleep(Duration::from_millis(20)); // spinning, or blocked
+        Ok(Sibling { stop, progress, wake, handle })
+    }
+
+    fn stop(self) -> Result<(), String> {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.wake.write(1);
+        self.handle.join().map_err(|_| "the sibling thread panicked".to_owned())?
+    }
+}
+
+/// `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` with a sibling thread spinning on `remote`
+/// (one IPI round trip per call: runs that did not deliver ≥ [`DELIVERED`] IPIs per call, as
+/// counted in the `CAL` row of `/proc/interrupts`, are dropped), or blocked there (no IPI: the
+/// syscall alone).
+fn membarrier(opts: &Options, remote: usize, spin: bool) -> Result<Measurement, String> {
+    sys::membarrier(sys::MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED)
+        .map_err(|e| format!("membarrier register: {e}"))?;
+    let sibling = Sibling::start(remote, spin)?;
+    let mut run = |ops: u64| -> Result<Duration, String> {
+        let t = Instant::now();
+        for _ in 0..ops {
+            sys::membarrier(sys::MEMBARRIER_CMD_PRIVATE_EXPEDITED)
+                .map_err(|e| format!("membarrier: {e}"))?;
+        }
+        Ok(t.elapsed())
+    };
+    let result = (|| {
+        let ops = calibrate(opts.min_run, 1 << 22, &mut run)?;
+        run(ops)?;
+        let mut kept = Vec::new();
+        let mut delivered = Vec::new();
+        let mut all = Vec::new();
+        let (loops, since) = (sibling.progress.load(Ordering::Relaxed), Instant::now());
+        for _ in 0..opts.remote_runs {
+            let before = call_ipis(remote);
+            let took = run(ops)?;
+            let after = call_ipis(remote);
+            let per_op = took.as_nanos() as f64 / ops as f64;
+            let ipis = match (before, after) {
+                (Ok(b), Ok(a)) => a.saturating_sub(b) as f64 / ops as f64,
+                (Err(e), _) | (_, Err(e)) => return Err(e),
+            };
+            all.push(ipis);
+            if !spin || ipis >= DELIVERED {
+                kept.push(per_op);
+                delivered.push(ipis);
+            }
+        }
+        let rate = (sibling.progress.load(Ordering::Relaxed) - loops) as f64
+            / since.elapsed().as_secs_f64().max(1e-9)
+            / 1e6;
+        let mut m = Measurement::of(&kept, opts.remote_runs, ops).ok_or_else(|| {
+            format!(
+                "no run delivered ≥ {DELIVERED} IPIs per call to CPU {remote} (median {:.2}) \
+                 while the spinning sibling made {rate:.0} loops/µs there (0: it was not \
+                 running; more: the kernel sent no IPI to a running thread of this mm)",
+                crate::stats::percentile(&all, 0.5).unwrap_or(0.0)
+            )
+        })?;
+        m.ipis_per_op = crate::stats::percentile(&delivered, 0.5);
+        if spin && kept.len() < opts.remote_runs {
+            m.note = Some(format!(
+                "{} of {} runs dropped: fewer than {DELIVERED} IPIs per call delivered",
+                opts.remote_runs - kept.len(),
+                opts.remote_runs
+            ));
+        }
+        Ok(m)
+    })();
+    let stopped = sibling.stop();
+    let m = result?;
+    stopped?;
+    Ok(m)
+}
+
+/// `sched_setaffinity` to the other CPU and back, alternately; one operation is one migration.
+fn migrate(opts: &Options, local: usize, remote: usize) -> Result<Measurement, String> {
+    let mut failed = 0u64;
+    let mut total = 0u64;
+    let sets = [one_cpu(local)?, one_cpu(remote)?];
+    let mut m = simple(opts, 1 << 16, &mut |ops| {
+        pin(local)?;
+        let t = Instant::now();
+        for i in 0..ops {
+            let to = 1 - (i % 2) as usize;
+            sched_setaffinity(Pid::from_raw(0), &sets[to])
+                .map_err(|e| format!("sched_setaffinity: {e}"))?;
+            if sched_getcpu().ok() != Some([local, remote][to]) {
+                failed += 1;
+            }
+        }
+        total += ops;
+        Ok(t.elapsed())
+    })?;
+    if failed > 0 {
+        m.note = Some(format!("{failed} of {total} migrations did not land on the target CPU"));
+        if failed * 100 > total {
+            return Err(format!("{failed} of {total} migrations did not land on the target CPU"));
+        }
+    }
+    Ok(m)
+}
+
+/// The CPUs this thread may run on, in order.
+fn allowed_cpus() -> Result<Vec<usize>, String> {
+    let set = sched_getaffinity(Pid::from_raw(0)).map_err(|e| format!("sched_getaffinity: {e}"))?;
+    let cpus: Vec<usize> =
+        (0..CpuSet::count()).filter(|&c| set.is_set(c).unwrap_or(false)).collect();
+    if cpus.is_empty() {
+        return Err("sched_getaffinity gave no CPU".into());
+    }
+    Ok(cpus)
+}
+
+fn one_cpu(cpu: usize) -> Result<CpuSet, String> {
+    let mut set = CpuSet::new();
+    set.set(cpu).map_err(|e| format!("CPU {cpu}: {e}"))?;
+    Ok(set)
+}
+
+/// Pins the calling thread to `cpu` and checks that it runs there.
+fn pin(cpu: usize) -> Result<(), String> {
+    sched_setaffinity(Pid::from_raw(0), &one_cpu(cpu)?)
+        .map_err(|e| format!("sched_setaffinity(CPU {cpu}): {e}"))?;
+    for _ in 0..100 {
+        if sched_getcpu().ok() == Some(cpu) {
+            return Ok(());
+        }
+        std::thread::yield_now();
+    }
+    Err(format!("pinned to CPU {cpu} but still running elsewhere"))
+}
+
+/// Function-call IPIs (`CAL` row of `/proc/interrupts`) received so far by `cpu`.
+fn call_ipis(cpu: usize) -> Result<u64, String> {
+    let text = std::fs::read_to_string("/proc/interrupts")
+        .map_err(|e| format!("cannot read /proc/interrupts: {e}"))?;
+    parse_cal(&text, cpu).ok_or_else(|| format!("/proc/interrupts has no CAL count for CPU{cpu}"))
+}
+
+/// The `CAL` count of `cpu` in the text of `/proc/interrupts` (columns named by its header).
+pub fn parse_cal(text: &str, cpu: usize) -> Option<u64> {
+    let mut lines = text.lines();
+    let header = lines.next()?;
+    let column = header.split_whitespace().position(|c| c == format!("CPU{cpu}"))?;
+    let line = lines.find(|l| l.trim_start().starts_with("CAL:"))?;
+    line.trim_start()["CAL:".len()..].split_whitespace().nth(column)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cal_row_by_column_name() {
+        let text = "           CPU0       CPU1       \n  0:         35          0   IO-APIC    2-edge      timer\n\
+                    CAL:      12345       6789   Function call interrupts\n\
+                    TLB:          1          2   TLB shootdowns\n";
+        assert_eq!(parse_cal(text, 0), Some(12345));
+        assert_eq!(parse_cal(text, 1), Some(6789));
+        assert_eq!(parse_cal(text, 2), None);
+        assert_eq!(parse_cal("CPU0\nTLB: 1\n", 0), None);
+    }
+
+    #[test]
+    fn calibration_grows_until_a_run_is_long_enough() {
+        let mut seen = Vec::new();
+        let ops = calibrate(Duration::from_micros(100), 1 << 20, &mut |ops| {
+            seen.push(ops);
+            Ok(Duration::from_nanos(ops * 10))
+        })
+        .unwrap();
+        assert!(ops * 10 >= 100_000, "{ops} {seen:?}");
+        // One uncounted operation first, then growing counts.
+        assert_eq!(seen[..2], [1, 1], "{seen:?}");
+        assert!(seen[1..].windows(2).all(|w| w[1] > w[0]), "{seen:?}");
+        // A cold first call does not fix the count at 1.
+        let mut first = true;
+        let ops = calibrate(Duration::from_micros(100), 1 << 20, &mut |ops| {
+            let cold = std::mem::replace(&mut first, false);
+            Ok(Duration::from_nanos(if cold { 1_000_000 } else { ops * 10 }))
+        })
+        .unwrap();
+        assert!(ops >= 10_000, "{ops}");
+        let capped =
+            calibrate(Duration::from_secs(1), 64, &mut |ops| Ok(Duration::from_nanos(ops)));
+        assert_eq!(capped, Ok(64));
+    }
+}

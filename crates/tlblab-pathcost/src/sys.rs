@@ -1,0 +1,107 @@
+//! The crate's only unsafe code: a private anonymous mapping touched page by page, `madvise`,
+//! `mmap`/`munmap` of an untouched region, `fork` + `_exit`, and `membarrier`.
+//!
+//! The invariants: an [`Anon`] owns its mapping (unmapped on drop, touched only within its
+//! pages); no Rust reference ever points into it; a forked child calls only `_exit`.
+#![allow(unsafe_code)]
+
+use nix::errno::Errno;
+use nix::sys::mman::{self, MapFlags, MmapAdvise, ProtFlags};
+use nix::sys::wait::{waitpid, WaitStatus};
+use nix::unistd::{fork, ForkResult};
+use std::ffi::c_void;
+use std::num::NonZeroUsize;
+use std::ops::Range;
+use std::ptr::NonNull;
+
+/// The x86 base page.
+pub(crate) const PAGE: usize = 4096;
+
+/// A private anonymous read-write mapping, `MADV_NOHUGEPAGE`, owned by this value.
+pub(crate) struct Anon {
+    ptr: NonNull<c_void>,
+    pages: usize,
+}
+
+impl Anon {
+    /// Maps `pages` fresh pages (nothing present until touched).
+    pub(crate) fn map(pages: usize) -> Result<Anon, Errno> {
+        let len = pages.checked_mul(PAGE).and_then(NonZeroUsize::new).ok_or(Errno::EINVAL)?;
+        let prot = ProtFlags::PROT_READ | ProtFlags::PROT_WRITE;
+        // SAFETY: a new mapping at an address the kernel chooses affects no existing memory.
+        let ptr = unsafe { mman::mmap_anonymous(None, len, prot, MapFlags::MAP_PRIVATE)? };
+        let region = Anon { ptr, pages };
+        // SAFETY: advice on our own mapping; NOHUGEPAGE changes no contents.
+        unsafe { mman::madvise(ptr, len.get(), MmapAdvise::MADV_NOHUGEPAGE)? };
+        Ok(region)
+    }
+
+    fn byte(&self, page: usize) -> *mut u8 {
+        assert!(page < self.pages, "page {page} outside a {}-page region", self.pages);
+        self.ptr.as_ptr().cast::<u8>().wrapping_add(page * PAGE)
+    }
+
+    /// Reads the first byte of `page` (a first read maps the zero page).
+    pub(crate) fn read(&self, page: usize) -> u8 {
+        // SAFETY: in bounds (checked), mapped readable; no reference aliases the mapping.
+        unsafe { self.byte(page).read_volatile() }
+    }
+
+    /// Writes the first byte of `page` (a first write allocates the page).
+    pub(crate) fn write(&self, page: usize) {
+        // SAFETY: in bounds (checked), mapped writable; no reference aliases the mapping.
+        unsafe { self.byte(page).write_volatile(1) }
+    }
+
+    /// `madvise(MADV_DONTNEED)` of `pages`.
+    pub(crate) fn dontneed(&self, pages: Range<usize>) -> Result<(), Errno> {
+        assert!(pages.start < pages.end && pages.end <= self.pages);
+        let start = NonNull::new(self.byte(pages.start).cast::<c_void>()).ok_or(Errno::EINVAL)?;
+        // SAFETY: our own mapping, in bounds; DONTNEED only makes later reads see zeroes, and no
+        // Rust reference points into it.
+        unsafe { mman::madvise(start, (pages.end - pages.start) * PAGE, MmapAdvise::MADV_DONTNEED) }
+    }
+}
+
+impl Drop for Anon {
+    fn drop(&mut self) {
+        // SAFETY: the mapping is ours and nothing refers to it any more.
+        let _ = unsafe { mman::munmap(self.ptr, self.pages * PAGE) };
+    }
+}
+
+/// `mmap` of `pages` anonymous pages, then `munmap`, touching nothing.
+pub(crate) fn map_unmap_untouched(pages: usize) -> Result<(), Errno> {
+    let len = pages.checked_mul(PAGE).and_then(NonZeroUsize::new).ok_or(Errno::EINVAL)?;
+    let prot = ProtFlags::PROT_READ | ProtFlags::PROT_WRITE;
+    // SAFETY: a new mapping, unmapped at once; nothing refers to it.
+    unsafe {
+        let ptr = mman::mmap_anonymous(None, len, prot, MapFlags::MAP_PRIVATE)?;
+        mman::munmap(ptr, len.get())
+    }
+}
+
+/// `fork()`; the child calls `_exit(0)` at once; the parent reaps it.
+pub(crate) fn fork_exit_wait() -> Result<(), Errno> {
+    // SAFETY: the child runs only `_exit`, which is async-signal-safe: no allocation, no lock.
+    match unsafe { fork()? } {
+        ForkResult::Child => unsafe { libc::_exit(0) },
+        ForkResult::Parent { child } => match waitpid(child, None)? {
+            WaitStatus::Exited(_, 0) => Ok(()),
+            _ => Err(Errno::ECHILD),
+        },
+    }
+}
+
+/// `MEMBARRIER_CMD_PRIVATE_EXPEDITED` (Linux UAPI `linux/membarrier.h`).
+pub(crate) const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
+/// `MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED`.
+pub(crate) const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
+
+/// `membarrier(cmd, 0, 0)`.
+pub(crate) fn membarrier(cmd: libc::c_int) -> Result<(), Errno> {
+    // SAFETY: membarrier takes no pointers; it only orders memory or fails.
+    let r =
+        unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0 as libc::c_uint, 0 as libc::c_int) };
+    Errno::result(r).map(drop)
+}
