@@ -143,15 +143,17 @@ pub fn build(facts: &HostFacts) -> Result<HostPreset, HostError> {
         latency,
         cost,
         kernel,
-        idle: preset.idle.clone().map(|idle| {
-            let source = format!("copied from preset {preset_name}: {}", idle.source);
-            prov.push(Provenance::new(
-                "idle",
-                format!("{} states", idle.states.len()),
-                Origin::Copied,
-                &source,
-            ));
-            tlblab_sim::machine::raw::RawIdle { source, unverified: true, ..idle }
+        idle: guest_idle(guest.as_ref(), &mut prov).or_else(|| {
+            preset.idle.clone().map(|idle| {
+                let source = format!("copied from preset {preset_name}: {}", idle.source);
+                prov.push(Provenance::new(
+                    "idle",
+                    format!("{} states", idle.states.len()),
+                    Origin::Copied,
+                    &source,
+                ));
+                tlblab_sim::machine::raw::RawIdle { source, unverified: true, ..idle }
+            })
         }),
         guest,
     };
@@ -892,4 +894,42 @@ fn description(
          CPUID where given, {costs}",
         id.sig.family, id.sig.model, id.sig.stepping
     )
+}
+
+/// A guest's idle states follow from how its vCPUs wait, not from the host CPU's C-states:
+/// with `idle=poll` only polling; with HLT (or `haltpoll`, whose guest polling this machine may
+/// have off) one state, the halted vCPU, whose exit latency is at least one exit round trip
+/// (the host's wake-up of the vCPU thread comes on top; a lower bound), with acpi_idle's
+/// target residency rule (twice the latency).
+fn guest_idle(
+    guest: Option<&tlblab_sim::machine::raw::RawGuest>,
+    prov: &mut Vec<Provenance>,
+) -> Option<tlblab_sim::machine::raw::RawIdle> {
+    use tlblab_sim::machine::raw::{GuestIdle, RawIdle, RawIdleState};
+    let g = guest?;
+    let how = g.idle.as_ref()?;
+    let (states, source) = match how.value {
+        GuestIdle::Poll => {
+            (Vec::new(), format!("a guest with idle=poll: its vCPUs only poll ({})", how.source))
+        }
+        GuestIdle::Halt | GuestIdle::Haltpoll => {
+            let exit = g.vm_exit.as_ref()?;
+            let ns = exit.written.ns.unwrap_or(0.0).round() as u64;
+            let state = RawIdleState {
+                name: "HLT".into(),
+                exit_latency_ns: ns,
+                target_residency_ns: 2 * ns,
+                tlb_flushed: false,
+            };
+            let source = format!(
+                "a guest whose idle vCPUs halt ({}): waking one is at least an exit round trip, \
+                 guest.vm_exit = {ns} ns (a lower bound: the host's wake-up of the vCPU comes on \
+                 top); target residency twice that, as acpi_idle sets it",
+                how.source
+            );
+            (vec![state], source)
+        }
+    };
+    prov.push(Provenance::new("idle", format!("{} states", states.len()), Origin::Read, &source));
+    Some(RawIdle { states, source, unverified: true })
 }

@@ -215,6 +215,8 @@ pub fn known_names() -> String {
 
 const SKYLAKE_DESKTOP: &str = "studies.md: a 4-core Skylake desktop/laptop without SMT; the skylake preset (client core, PCID and INVPCID, 4 GHz)";
 
+const SKYLAKE_KVM: &str = "studies.md S2: measured inside a KVM guest booted with idle=poll on a 4-core Skylake laptop at 2.3 GHz (turbo off); the skylake-kvm preset: skylake's core at 2.3 GHz, idle vCPUs that poll (no idle states, so an IPI or a wake-up finds them running), and the guest's virtualisation ([guest]: an exit per IPI sent through the emulated x2APIC, an exit on a running target to inject it, no PV TLB flush or PV send-IPI in a 4.13/4.14 guest)";
+
 // ---------------------------------------------------------------------------------------------
 // S1
 // ---------------------------------------------------------------------------------------------
@@ -249,8 +251,8 @@ fn s2_parts(size: Size) -> Vec<Part> {
         Part {
             label: "madv-migrate".into(),
             sweep: None,
-            machine: "skylake",
-            machine_why: SKYLAKE_DESKTOP,
+            machine: "skylake-kvm",
+            machine_why: SKYLAKE_KVM,
             cpus: 4,
             scenario: "madv-migrate",
             params: Params {
@@ -267,8 +269,8 @@ fn s2_parts(size: Size) -> Vec<Part> {
         Part {
             label: "pthread-mmap (8 threads)".into(),
             sweep: None,
-            machine: "skylake",
-            machine_why: SKYLAKE_DESKTOP,
+            machine: "skylake-kvm",
+            machine_why: SKYLAKE_KVM,
             cpus: 4,
             scenario: "pthread-mmap",
             params: Params {
@@ -287,8 +289,8 @@ fn s2_parts(size: Size) -> Vec<Part> {
         Part {
             label: "pingpong".into(),
             sweep: None,
-            machine: "skylake",
-            machine_why: SKYLAKE_DESKTOP,
+            machine: "skylake-kvm",
+            machine_why: SKYLAKE_KVM,
             cpus: 4,
             scenario: "pingpong",
             params: Params {
@@ -304,8 +306,8 @@ fn s2_parts(size: Size) -> Vec<Part> {
         Part {
             label: "pingpong --touch 512".into(),
             sweep: None,
-            machine: "skylake",
-            machine_why: SKYLAKE_DESKTOP,
+            machine: "skylake-kvm",
+            machine_why: SKYLAKE_KVM,
             cpus: 4,
             scenario: "pingpong",
             params: Params {

@@ -17,6 +17,7 @@ mod check;
 mod deferral;
 mod disturb;
 mod flush;
+mod guest;
 mod idle;
 mod invlpgb;
 mod kflush;
@@ -325,6 +326,8 @@ pub struct Kernel<O: Observer> {
     costs: RawKernel,
     /// The machine's idle states, `POLL` first.
     idle_states: Vec<idle::IdleState>,
+    /// The machine's virtualisation costs when it is a guest.
+    guest: Option<guest::Guest>,
     policy: Policy,
     /// PCIDs are in use (policy and CPU).
     pcid: bool,
@@ -434,8 +437,10 @@ impl<O: Observer> Kernel<O> {
         let pcid = policy.pcid && features.pcid;
         let n = config.nr_cpus;
         let idle_states = idle::idle_states(&spec, costs.clock.mhz);
+        let guest = guest::Guest::from_spec(&spec);
         let mut k = Kernel {
             idle_states,
+            guest,
             costs,
             policy: policy.clone(),
             pcid,

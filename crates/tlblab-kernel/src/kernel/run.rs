@@ -131,8 +131,14 @@ impl<O: Observer> Kernel<O> {
         self.cpus[c].rq.push_back(t);
         let idle = self.cpus[c].curr == self.cpus[c].idle && self.cpus[c].switch.is_none();
         if idle && self.cpus[c].resume.is_none() {
-            // The CPU is halted: the wake-up reaches it as a reschedule IPI.
-            let at = Cycles(self.queue.now().0 + self.costs.ipi_latency.cycles + self.ipi_jitter());
+            // The CPU is halted: the wake-up reaches it as a reschedule IPI. NOTE: in a guest
+            // the waker's ICR write exits; the model delays the IPI by it but does not charge
+            // the waker.
+            let at = self.queue.now().0
+                + self.guest_send_cycles(0)
+                + self.costs.ipi_latency.cycles
+                + self.ipi_jitter();
+            let at = Cycles(at);
             self.push(at, Event::Ipi { cpu, ipi: Ipi::Reschedule });
         }
     }
@@ -306,7 +312,8 @@ impl<O: Observer> Kernel<O> {
                 return;
             }
         }
-        let mut cycles = self.costs.ipi_handler.cycles;
+        // In a guest without posted interrupts the vCPU first exits and has it injected.
+        let mut cycles = self.costs.ipi_handler.cycles + self.guest_receive_cycles();
         if ipi == Ipi::CallFunction {
             // flush_smp_call_function_queue(): every call queued so far runs in this one
             // interrupt; each reads its csd and flush_tlb_info from the initiator's cache and
@@ -1075,13 +1082,15 @@ impl<O: Observer> Kernel<O> {
         // leave as they are written, one after another.
         let now = self.queue.now().0 + offset;
         let mut sent = 0;
+        let mut k_sent = 0;
         for &target in targets {
             sent += self.costs.cache_line_transfer.cycles;
             let t = usize::from(target.0);
             let was_empty = self.cpus[t].csd_queue.is_empty();
             self.cpus[t].csd_queue.push_back(csd);
             if was_empty {
-                sent += self.costs.ipi_send.cycles;
+                sent += self.costs.ipi_send.cycles + self.guest_send_cycles(k_sent);
+                k_sent += 1;
                 let at = Cycles(now + sent + self.costs.ipi_latency.cycles + self.ipi_jitter());
                 self.push(at, Event::Ipi { cpu: target, ipi: Ipi::CallFunction });
                 self.counters.ipis_sent[usize::from(cpu.0)] += 1;

@@ -5,6 +5,7 @@ use super::{MachineError, MachineSpec};
 /// `(name, TOML text)` of every built-in preset, in display order.
 pub const BUILTIN_PRESETS: &[(&str, &str)] = &[
     ("skylake", include_str!("../../../../presets/skylake.toml")),
+    ("skylake-kvm", include_str!("../../../../presets/skylake-kvm.toml")),
     ("skylake-server", include_str!("../../../../presets/skylake-server.toml")),
     ("ivybridge", include_str!("../../../../presets/ivybridge.toml")),
     ("icelake-server", include_str!("../../../../presets/icelake-server.toml")),

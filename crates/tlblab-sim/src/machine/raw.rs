@@ -360,8 +360,8 @@ pub struct RawMachine {
     /// needs them; without them it uses `kernel.idle_exit` for every wake-up.
     #[serde(default)]
     pub idle: Option<RawIdle>,
-    /// What the machine is when it is a virtual machine (described here; not yet used by the
-    /// kernel model). Absent for bare metal or when unknown.
+    /// What the machine is when it is a virtual machine: the kernel model's guest costs
+    /// (docs/kernel-model.md, "Virtualisation"). Absent for bare metal or when unknown.
     #[serde(default)]
     pub guest: Option<RawGuest>,
 }

@@ -408,6 +408,7 @@ fn runs_are_deterministic() {
 
 mod acct;
 mod check;
+mod guest;
 mod idle;
 mod invlpgb;
 mod kflush;
