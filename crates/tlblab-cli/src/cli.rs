@@ -273,10 +273,10 @@ pub struct BenchArgs {
     /// Pages read per round trip (pingpong).
     #[arg(long, value_delimiter = ',', value_name = "N,...")]
     pub touch: Vec<String>,
-    /// Tasks (munmap-threads, madvise-scale, pthread-mmap).
+    /// Tasks (munmap-threads, tlb-flush2, madvise-scale, pthread-mmap).
     #[arg(long, value_delimiter = ',', value_name = "N,...")]
     pub tasks: Vec<String>,
-    /// threads or processes (munmap-threads).
+    /// threads or processes (munmap-threads, tlb-flush2).
     #[arg(long, value_delimiter = ',', value_name = "MODE,...")]
     pub mode: Vec<String>,
     /// Pages per task and operation (munmap-threads, pthread-mmap, storm).
@@ -643,7 +643,8 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=4096))]
     pub cpus: u16,
     /// The scenario: madv-migrate, pingpong, madvise-busy, rt-latency, munmap-threads,
-    /// madvise-scale, pthread-mmap, kbuild, kbuild-allmod, kbuild-xpfo (docs/workloads.md).
+    /// tlb-flush2, madvise-scale, pthread-mmap, storm, vmap-purge, kbuild, kbuild-allmod,
+    /// kbuild-xpfo (docs/workloads.md).
     #[arg(long, short = 's')]
     pub scenario: String,
     /// Comma-separated policies; the first is the baseline of the ratios.
@@ -672,16 +673,20 @@ pub struct ScenarioParams {
     /// pingpong: pages each side touches per round trip.
     #[arg(long, default_value_t = 0)]
     pub touch: u64,
-    /// madvise-busy: sibling threads spinning on other CPUs.
+    /// madvise-busy, storm: sibling threads spinning on other CPUs.
     #[arg(long, default_value_t = 3)]
     pub busy: usize,
-    /// munmap-threads, madvise-scale, pthread-mmap: tasks.
+    /// munmap-threads, tlb-flush2, madvise-scale, pthread-mmap: tasks.
     #[arg(long, default_value_t = 4)]
     pub tasks: usize,
-    /// munmap-threads: threads of one process, or processes.
+    /// munmap-threads, tlb-flush2: threads of one process, or processes.
     #[arg(long, value_enum, default_value = "threads")]
     pub mode: ModeArg,
-    /// Pages each task works on (munmap-threads, pthread-mmap).
+    /// storm: munmap or mprotect.
+    #[arg(long, value_enum, default_value = "munmap")]
+    pub op: StormOpArg,
+    /// Pages each task works on (munmap-threads, pthread-mmap, storm; tlb-flush2 always maps
+    /// 1 MiB).
     #[arg(long, default_value_t = 256)]
     pub pages: u64,
     /// Work per page referenced, in cycles, besides translation.
@@ -712,6 +717,10 @@ impl ScenarioParams {
             busy: self.busy,
             tasks: self.tasks,
             threads: matches!(self.mode, ModeArg::Threads),
+            op: match self.op {
+                StormOpArg::Munmap => tlblab_kernel::workloads::StormOp::Munmap,
+                StormOpArg::Mprotect => tlblab_kernel::workloads::StormOp::Mprotect,
+            },
             pages: self.pages,
             cycles_per_page: self.cycles_per_page,
             jobs: self.jobs,
@@ -820,13 +829,22 @@ pub struct StudyArgs {
     pub json: bool,
 }
 
-/// `--mode` of munmap-threads.
+/// `--mode` of munmap-threads and tlb-flush2.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum ModeArg {
     /// Threads sharing one mm.
     Threads,
     /// Processes, one mm each.
     Processes,
+}
+
+/// `--op` of storm.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum StormOpArg {
+    /// mmap, write and munmap the pages.
+    Munmap,
+    /// mprotect them read-only, then read-write, and write them.
+    Mprotect,
 }
 
 #[cfg(test)]

@@ -75,7 +75,7 @@ fn pin(cpu: usize) {
 fn counters_around_a_two_thread_munmap_loop() {
     // A sibling thread spins in the same mm on another CPU while this thread maps, touches and
     // unmaps anonymous memory: each munmap must flush the range on every CPU running the mm
-    // (will-it-scale tlb_flush2). Under KVM paravirtual flush a preempted sibling gets no IPI, so
+    // (the shape of `storm --op munmap`). Under KVM paravirtual flush a preempted sibling gets no IPI, so
     // only non-negative deltas are required.
     const ITERATIONS: u64 = 2000;
     const PAGES: usize = 16;

@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 /// Tasks, in order: `madv-migrate`: the two CPUs it alternates between (it starts on the
 /// first); `pingpong`: the caller's process, then the forked one (by default both on the first
 /// online CPU, as S2 has it); `madvise-busy`, `storm`: the measuring thread (the caller), then
-/// the spinning siblings; `munmap-threads`, `madvise-scale`, `pthread-mmap`: the tasks. The
+/// the spinning siblings; `munmap-threads`, `tlb-flush2`, `madvise-scale`, `pthread-mmap`: the
+/// tasks. The
 /// default puts task `i` on online CPU `i` (wrapping around). An explicit list needs as many
 /// CPUs as the scenario's minimum; tasks beyond it wrap around the list.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -204,7 +205,7 @@ pub fn prepare(spec: &ScenarioSpec, placement: &Placement) -> Result<Prepared, L
     let n_tasks = match info.kind {
         Kind::MadvMigrate | Kind::PingPong => 2,
         Kind::MadviseBusy | Kind::Storm => busy + 1,
-        Kind::MunmapThreads | Kind::MadviseScale | Kind::PthreadMmap => tasks,
+        Kind::MunmapThreads | Kind::TlbFlush2 | Kind::MadviseScale | Kind::PthreadMmap => tasks,
     };
     let cpus = placement.assign(info, &p, n_tasks, &online)?;
     let affinity = AffinityGuard::save()?;
@@ -286,11 +287,16 @@ pub fn prepare(spec: &ScenarioSpec, placement: &Placement) -> Result<Prepared, L
             };
             Body::Loop { cpu: cpus[0], op, helpers: spin(&cpus[1..])?, spinners: busy as u64 }
         }
-        Kind::MunmapThreads | Kind::MadviseScale | Kind::PthreadMmap => {
+        Kind::MunmapThreads | Kind::TlbFlush2 | Kind::MadviseScale | Kind::PthreadMmap => {
             let (work, processes): (fn(usize) -> Work, bool) = match info.kind {
                 Kind::MunmapThreads => {
                     (|pages| Work::Madvise { pages }, p.mode == Some(Mode::Processes))
                 }
+                // will-it-scale's MEMORYSIZE, 1 MiB.
+                Kind::TlbFlush2 => (
+                    |_| Work::TlbFlush2 { pages: (1 << 20) / page_size() },
+                    p.mode == Some(Mode::Processes),
+                ),
                 Kind::MadviseScale => (|_| Work::Madvise { pages: 1 }, true),
                 _ => (|pages| Work::MmapRounds { pages }, false),
             };

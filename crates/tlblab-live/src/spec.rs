@@ -3,13 +3,12 @@
 //! Names and parameter meanings are those of the simulator's scenarios
 //! (`tlblab_kernel::workloads::SCENARIOS`), so that `sim` and `bench` results can sit side by side.
 //! The simulator's `rt-latency` and `kbuild*` have no live counterpart here: interrupts cannot be
-//! turned off from user space, and a kernel build is not a microbenchmark. `storm` exists only
-//! live.
+//! turned off from user space, and a kernel build is not a microbenchmark.
 
 use crate::error::LiveError;
 use serde::{Deserialize, Serialize};
 
-/// `munmap-threads --mode`.
+/// `munmap-threads`, `tlb-flush2 --mode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
@@ -39,10 +38,10 @@ pub struct LiveParams {
     /// `madvise-busy`, `storm`: sibling threads spinning in user space on other CPUs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub busy: Option<usize>,
-    /// `munmap-threads`, `madvise-scale`, `pthread-mmap`: tasks.
+    /// `munmap-threads`, `tlb-flush2`, `madvise-scale`, `pthread-mmap`: tasks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tasks: Option<usize>,
-    /// `munmap-threads`: threads of one process, or processes.
+    /// `munmap-threads`, `tlb-flush2`: threads of one process, or processes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<Mode>,
     /// Pages each task works on per operation (`munmap-threads`, `pthread-mmap`, `storm`).
@@ -121,6 +120,7 @@ pub(crate) enum Kind {
     PingPong,
     MadviseBusy,
     MunmapThreads,
+    TlbFlush2,
     MadviseScale,
     PthreadMmap,
     Storm,
@@ -153,7 +153,7 @@ const fn defaults(busy: Option<usize>, tasks: Option<usize>, pages: Option<u64>)
     LiveParams { touch: None, busy, tasks, mode: None, pages, iterations: None, op: None }
 }
 
-static SCENARIOS: [LiveScenarioInfo; 7] = [
+static SCENARIOS: [LiveScenarioInfo; 8] = [
     LiveScenarioInfo {
         name: "madv-migrate",
         description: "one thread loops { write a page; madvise(MADV_DONTNEED) it; sched_setaffinity to the other of two CPUs } (S2)",
@@ -183,7 +183,7 @@ static SCENARIOS: [LiveScenarioInfo; 7] = [
     },
     LiveScenarioInfo {
         name: "munmap-threads",
-        description: "will-it-scale tlb_flush2: --tasks tasks, one per CPU, loop { write --pages pages; madvise(MADV_DONTNEED) them all }, as threads of one process or as forked processes (--mode); reports ops/s summed over tasks",
+        description: "--tasks tasks, one per CPU, loop { write --pages pages; madvise(MADV_DONTNEED) them all at once }, as threads of one process or as forked processes (--mode); reports ops/s summed over tasks (not will-it-scale's tlb_flush2: see tlb-flush2)",
         unit: Unit::OpsPerSecond,
         fixed_work: false,
         params: &["--tasks", "--mode", "--pages"],
@@ -191,8 +191,17 @@ static SCENARIOS: [LiveScenarioInfo; 7] = [
         kind: Kind::MunmapThreads,
     },
     LiveScenarioInfo {
+        name: "tlb-flush2",
+        description: "will-it-scale tlb_flush2: --tasks tasks (threads of one process or forked processes, --mode), task i on CPU i mod N, each with 1 MiB of private anonymous memory: per page { write it; madvise(MADV_DONTNEED) it; read it back (0, the zero page) }, then munmap and map it again; an op is a page; reports ops/s summed over tasks",
+        unit: Unit::OpsPerSecond,
+        fixed_work: false,
+        params: &["--tasks", "--mode"],
+        defaults: LiveParams { mode: Some(Mode::Threads), ..defaults(None, Some(1), None) },
+        kind: Kind::TlbFlush2,
+    },
+    LiveScenarioInfo {
         name: "madvise-scale",
-        description: "stress-ng madvise-like: --tasks forked worker processes spread over the CPUs loop { write a page; madvise(MADV_DONTNEED) it }; reports ops/s summed over tasks (S4)",
+        description: "--tasks forked worker processes spread over the CPUs loop { write a page; madvise(MADV_DONTNEED) it }; reports ops/s summed over tasks (S4; not stress-ng's madvise stressor, docs/workloads.md)",
         unit: Unit::OpsPerSecond,
         fixed_work: false,
         params: &["--tasks"],
@@ -251,7 +260,7 @@ impl LiveScenarioInfo {
             Kind::MadvMigrate => 2,
             Kind::MadviseBusy | Kind::Storm => p.busy.unwrap_or(0) + 1,
             Kind::MunmapThreads => p.tasks.unwrap_or(1),
-            Kind::PingPong | Kind::MadviseScale | Kind::PthreadMmap => 1,
+            Kind::PingPong | Kind::TlbFlush2 | Kind::MadviseScale | Kind::PthreadMmap => 1,
         }
     }
 
@@ -330,19 +339,21 @@ mod tests {
     #[test]
     fn names_are_the_simulators() {
         // The simulator's scenario names (tlblab-kernel workloads::SCENARIOS) that have a live
-        // program; `storm` is live-only.
+        // program: all of the live ones.
         let sim = [
             "madv-migrate",
             "pingpong",
             "madvise-busy",
             "munmap-threads",
+            "tlb-flush2",
             "madvise-scale",
             "pthread-mmap",
+            "storm",
         ];
         for name in sim {
             assert!(scenario(name).is_ok(), "{name}");
         }
-        assert_eq!(scenarios().len(), sim.len() + 1);
+        assert_eq!(scenarios().len(), sim.len());
     }
 
     #[test]

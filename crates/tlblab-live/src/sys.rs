@@ -102,6 +102,16 @@ impl Region {
         }
     }
 
+    /// The first byte of page `page` (0 beyond the region).
+    #[inline(always)]
+    pub(crate) fn load(&self, page: usize) -> u8 {
+        if page >= self.pages {
+            return 0;
+        }
+        // SAFETY: as in `read`.
+        unsafe { self.ptr.add(page * self.page).read_volatile() }
+    }
+
     /// `madvise(MADV_DONTNEED)` on `pages`: their next touch faults in fresh zeroed pages.
     #[inline(always)]
     pub(crate) fn dontneed(&self, pages: Range<usize>) -> Result<(), Errno> {

@@ -12,7 +12,7 @@
 use crate::cpu::pin_current;
 use crate::error::{Context, LiveError};
 use crate::spec::MAX_TASKS;
-use crate::sys::{fork_child, Region, Shared};
+use crate::sys::{fork_child, page_size, Region, Shared};
 use nix::errno::Errno;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::eventfd::{EfdFlags, EventFd};
@@ -65,6 +65,11 @@ pub(crate) enum Work {
     Madvise { pages: usize },
     /// Rounds of { `mmap` `pages` pages at the task's address; write them; `munmap` }.
     MmapRounds { pages: usize },
+    /// will-it-scale's `tlb_flush2`: per page of a `pages`-page region, { write it;
+    /// `MADV_DONTNEED` it; read it back, which must give 0 }, one operation each; after the last
+    /// page, `munmap` the region and map it again. One more page right above the region, written
+    /// once at setup, keeps the page table in use, as will-it-scale's neighbouring mappings do.
+    TlbFlush2 { pages: usize },
     /// Spin in user space until stopped, without PAUSE (so a vCPU stays in guest mode).
     Spin,
     /// pingpong's second process, forever: { read `ping`; read `touch` never-written pages;
@@ -138,8 +143,27 @@ fn task_main(
     let pages = match setup.work {
         Work::Madvise { pages } => pages + 1,
         Work::Echo { touch, .. } => touch,
-        Work::MmapRounds { .. } | Work::Spin => 0,
+        Work::MmapRounds { .. } | Work::Spin | Work::TlbFlush2 { .. } => 0,
     };
+    // tlb_flush2: the anchor page above the region (written), and the region, untouched.
+    let (_anchor, mut flush2) = match setup.work {
+        Work::TlbFlush2 { pages } => {
+            let anchor = match Region::map_fixed(setup.addr + pages * page_size(), 1) {
+                Ok(r) => r,
+                Err(e) => return fail(Stage::Map, e),
+            };
+            if let Err(e) = anchor.write(0..1) {
+                return fail(Stage::Map, e);
+            }
+            match Region::map_fixed(setup.addr, pages) {
+                Ok(r) => (Some(anchor), Some(r)),
+                Err(e) => return fail(Stage::Map, e),
+            }
+        }
+        _ => (None, None),
+    };
+    // tlb_flush2: the next page to work on.
+    let mut next_page = 0;
     let region = match pages {
         0 => None,
         n => match Region::map_fixed(setup.addr, n) {
@@ -206,6 +230,25 @@ fn task_main(
                 r.write(0..*pages)?;
                 r.unmap()
             }),
+            (Work::TlbFlush2 { pages }, _) => {
+                run_ops(target, &ctl.stop, crate::measure::BATCH, || {
+                    let r = flush2.as_ref().ok_or(Errno::EINVAL)?;
+                    let i = next_page;
+                    r.write(i..i + 1)?;
+                    r.dontneed(i..i + 1)?;
+                    if r.load(i) != 0 {
+                        // will-it-scale asserts this: the page must read back as zero.
+                        return Err(Errno::EIO);
+                    }
+                    next_page += 1;
+                    if next_page == *pages {
+                        next_page = 0;
+                        flush2.take().ok_or(Errno::EINVAL)?.unmap()?;
+                        flush2 = Some(Region::map_fixed(setup.addr, *pages)?);
+                    }
+                    Ok(())
+                })
+            }
             _ => Err(Errno::EINVAL),
         };
         slot.end_ns.store(now_ns(), Ordering::Relaxed);

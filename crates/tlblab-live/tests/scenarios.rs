@@ -115,6 +115,23 @@ fn multi_task_scenarios_count_every_tasks_ops() {
 }
 
 #[test]
+fn tlb_flush2_counts_pages_across_its_remaps() {
+    let _g = serial();
+    let n = cpus().min(2);
+    for mode in [Mode::Threads, Mode::Processes] {
+        let p = LiveParams { tasks: Some(n), mode: Some(mode), ..Default::default() };
+        // 600 pages: two munmaps and maps of the 256-page region per run, and runs go on where
+        // the last one stopped (the warm-up's 600 and these).
+        let s = run_and_check(spec("tlb-flush2", p), RunLength::Ops(600));
+        assert_eq!(s.per_task_ops, vec![600; n], "{mode:?}");
+    }
+    // More tasks than CPUs wrap around them, as will-it-scale's do.
+    let p = LiveParams { tasks: Some(cpus() + 1), ..Default::default() };
+    let s = run_and_check(spec("tlb-flush2", p), RunLength::Ops(300));
+    assert_eq!(s.ops, 300 * (cpus() as u64 + 1));
+}
+
+#[test]
 fn pthread_mmap_does_its_fixed_work_whatever_the_run_length() {
     let _g = serial();
     let p =

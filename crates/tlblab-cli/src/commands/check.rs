@@ -1,6 +1,6 @@
 //! `tlblab sim check`: the safety checker (docs/safety.md) over many perturbed schedules.
 
-use crate::cli::{CheckArgs, ModeArg};
+use crate::cli::{CheckArgs, ModeArg, StormOpArg};
 use crate::render::group;
 use anyhow::Result;
 use rayon::prelude::*;
@@ -201,8 +201,12 @@ fn replay(args: &CheckArgs, seed: u64) -> String {
         ModeArg::Threads => "threads",
         ModeArg::Processes => "processes",
     };
+    let op = match p.op {
+        StormOpArg::Munmap => "munmap",
+        StormOpArg::Mprotect => "mprotect",
+    };
     format!(
-        "tlblab sim check --policy {} --scenario {} --machine {} --cpus {} --max-ipi-delay {} --disturb-every {} --iterations {} --touch {} --busy {} --tasks {} --mode {mode} --pages {} --cycles-per-page {} --jobs {} --window-ms {} --burst-us {} --warmup-ms {} --schedules 1 --seed {seed}",
+        "tlblab sim check --policy {} --scenario {} --machine {} --cpus {} --max-ipi-delay {} --disturb-every {} --iterations {} --touch {} --busy {} --tasks {} --mode {mode} --op {op} --pages {} --cycles-per-page {} --jobs {} --window-ms {} --burst-us {} --warmup-ms {} --schedules 1 --seed {seed}",
         args.policy,
         args.scenario,
         args.machine,

@@ -6,9 +6,11 @@
 //! program does per page besides translation.
 
 mod kbuild;
+mod peers;
 mod stale;
 
 pub use kbuild::BuildMix;
+pub use peers::{StormOp, TLB_FLUSH2_PAGES};
 
 use crate::kernel::Kernel;
 use crate::mm::VmaId;
@@ -55,10 +57,14 @@ pub struct Params {
     pub touch: u64,
     /// `madvise-busy --busy N`: sibling threads spinning on other CPUs.
     pub busy: usize,
-    /// `munmap-threads --tasks N` / `madvise-scale` workers / `pthread-mmap` threads.
+    /// `munmap-threads`, `tlb-flush2 --tasks N` / `madvise-scale` workers / `pthread-mmap`
+    /// threads.
     pub tasks: usize,
-    /// `munmap-threads --mode`: `true` for threads (one mm), `false` for processes.
+    /// `munmap-threads`, `tlb-flush2 --mode`: `true` for threads (one mm), `false` for
+    /// processes.
     pub threads: bool,
+    /// `storm --op`.
+    pub op: StormOp,
     /// Pages of the region each task works on.
     pub pages: u64,
     /// Work per page referenced, in cycles.
@@ -83,6 +89,7 @@ impl Default for Params {
             busy: 3,
             tasks: 4,
             threads: true,
+            op: StormOp::Munmap,
             pages: 256,
             cycles_per_page: 10,
             jobs: 0,
@@ -162,6 +169,8 @@ enum Kind {
     LazyReaders,
     SharedWriters,
     SwitchingReaders,
+    TlbFlush2,
+    Storm,
 }
 
 /// A built-in scenario.
@@ -211,15 +220,23 @@ pub const SCENARIOS: &[ScenarioInfo] = &[
     },
     ScenarioInfo {
         name: "munmap-threads",
-        description: "will-it-scale tlb_flush2: --tasks tasks loop { write --pages pages; madvise(MADV_DONTNEED) them all }, as threads of one process or as processes (--mode)",
+        description: "--tasks tasks loop { write --pages pages; madvise(MADV_DONTNEED) them all at once }, as threads of one process or as processes (--mode); not will-it-scale's tlb_flush2 (that is tlb-flush2)",
         metric: Metric::OpsPerSecond,
         min_cpus: |p| p.tasks,
         default_window_ms: 0,
         kind: Kind::MunmapThreads,
     },
     ScenarioInfo {
+        name: "tlb-flush2",
+        description: "will-it-scale tlb_flush2: --tasks tasks (threads of one process or processes, --mode), task i on CPU i mod N, each map 1 MiB and loop over its pages { write the page; madvise(MADV_DONTNEED) it; read it back (the zero page) }, then munmap and map again; an iteration is a page",
+        metric: Metric::OpsPerSecond,
+        min_cpus: |_| 1,
+        default_window_ms: 0,
+        kind: Kind::TlbFlush2,
+    },
+    ScenarioInfo {
         name: "madvise-scale",
-        description: "stress-ng madvise-like: --tasks worker processes spread over the CPUs loop { write a page; madvise(MADV_DONTNEED) it } (S4)",
+        description: "--tasks worker processes spread over the CPUs loop { write a page; madvise(MADV_DONTNEED) it } (S4; not stress-ng's madvise stressor, docs/workloads.md)",
         metric: Metric::OpsPerSecond,
         min_cpus: |_| 1,
         default_window_ms: 0,
@@ -232,6 +249,14 @@ pub const SCENARIOS: &[ScenarioInfo] = &[
         min_cpus: |_| 1,
         default_window_ms: 0,
         kind: Kind::PthreadMmap,
+    },
+    ScenarioInfo {
+        name: "storm",
+        description: "one thread loops { mmap, write and munmap --pages pages } (--op munmap) or { mprotect them read-only, then read-write, and write them } (--op mprotect) while --busy sibling threads spin on CPUs 1…N",
+        metric: Metric::MicrosPerOp,
+        min_cpus: |p| p.busy + 1,
+        default_window_ms: 0,
+        kind: Kind::Storm,
     },
     ScenarioInfo {
         name: "rt-latency",
@@ -384,6 +409,8 @@ impl ScenarioInfo {
             }
             Kind::MunmapThreads => spread(k, p.tasks, p.threads, || madvise(p.pages)),
             Kind::MadviseScale => spread(k, p.tasks, false, || madvise(1)),
+            Kind::TlbFlush2 => peers::install_tlb_flush2(k, p),
+            Kind::Storm => peers::install_storm(k, p),
             Kind::PthreadMmap => spread(k, p.tasks, true, || Box::new(MmapRounds::new(p))),
             Kind::RtLatency => {
                 let main = k.spawn_process(madvise(1), CpuId(0), true);

@@ -1,0 +1,316 @@
+//! Scenarios that reproduce a peer benchmark's loop, or a live program of `tlblab bench`, step
+//! for step.
+//!
+//! `tlb-flush2`: will-it-scale's `tests/tlb_flush2.c` (antonblanchard/will-it-scale). Each task
+//! maps 1 MiB of private anonymous memory (`MEMORYSIZE`, 256 pages of 4 KiB) and loops over its
+//! pages; per page it stores one byte, `madvise(MADV_DONTNEED)`s that page, and loads it back
+//! (the source's `assert(*(addr + i) == 0)`, compiled in at `-O2 -g`: a read fault that maps the
+//! zero page); each page is one iteration. After the 256th page it unmaps the region and maps a
+//! new one. Tasks are threads of one process (one mm: every DONTNEED must reach the CPUs of the
+//! other threads) or processes (`--mode`), task `i` on CPU `i mod N` (will-it-scale binds task
+//! `i` to core `i mod cores`). The metric is iterations per second summed over the tasks, as
+//! will-it-scale's per-second `total`.
+//!
+//! `storm`: the live `storm` program (tlblab-live): one thread loops { mmap `--pages` pages,
+//! write them, munmap them } (`--op munmap`) or { mprotect them read-only, mprotect them
+//! read-write, write them } (`--op mprotect`), while `--busy` sibling threads spin in user space
+//! on CPUs 1…N; µs per iteration.
+//!
+//! Both map one more page first, written once, as the live programs do (the live `tlb-flush2`
+//! puts it right above the region, where will-it-scale's region has other mappings in its
+//! 2 MiB; `storm` right below), so that a munmap need not free the page table. The model's
+//! `mmap` places every new region below the last one and never reuses a hole, so after the first
+//! pass the regions leave the anchor's 2 MiB and their munmaps free a page table each time
+//! (the flush is then also sent to lazy CPUs); docs/workloads.md says so.
+
+use super::{mapped, store, Params, Region, Spin};
+use crate::kernel::Kernel;
+use crate::mm::VmaId;
+use crate::observer::Observer;
+use crate::program::{Action, Env, Program, Syscall, Touch};
+use serde::Serialize;
+use tlblab_types::{AccessKind, CpuId};
+
+/// will-it-scale's `MEMORYSIZE` (1 MiB) in 4 KiB pages.
+pub const TLB_FLUSH2_PAGES: u64 = 256;
+
+/// `storm --op`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StormOp {
+    /// { `mmap` `--pages` pages; write them; `munmap` them }.
+    #[default]
+    Munmap,
+    /// { `mprotect(PROT_READ)`; `mprotect(PROT_READ|PROT_WRITE)`; write the pages }.
+    Mprotect,
+}
+
+/// Installs `tlb-flush2`: `--tasks` tasks, threads of one process or processes.
+pub(super) fn install_tlb_flush2<O: Observer>(k: &mut Kernel<O>, p: &Params) {
+    super::spread(k, p.tasks, p.threads, || Box::new(TlbFlush2::new(p)));
+}
+
+/// Installs `storm`: the looping thread on CPU 0, `--busy` spinning siblings on CPUs 1…N.
+pub(super) fn install_storm<O: Observer>(k: &mut Kernel<O>, p: &Params) {
+    let main = k.spawn_process(Box::new(Storm::new(p)), CpuId(0), true);
+    for i in 0..p.busy {
+        k.spawn_thread(main, Box::new(Spin), CpuId(i as u16 + 1), false);
+    }
+}
+
+fn load(vma: VmaId, first: u64, pages: u64, p: &Params) -> Action {
+    Action::Touch(Touch {
+        vma,
+        first,
+        pages,
+        kind: AccessKind::Load,
+        cycles_per_page: p.cycles_per_page,
+    })
+}
+
+/// Where a [`TlbFlush2`] task is in its loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Flush2Step {
+    /// The anchor page is mapped; write it next.
+    WriteAnchor,
+    /// `mmap` of the 1 MiB region asked; collect it next.
+    Mapping,
+    /// At page `page` of the region: store, DONTNEED, load back, count.
+    Store,
+    Dontneed,
+    Load,
+    Count,
+    /// After the region's last page: `munmap` it next.
+    Unmap,
+    /// No region: map one next.
+    Unmapped,
+}
+
+/// One will-it-scale `tlb_flush2` task.
+struct TlbFlush2 {
+    p: Params,
+    anchor: Region,
+    vma: Option<VmaId>,
+    page: u64,
+    step: Flush2Step,
+    i: u64,
+}
+
+impl TlbFlush2 {
+    fn new(p: &Params) -> TlbFlush2 {
+        TlbFlush2 {
+            p: p.clone(),
+            anchor: Region::default(),
+            vma: None,
+            page: 0,
+            step: Flush2Step::WriteAnchor,
+            i: 0,
+        }
+    }
+}
+
+impl Program for TlbFlush2 {
+    fn next(&mut self, env: &mut Env<'_>) -> Action {
+        let anchor = match self.anchor.get(1, env) {
+            Ok(vma) => vma,
+            Err(mmap) => return mmap,
+        };
+        use Flush2Step::*;
+        match self.step {
+            WriteAnchor => {
+                self.step = Unmapped;
+                store(anchor, 0, 1, &self.p)
+            }
+            Unmap => {
+                if self.i == self.p.iterations {
+                    return Action::Exit;
+                }
+                self.step = Unmapped;
+                let vma = self.vma.take().expect("mapped");
+                Action::Syscall(Syscall::Munmap { vma })
+            }
+            Unmapped => {
+                self.step = Mapping;
+                Action::Syscall(Syscall::Mmap { pages: TLB_FLUSH2_PAGES })
+            }
+            Mapping => {
+                self.vma = Some(mapped(env));
+                self.page = 0;
+                self.step = Store;
+                self.next(env)
+            }
+            Store => {
+                if self.i == self.p.iterations {
+                    return Action::Exit;
+                }
+                self.step = Dontneed;
+                store(self.vma.expect("mapped"), self.page, 1, &self.p)
+            }
+            Dontneed => {
+                self.step = Load;
+                let vma = self.vma.expect("mapped");
+                Action::Syscall(Syscall::MadviseDontneed { vma, first: self.page, pages: 1 })
+            }
+            Load => {
+                self.step = Count;
+                load(self.vma.expect("mapped"), self.page, 1, &self.p)
+            }
+            Count => {
+                self.i += 1;
+                self.page += 1;
+                if self.page < TLB_FLUSH2_PAGES {
+                    self.step = Store;
+                    return Action::Op;
+                }
+                // The source counts the last page, then unmaps.
+                self.step = Unmap;
+                Action::Op
+            }
+        }
+    }
+}
+
+/// The live `storm` loop (one thread; the siblings are [`Spin`]).
+struct Storm {
+    p: Params,
+    /// munmap: the anchor page; mprotect: the region.
+    first: Region,
+    written: bool,
+    vma: Option<VmaId>,
+    step: u8,
+    i: u64,
+}
+
+impl Storm {
+    fn new(p: &Params) -> Storm {
+        Storm { p: p.clone(), first: Region::default(), written: false, vma: None, step: 0, i: 0 }
+    }
+}
+
+impl Program for Storm {
+    fn next(&mut self, env: &mut Env<'_>) -> Action {
+        let mprotect = self.p.op == StormOp::Mprotect;
+        let first_pages = if mprotect { self.p.pages } else { 1 };
+        let first = match self.first.get(first_pages, env) {
+            Ok(vma) => vma,
+            Err(mmap) => return mmap,
+        };
+        if !self.written {
+            // munmap: the anchor page; mprotect: the whole region, as the live setup does.
+            self.written = true;
+            return store(first, 0, first_pages, &self.p);
+        }
+        if self.step == 0 && self.i == self.p.iterations {
+            return Action::Exit;
+        }
+        self.step = (self.step + 1) % 4;
+        let pages = self.p.pages;
+        match (mprotect, self.step) {
+            (false, 1) => Action::Syscall(Syscall::Mmap { pages }),
+            (false, 2) => {
+                let vma = mapped(env);
+                self.vma = Some(vma);
+                store(vma, 0, pages, &self.p)
+            }
+            (false, 3) => Action::Syscall(Syscall::Munmap { vma: self.vma.expect("mapped") }),
+            (true, 1) => Action::Syscall(Syscall::Mprotect { vma: first, first: 0, pages }),
+            // mprotect(PROT_READ|PROT_WRITE): its entry and exit. The model has no path for
+            // making pages writable again, which flushes nothing on x86.
+            (true, 2) => Action::Syscall(Syscall::Null),
+            (true, 3) => store(first, 0, pages, &self.p),
+            _ => {
+                self.i += 1;
+                Action::Op
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::{Kernel, KernelConfig};
+    use crate::observer::NoObserver;
+    use crate::policy::Policy;
+    use crate::stats::KernelReport;
+    use crate::workloads::{scenario, Params};
+    use tlblab_types::Cycles;
+
+    fn run(name: &str, cpus: usize, seed: u64, p: &Params) -> KernelReport {
+        let spec = tlblab_sim::machine::builtin("skylake").unwrap();
+        let policy = Policy::named("linux-6.18").unwrap();
+        let config = KernelConfig { nr_cpus: cpus, seed, time_limit: Cycles(u64::MAX) };
+        let mut k = Kernel::new(&spec, &policy, config, NoObserver).unwrap();
+        let s = scenario(name).unwrap();
+        s.install(&mut k, p).unwrap();
+        assert!(s.run(&mut k, p), "{name}: tasks did not finish");
+        k.report()
+    }
+
+    /// One task, 3 passes over the 1 MiB: per iteration a write fault (a page of its own), a
+    /// one-page DONTNEED flush and a read fault (the zero page); per pass but the last a munmap
+    /// of 256 pages, above the 33-page ceiling: a full flush. Plus the anchor's write fault.
+    #[test]
+    fn tlb_flush2_counts_follow_from_its_loop() {
+        let p = Params { tasks: 1, iterations: 3 * TLB_FLUSH2_PAGES, ..Params::default() };
+        for threads in [true, false] {
+            let r = run("tlb-flush2", 1, 1, &Params { threads, ..p.clone() });
+            assert_eq!(r.tasks[0].ops, 768);
+            assert_eq!(r.page_faults, 2 * 768 + 1);
+            assert_eq!(r.vmstat.nr_tlb_local_flush_one, 768, "one per DONTNEED");
+            assert_eq!(r.vmstat.nr_tlb_local_flush_all, 2, "one per munmap");
+            assert_eq!(r.vmstat.nr_tlb_remote_flush, 0);
+            assert_eq!(r.tlb_flush["local MM shootdown"], 768 + 2);
+        }
+    }
+
+    /// Two tasks on two CPUs: threads share the mm, so each DONTNEED (and munmap) of one
+    /// interrupts the other's CPU; processes never do.
+    #[test]
+    fn tlb_flush2_threads_shoot_down_their_sibling_processes_do_not() {
+        let p = Params { tasks: 2, iterations: 2 * TLB_FLUSH2_PAGES, ..Params::default() };
+        let threads = run("tlb-flush2", 2, 1, &Params { threads: true, ..p.clone() });
+        let processes = run("tlb-flush2", 2, 1, &Params { threads: false, ..p.clone() });
+        for r in [&threads, &processes] {
+            assert_eq!(r.tasks.iter().map(|t| t.ops).sum::<u64>(), 2 * 512);
+            assert_eq!(r.page_faults, 2 * (2 * 512 + 1));
+        }
+        // Every DONTNEED but those while the sibling is off its CPU (at start and end), each
+        // task's munmap, and at most one flush of the exit.
+        let remote = threads.vmstat.nr_tlb_remote_flush;
+        assert!(remote > 900 && remote <= 2 * 512 + 2 + 1, "{remote}");
+        assert_eq!(processes.vmstat.nr_tlb_remote_flush, 0);
+        assert_eq!(processes.vmstat.nr_tlb_remote_flush_received, 0);
+    }
+
+    /// storm: per iteration, munmap: the pages' write faults and one ranged flush of them;
+    /// mprotect: no fault after the setup's, one ranged flush. Each flush reaches the spinning
+    /// sibling (one IPI per iteration) when there is one.
+    #[test]
+    fn storm_counts_follow_from_its_loop() {
+        for op in [StormOp::Munmap, StormOp::Mprotect] {
+            for busy in [0, 1] {
+                let p = Params { busy, op, pages: 4, iterations: 100, ..Params::default() };
+                let r = run("storm", 2, 1, &p);
+                assert_eq!(r.tasks[0].ops, 100);
+                let faults = match op {
+                    StormOp::Munmap => 1 + 4 * 100,
+                    StormOp::Mprotect => 4,
+                };
+                assert_eq!(r.page_faults, faults, "{op:?}");
+                assert_eq!(r.vmstat.nr_tlb_local_flush_one, 4 * 100, "{op:?}");
+                assert_eq!(r.vmstat.nr_tlb_remote_flush, 100 * busy as u64, "{op:?} {busy}");
+            }
+        }
+    }
+
+    #[test]
+    fn same_seed_same_report() {
+        let flush2 = Params { tasks: 2, iterations: 600, ..Params::default() };
+        let storm = Params { busy: 1, pages: 8, iterations: 200, ..Params::default() };
+        for (name, p) in [("tlb-flush2", flush2), ("storm", storm)] {
+            let json = |seed| serde_json::to_string(&run(name, 2, seed, &p)).unwrap();
+            assert_eq!(json(3), json(3), "{name}");
+        }
+    }
+}
