@@ -58,7 +58,7 @@ fn pv_send_ipi_makes_one_exit_of_a_batch() {
     let config = || KernelConfig { nr_cpus: 4, seed: 7, time_limit: Cycles(u64::MAX) };
     let policy = Policy::named("linux-6.18").unwrap();
     let send = |spec: &MachineSpec| {
-        let mut k = Kernel::new(spec, &policy, config(), TraceLog::default()).unwrap();
+        let k = Kernel::new(spec, &policy, config(), TraceLog::default()).unwrap();
         k.guest_send_cycles(0) + k.guest_send_cycles(1) + k.guest_send_cycles(2)
     };
     assert_eq!(send(&spec), 3 * 1_250);
