@@ -11,8 +11,9 @@ pub fn tlblab() -> Command {
 }
 
 /// The built-in machine presets, in the order `sim machines` lists them.
-pub const PRESETS: [&str; 8] = [
+pub const PRESETS: [&str; 9] = [
     "skylake",
+    "skylake-kvm",
     "skylake-server",
     "ivybridge",
     "icelake-server",
