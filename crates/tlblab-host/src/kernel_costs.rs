@@ -23,6 +23,7 @@
 //! nearest preset's figure, and the provenance says why.
 
 use crate::provenance::{Origin, Provenance};
+use tlblab_pathcost::stats::round1;
 use tlblab_pathcost::{names, Cached, Measurement, PathCosts};
 use tlblab_sim::machine::raw::{KernelFigure, RawKernel, Scales};
 
@@ -49,10 +50,6 @@ pub struct Derivation {
     pub vm_exit: Option<Result<Derived, String>>,
     /// `[guest] ipi_round_trip`.
     pub ipi_round_trip: Option<Result<Derived, String>>,
-}
-
-fn round1(x: f64) -> f64 {
-    (x * 10.0).round() / 10.0
 }
 
 fn input(costs: &PathCosts, name: &str) -> Result<(f64, String), String> {

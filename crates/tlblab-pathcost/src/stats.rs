@@ -64,20 +64,10 @@ pub fn round1(x: f64) -> f64 {
     (x * 10.0).round() / 10.0
 }
 
-/// The `p`-quantile (0 ≤ p ≤ 1) with linear interpolation between order statistics; `None` for
-/// no values. NaNs sort last.
+/// The `p`-quantile (0 ≤ p ≤ 1) with linear interpolation between order statistics
+/// (`tlblab_stats::percentile`'s definition); `None` for no values or a non-finite one.
 pub fn percentile(values: &[f64], p: f64) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let pos = p.clamp(0.0, 1.0) * (v.len() - 1) as f64;
-    let i = pos.floor() as usize;
-    if i + 1 >= v.len() {
-        return v.last().copied();
-    }
-    Some(v[i] + (pos - i as f64) * (v[i + 1] - v[i]))
+    tlblab_stats::percentile(values, p.clamp(0.0, 1.0) * 100.0).ok()
 }
 
 #[cfg(test)]

@@ -166,9 +166,8 @@ pub(crate) struct Call {
     /// Handlers still to run; the last one schedules the acknowledgement that arrives last
     /// (one event for all of them: the initiator waits for the last).
     pub unhandled: u32,
-    /// The targets, in the order their csds were queued (and are waited for).
-    pub targets: Vec<CpuId>,
-    /// When each target's function finished (its csd unlocked), in `targets` order.
+    /// When each target's function finished (its csd unlocked), in the order the csds were
+    /// queued (and are waited for); a queued csd carries its index here.
     pub done: Vec<Cycles>,
     /// The task waiting for them.
     pub waiter: TaskId,
@@ -268,8 +267,9 @@ struct PerCpu {
     irqs_off: bool,
     /// Interrupts that arrived while interrupts were off or a handler ran, in arrival order.
     pending_ipis: VecDeque<Ipi>,
-    /// `call_single_queue`: calls queued for this CPU and not yet run.
-    csd_queue: VecDeque<Csd>,
+    /// `call_single_queue`: calls queued for this CPU and not yet run, each with its index in
+    /// its call's `done`.
+    csd_queue: VecDeque<(Csd, usize)>,
     /// An `IrqDrain` event is queued.
     drain_queued: bool,
     /// The end of the last interrupt handler.

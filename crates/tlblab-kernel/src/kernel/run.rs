@@ -319,7 +319,7 @@ impl<O: Observer> Kernel<O> {
             // interrupt; each reads its csd and flush_tlb_info from the initiator's cache and
             // unlocks its csd when done. Calls queued from now on find the queue empty and
             // send a new IPI.
-            while let Some(csd) = self.cpus[c].csd_queue.pop_front() {
+            while let Some((csd, slot)) = self.cpus[c].csd_queue.pop_front() {
                 cycles += self.costs.cache_line_transfer.cycles;
                 let call = match csd {
                     Csd::Flush(call) => {
@@ -331,7 +331,7 @@ impl<O: Observer> Kernel<O> {
                         call
                     }
                 };
-                self.handled(call, cpu, Cycles(now.0 + cycles));
+                self.handled(call, slot, Cycles(now.0 + cycles));
             }
         }
         let from_user = !idle
@@ -358,13 +358,13 @@ impl<O: Observer> Kernel<O> {
         }
     }
 
-    /// `cpu` ran `call`'s function, finishing at `done` (its csd unlocked). When every target
-    /// has, the initiator's `csd_lock_wait()`s end: it waits for the targets' csds in the order
-    /// it queued them, each one a cache-line transfer (`ipi_ack`) once that target is done.
-    fn handled(&mut self, call: CallId, cpu: CpuId, done: Cycles) {
+    /// The target whose csd is `call`'s `slot`-th ran its function, finishing at `done` (its
+    /// csd unlocked). When every target has, the initiator's `csd_lock_wait()`s end: it waits
+    /// for the targets' csds in the order it queued them, each one a cache-line transfer
+    /// (`ipi_ack`) once that target is done.
+    fn handled(&mut self, call: CallId, slot: usize, done: Cycles) {
         let k = &mut self.calls[call.0 as usize];
-        let i = k.targets.iter().position(|&t| t == cpu).expect("a target of the call");
-        k.done[i] = done;
+        k.done[slot] = done;
         k.unhandled -= 1;
         if k.unhandled == 0 {
             let ack = self.costs.ipi_ack.cycles;
@@ -1045,23 +1045,13 @@ impl<O: Observer> Kernel<O> {
         if let Some(id) = self.free_calls.pop() {
             // Reuse the vectors' storage.
             let k = &mut self.calls[id.0 as usize];
-            let (mut targets, mut done) =
-                (std::mem::take(&mut k.targets), std::mem::take(&mut k.done));
-            targets.clear();
+            let mut done = std::mem::take(&mut k.done);
             done.clear();
-            *k = Call { info, window: None, pending: 0, unhandled: 0, targets, done, waiter };
+            *k = Call { info, window: None, pending: 0, unhandled: 0, done, waiter };
             id
         } else {
-            let (targets, done) = (Vec::new(), Vec::new());
-            self.calls.push(Call {
-                info,
-                window: None,
-                pending: 0,
-                unhandled: 0,
-                targets,
-                done,
-                waiter,
-            });
+            let done = Vec::new();
+            self.calls.push(Call { info, window: None, pending: 0, unhandled: 0, done, waiter });
             CallId(self.calls.len() as u32 - 1)
         }
     }
@@ -1087,7 +1077,8 @@ impl<O: Observer> Kernel<O> {
             sent += self.costs.cache_line_transfer.cycles;
             let t = usize::from(target.0);
             let was_empty = self.cpus[t].csd_queue.is_empty();
-            self.cpus[t].csd_queue.push_back(csd);
+            let slot = self.calls[call.0 as usize].done.len();
+            self.cpus[t].csd_queue.push_back((csd, slot));
             if was_empty {
                 sent += self.costs.ipi_send.cycles + self.guest_send_cycles(k_sent);
                 k_sent += 1;
@@ -1098,7 +1089,6 @@ impl<O: Observer> Kernel<O> {
             let k = &mut self.calls[call.0 as usize];
             k.pending += 1;
             k.unhandled += 1;
-            k.targets.push(target);
             k.done.push(Cycles(0));
         }
         sent

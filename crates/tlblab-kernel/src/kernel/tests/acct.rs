@@ -3,25 +3,6 @@
 
 use super::*;
 
-/// A process on CPU 0 maps and writes a page, then DONTNEEDs it `rounds` times (rewriting it
-/// each time); with `sibling`, a thread of it spins in user mode on CPU 1 all along, so every
-/// DONTNEED shoots down CPU 1 and waits for its acknowledgement. Returns the report and the
-/// main task's index in it.
-fn madvise_rounds(sibling: bool, rounds: usize) -> KernelReport {
-    let mut k = kernel("linux-6.18", 2);
-    let mut steps = vec![Step::Mmap(2), Step::Store(0, 0, 2), Step::Compute(200_000)];
-    for _ in 0..rounds {
-        steps.extend([Step::Madvise(0, 0, 1), Step::Store(0, 0, 1)]);
-    }
-    let main = k.spawn_process(script(steps), C0, true);
-    if sibling {
-        k.run_until(Cycles(50_000));
-        k.spawn_thread(main, script(vec![Step::Compute(1 << 40)]), C1, false);
-    }
-    k.run();
-    k.report()
-}
-
 /// kernel/smp.c: the initiator of a synchronous cross-CPU call spins in `csd_lock_wait()`
 /// until each target has run the function. That spin is the initiator's system time: with a
 /// remote CPU to shoot down, each DONTNEED costs the initiator at least the IPI's delivery,
@@ -29,8 +10,8 @@ fn madvise_rounds(sibling: bool, rounds: usize) -> KernelReport {
 #[test]
 fn the_initiators_wait_for_acknowledgements_is_system_time() {
     let rounds = 20;
-    let alone = madvise_rounds(false, rounds);
-    let shooting = madvise_rounds(true, rounds);
+    let alone = madvise_rounds(kernel("linux-6.18", 2), false, rounds);
+    let shooting = madvise_rounds(kernel("linux-6.18", 2), true, rounds);
     assert_eq!(shooting.irq_tlb[1], rounds as u64, "every DONTNEED reached CPU 1");
     let spec = tlblab_sim::machine::builtin("skylake").unwrap();
     let c = spec.raw().kernel.as_ref().unwrap();

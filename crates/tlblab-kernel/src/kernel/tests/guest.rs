@@ -16,18 +16,8 @@ fn guest_spec(edit: impl Fn(&str) -> String) -> MachineSpec {
 /// The initiator's system cycles for `rounds` one-page DONTNEEDs that each shoot down a
 /// sibling spinning on CPU 1, on `spec`.
 fn shootdown_sys(spec: &MachineSpec, rounds: usize) -> u64 {
-    let config = KernelConfig { nr_cpus: 2, seed: 7, time_limit: Cycles(u64::MAX) };
-    let policy = Policy::named("linux-6.18").unwrap();
-    let mut k = Kernel::new(spec, &policy, config, TraceLog::default()).unwrap();
-    let mut steps = vec![Step::Mmap(2), Step::Store(0, 0, 2), Step::Compute(200_000)];
-    for _ in 0..rounds {
-        steps.extend([Step::Madvise(0, 0, 1), Step::Store(0, 0, 1)]);
-    }
-    let main = k.spawn_process(script(steps), C0, true);
-    k.run_until(Cycles(50_000));
-    k.spawn_thread(main, script(vec![Step::Compute(1 << 40)]), C1, false);
-    k.run();
-    let r = k.report();
+    let k = booted(spec, &Policy::named("linux-6.18").unwrap(), 2);
+    let r = madvise_rounds(k, true, rounds);
     assert_eq!(r.irq_tlb[1], rounds as u64);
     r.tasks[0].sys_cycles
 }
@@ -55,10 +45,9 @@ fn pv_send_ipi_makes_one_exit_of_a_batch() {
     let spec = guest_spec(|g| g.to_string());
     let pv =
         guest_spec(|g| g.replace("pv_send_ipi = { value = false", "pv_send_ipi = { value = true"));
-    let config = || KernelConfig { nr_cpus: 4, seed: 7, time_limit: Cycles(u64::MAX) };
     let policy = Policy::named("linux-6.18").unwrap();
     let send = |spec: &MachineSpec| {
-        let k = Kernel::new(spec, &policy, config(), TraceLog::default()).unwrap();
+        let k = booted(spec, &policy, 4);
         k.guest_send_cycles(0) + k.guest_send_cycles(1) + k.guest_send_cycles(2)
     };
     assert_eq!(send(&spec), 3 * 1_250);

@@ -12,7 +12,7 @@ fn entries(r: &KernelReport, name: &str) -> u64 {
 /// CPU 0 flushes a kernel range (`on_each_cpu()`: idle CPUs included) `n` times, `gap`
 /// cycles apart; CPU 1 stays idle throughout.
 fn kernel_flushes(n: usize, gap: u64) -> KernelReport {
-    let mut k = kernel_with_all_cstates("linux-6.18", 2);
+    let mut k = kernel_with_all_cstates(&Policy::named("linux-6.18").unwrap(), 2);
     let mut steps = vec![Step::Compute(50_000)];
     for _ in 0..n {
         steps.extend([Step::KernelFlush(Some(1)), Step::Compute(gap)]);
@@ -53,9 +53,7 @@ fn a_long_idle_cpu_pays_its_deep_states_exit_latency() {
 /// in C6 by its history), then DONTNEEDs a page. Returns whether CPU 1 kept the mm loaded
 /// and the flush IPIs it took.
 fn lazy_idle_then_madvise(policy: &Policy) -> (bool, u64) {
-    let spec = tlblab_sim::machine::builtin("skylake").unwrap();
-    let config = KernelConfig { nr_cpus: 2, seed: 7, time_limit: Cycles(u64::MAX) };
-    let mut k = Kernel::new(&spec, policy, config, TraceLog::default()).unwrap();
+    let mut k = kernel_with_all_cstates(policy, 2);
     let fd = k.eventfd();
     let main = k.spawn_process(
         script(vec![

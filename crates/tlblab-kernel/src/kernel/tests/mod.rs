@@ -87,22 +87,43 @@ fn kernel(policy: &str, cpus: usize) -> Kernel<TraceLog> {
     kernel_on("skylake", &Policy::named(policy).unwrap(), cpus)
 }
 
+/// A kernel of `cpus` CPUs of `spec` under `policy`, seed 7, no time limit, with every idle
+/// state of the machine.
+fn booted(spec: &MachineSpec, policy: &Policy, cpus: usize) -> Kernel<TraceLog> {
+    let config = KernelConfig { nr_cpus: cpus, seed: 7, time_limit: Cycles(u64::MAX) };
+    Kernel::new(spec, policy, config, TraceLog::default()).unwrap()
+}
+
 /// A kernel of `cpus` CPUs of a built-in machine under `policy`, seed 7, no time limit.
 fn kernel_on(machine: &str, policy: &Policy, cpus: usize) -> Kernel<TraceLog> {
-    let spec = tlblab_sim::machine::builtin(machine).unwrap();
-    let config = KernelConfig { nr_cpus: cpus, seed: 7, time_limit: Cycles(u64::MAX) };
-    let mut k = Kernel::new(&spec, policy, config, TraceLog::default()).unwrap();
+    let mut k = booted(&tlblab_sim::machine::builtin(machine).unwrap(), policy, cpus);
     // The worked examples time their steps against µs-scale wake-ups: C1 only, as with
     // `intel_idle.max_cstate=1` (kernel/tests/idle.rs tests the deeper states).
     k.set_max_cstate(1);
     k
 }
 
-/// As [`kernel_on`], with every idle state of the machine.
-fn kernel_with_all_cstates(policy: &str, cpus: usize) -> Kernel<TraceLog> {
-    let spec = tlblab_sim::machine::builtin("skylake").unwrap();
-    let config = KernelConfig { nr_cpus: cpus, seed: 7, time_limit: Cycles(u64::MAX) };
-    Kernel::new(&spec, &Policy::named(policy).unwrap(), config, TraceLog::default()).unwrap()
+/// As [`kernel_on`] on skylake, with every idle state of the machine.
+fn kernel_with_all_cstates(policy: &Policy, cpus: usize) -> Kernel<TraceLog> {
+    booted(&tlblab_sim::machine::builtin("skylake").unwrap(), policy, cpus)
+}
+
+/// On `k` (2 CPUs or more), a process on CPU 0 maps and writes a page, then DONTNEEDs it
+/// `rounds` times (rewriting it each time); with `sibling`, a thread of it spins in user mode
+/// on CPU 1 all along, so every DONTNEED shoots down CPU 1 and waits for its acknowledgement.
+/// Runs to the end; the main task is the report's first.
+fn madvise_rounds(mut k: Kernel<TraceLog>, sibling: bool, rounds: usize) -> KernelReport {
+    let mut steps = vec![Step::Mmap(2), Step::Store(0, 0, 2), Step::Compute(200_000)];
+    for _ in 0..rounds {
+        steps.extend([Step::Madvise(0, 0, 1), Step::Store(0, 0, 1)]);
+    }
+    let main = k.spawn_process(script(steps), C0, true);
+    if sibling {
+        k.run_until(Cycles(50_000));
+        k.spawn_thread(main, script(vec![Step::Compute(1 << 40)]), C1, false);
+    }
+    k.run();
+    k.report()
 }
 
 const C0: CpuId = CpuId(0);
