@@ -113,15 +113,8 @@ pub fn build(facts: &HostFacts) -> Result<HostPreset, HostError> {
         Some(k) => {
             let mut copy = relabel(k, &copied, "kernel", &mut prov)?;
             copy.clock = clock(facts, dump, info.as_ref(), &copy.clock, preset_name, &mut prov);
-            measured_kernel(
-                facts,
-                k,
-                &mut copy,
-                virtualised,
-                &mut derivation,
-                &mut cache,
-                &mut prov,
-            );
+            (derivation, cache) =
+                measured_kernel(facts, k, &mut copy, cost.invlpg.cycles, virtualised, &mut prov);
             Some(copy)
         }
         None => None,
@@ -842,16 +835,16 @@ fn clock(
 }
 
 /// Replaces `copy`'s figures (the nearest preset's, `preset`) with those measured on this
-/// machine, when they were.
+/// machine, when they were; returns the derivation and the cache's description (empty when
+/// nothing was measured).
 fn measured_kernel(
     facts: &HostFacts,
     preset: &tlblab_sim::machine::raw::RawKernel,
     copy: &mut tlblab_sim::machine::raw::RawKernel,
+    invlpg_cycles: u64,
     virtualised: bool,
-    derivation: &mut Option<crate::kernel_costs::Derivation>,
-    cache: &mut String,
     prov: &mut Vec<Provenance>,
-) {
+) -> (Option<crate::kernel_costs::Derivation>, String) {
     let Some(cached) = facts.path_costs.available() else {
         let why = facts.path_costs.reason().unwrap_or("not measured");
         prov.push(Provenance::new(
@@ -860,18 +853,19 @@ fn measured_kernel(
             Origin::Informative,
             format!("kernel-path costs not measured here ({why}): all copied from the preset"),
         ));
-        return;
+        return (None, String::new());
     };
-    *cache = crate::kernel_costs::cache_text(cached);
+    let cache = crate::kernel_costs::cache_text(cached);
     prov.push(Provenance::new(
         "kernel paths",
         "measured",
         Origin::Informative,
         format!("tlblab-pathcost: {cache}"),
     ));
-    let d = crate::kernel_costs::derive(&cached.costs, preset, virtualised);
+    let flush = crate::kernel_costs::local_flush(copy, invlpg_cycles);
+    let d = crate::kernel_costs::derive(&cached.costs, preset, virtualised, &flush);
     crate::kernel_costs::apply(copy, &d, cached, prov);
-    *derivation = Some(d);
+    (Some(d), cache)
 }
 
 fn description(

@@ -11,7 +11,9 @@
 //! | `page_fault_cow` | `minor_fault_anon` (copying a page assumed to cost what zeroing does) | cycles |
 //! | `madvise` | `madvise_empty − S` (no page present: no zap, no flush) | cycles |
 //! | `zap_pte` | `(dontneed_256 − dontneed_64) / 192` (both flush fully: the flush cancels) | cycles |
+//! | `zap_batch` | `dontneed_1 − madvise_empty − zap_pte − F`, where `F` is the one-page local flush the model charges (`flush_tlb_mm_range` + `flush_tlb_func` + INVLPG at the host clock) | cycles |
 //! | `mmap`, `munmap` | `(mmap_munmap_untouched − 2 S) / 2` each | cycles |
+//! | `split_vma` | `munmap_split − S − munmap` | cycles |
 //! | `context_switch` + `wakeup` | `thread_switch − 2 S` (a switch with one eventfd write that wakes and one read that blocks), split in the nearest preset's proportion | cycles |
 //! | `migrate` | `migrate − S`; under a hypervisor less the target vCPU's wake-up that the guest model adds (3 × `vmexit_cpuid` + `ipi_latency` + `ipi_handler` + `context_switch`) | time |
 //! | `fork` + `exit` | `fork_exit`, split in the nearest preset's proportion | cycles |
@@ -65,9 +67,42 @@ fn positive(what: &str, ns: f64) -> Result<f64, String> {
     }
 }
 
+/// The one-page local flush the kernel model charges on the host (`flush_tlb_mm_range` +
+/// `flush_tlb_func` + INVLPG), in ns at the host clock, and how it was computed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LocalFlush {
+    /// Nanoseconds at the host clock.
+    pub ns: f64,
+    /// The figures it sums.
+    pub how: String,
+}
+
+/// The one-page local flush `kernel` (the host's copied figures, at its clock) makes the model
+/// charge: `flush_tlb_mm_range` + `flush_tlb_func` + one INVLPG of `invlpg_cycles`.
+pub fn local_flush(kernel: &RawKernel, invlpg_cycles: u64) -> LocalFlush {
+    let mhz = kernel.clock.mhz.max(1);
+    let at_host =
+        |f: &tlblab_sim::machine::raw::KernelFigure| f.written.resolve(mhz).unwrap_or(f.cycles);
+    let (range, func) = (at_host(&kernel.flush_tlb_mm_range), at_host(&kernel.flush_tlb_func));
+    let cycles = range + func + invlpg_cycles;
+    LocalFlush {
+        ns: cycles as f64 * 1000.0 / mhz as f64,
+        how: format!(
+            "flush_tlb_mm_range {range} + flush_tlb_func {func} + INVLPG {invlpg_cycles} cycles \
+             at {mhz} MHz"
+        ),
+    }
+}
+
 /// Derives the figures from `costs`; `preset` (the nearest preset's costs, resolved) gives the
-/// proportions of the split figures. Pure: the same inputs give the same figures.
-pub fn derive(costs: &PathCosts, preset: &RawKernel, virtualised: bool) -> Derivation {
+/// proportions of the split figures, and `local_flush` what a one-page flush costs in the model
+/// (it is part of a measured `dontneed_1`). Pure: the same inputs give the same figures.
+pub fn derive(
+    costs: &PathCosts,
+    preset: &RawKernel,
+    virtualised: bool,
+    local_flush: &LocalFlush,
+) -> Derivation {
     let mut out = Derivation::default();
     let syscall = input(costs, names::NULL_SYSCALL);
     let one = |name: &str, scales, rule: &str| -> Result<Derived, String> {
@@ -120,7 +155,27 @@ pub fn derive(costs: &PathCosts, preset: &RawKernel, virtualised: bool) -> Deriv
             assumed_split: false,
         })
     })();
+    let madvise = out.kernel.last().map(|(_, d)| d.clone()).expect("madvise pushed above");
+    let batch = (|| {
+        let (one, one_how) = input(costs, names::DONTNEED_ONE)?;
+        let (madvise, zap) = (madvise?, zap.clone()?);
+        let rule = "dontneed_1 − madvise_empty − zap_pte − the model's one-page local flush";
+        // madvise is madvise_empty − S; the measured dontneed_1 holds S too.
+        let (s, _) = syscall.clone()?;
+        let ns = positive(rule, one - s - madvise.ns - zap.ns - local_flush.ns)?;
+        Ok(Derived {
+            ns: round1(ns),
+            scales: Scales::Cycles,
+            how: format!(
+                "{rule}: {one_how}; madvise {:.1} ns; zap_pte {:.1} ns; null_syscall {s:.1} ns; \
+                 flush {:.1} ns ({})",
+                madvise.ns, zap.ns, local_flush.ns, local_flush.how
+            ),
+            assumed_split: false,
+        })
+    })();
     out.kernel.push(("zap_pte", zap));
+    out.kernel.push(("zap_batch", batch));
     let map = minus_syscall(
         names::MMAP_MUNMAP,
         2.0,
@@ -128,8 +183,22 @@ pub fn derive(costs: &PathCosts, preset: &RawKernel, virtualised: bool) -> Deriv
         "(mmap_munmap_untouched − 2 × null_syscall) / 2",
         Scales::Cycles,
     );
+    let split_vma = (|| {
+        let (split, split_how) = input(costs, names::MUNMAP_SPLIT)?;
+        let (s, _) = syscall.clone()?;
+        let munmap = map.clone()?;
+        let rule = "munmap_split − null_syscall − munmap";
+        let ns = positive(rule, split - s - munmap.ns)?;
+        Ok(Derived {
+            ns: round1(ns),
+            scales: Scales::Cycles,
+            how: format!("{rule}: {split_how}; munmap {:.1} ns ({})", munmap.ns, munmap.how),
+            assumed_split: false,
+        })
+    })();
     out.kernel.push(("mmap", map.clone()));
     out.kernel.push(("munmap", map));
+    out.kernel.push(("split_vma", split_vma));
     let switch = minus_syscall(
         names::THREAD_SWITCH,
         2.0,
@@ -355,6 +424,10 @@ mod tests {
         tlblab_sim::machine::builtin("skylake").unwrap().raw().kernel.clone().unwrap()
     }
 
+    fn flush100() -> LocalFlush {
+        LocalFlush { ns: 100.0, how: "test".into() }
+    }
+
     fn ns(d: &Derivation, name: &str) -> Result<f64, String> {
         d.kernel.iter().find(|(n, _)| *n == name).unwrap().1.clone().map(|d| d.ns)
     }
@@ -367,9 +440,11 @@ mod tests {
             (names::FAULT_ZERO, m(600.0)),
             (names::FAULT_ANON, m(1500.0)),
             (names::MADVISE_EMPTY, m(350.0)),
+            (names::DONTNEED_ONE, m(900.0)),
             (names::DONTNEED_SMALL, m(20_000.0)),
             (names::DONTNEED_LARGE, m(50_000.0)),
             (names::MMAP_MUNMAP, m(3_200.0)),
+            (names::MUNMAP_SPLIT, m(2_800.0)),
             (names::THREAD_SWITCH, m(1_200.0)),
             (names::MEMBARRIER_IPI, m(17_000.0)),
             (names::MEMBARRIER_NO_IPI, m(500.0)),
@@ -377,7 +452,7 @@ mod tests {
             (names::MIGRATE, m(40_100.0)),
             (names::FORK_EXIT, m(267_564.0)),
         ]);
-        let d = derive(&c, &skylake(), true);
+        let d = derive(&c, &skylake(), true, &flush100());
         assert_eq!(ns(&d, "syscall"), Ok(100.0));
         assert_eq!(ns(&d, "page_fault_zero"), Ok(600.0));
         assert_eq!(ns(&d, "page_fault_anon"), Ok(1500.0));
@@ -386,6 +461,10 @@ mod tests {
         assert_eq!(ns(&d, "zap_pte"), Ok(156.3)); // 30,000 / 192 = 156.25
         assert_eq!(ns(&d, "mmap"), Ok(1500.0)); // (3,200 − 200) / 2
         assert_eq!(ns(&d, "munmap"), Ok(1500.0));
+        // 900 − 100 (syscall) − 250 (madvise) − 156.3 (zap_pte, as derived) − 100 (the flush).
+        assert_eq!(ns(&d, "zap_batch"), Ok(293.7));
+        // 2,800 − 100 − 1,500.
+        assert_eq!(ns(&d, "split_vma"), Ok(1200.0));
         // 1,200 − 200 = 1,000 ns, split 1,770 : 500 (skylake's context_switch : wakeup).
         assert_eq!(ns(&d, "context_switch"), Ok(779.7));
         assert_eq!(ns(&d, "wakeup"), Ok(220.3));
@@ -402,7 +481,7 @@ mod tests {
         assert_eq!(ns(&d, "ipi_handler"), Ok(125.0));
         assert_eq!(ns(&d, "ipi_ack"), Ok(83.3));
         // On bare metal the whole round trip is split.
-        let bare = derive(&c, &skylake(), false);
+        let bare = derive(&c, &skylake(), false, &flush100());
         assert_eq!(ns(&bare, "migrate"), Ok(40_000.0));
         assert_eq!(ns(&bare, "ipi_send"), Ok(2_750.0));
         assert_eq!(ns(&bare, "ipi_latency"), Ok(6_875.0));
@@ -417,7 +496,7 @@ mod tests {
         assert_eq!(scales("migrate"), Scales::Time);
         assert_eq!(scales("ipi_latency"), Scales::Time);
         // On bare metal there is no VM exit to record.
-        assert!(derive(&c, &skylake(), false).vm_exit.is_none());
+        assert!(derive(&c, &skylake(), false, &flush100()).vm_exit.is_none());
     }
 
     #[test]
@@ -427,7 +506,7 @@ mod tests {
             (names::MADVISE_EMPTY, m(90.0)),
             (names::MEMBARRIER_IPI, Outcome::Failed("needs 2 CPUs".into())),
         ]);
-        let d = derive(&c, &skylake(), false);
+        let d = derive(&c, &skylake(), false, &flush100());
         assert!(ns(&d, "madvise").unwrap_err().contains("not positive"));
         assert!(ns(&d, "ipi_latency").unwrap_err().contains("needs 2 CPUs"));
         assert!(ns(&d, "fork").unwrap_err().contains("fork_exit was not measured"));

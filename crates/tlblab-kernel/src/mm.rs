@@ -32,6 +32,9 @@ pub struct Vma {
     pub ptes: Vec<Pte>,
     /// A page was ever mapped, so page tables were allocated for the region.
     pub touched: bool,
+    /// The region the kernel merged this mapping into (`vma_merge_new_range()`): the two are
+    /// one VMA in the kernel, so unmapping this one alone splits it (`__split_vma()`).
+    pub merged_into: Option<VmaId>,
 }
 
 impl Vma {
@@ -106,8 +109,37 @@ impl Mm {
             start: Vpn(self.mmap_next),
             ptes: vec![Pte::None; pages as usize],
             touched: false,
+            merged_into: None,
         }));
         VmaId(self.vmas.len() as u32 - 1)
+    }
+
+    /// Maps `pages` new pages directly below region `of`, as `mmap(MAP_FIXED_NOREPLACE)` at
+    /// that address does; the kernel merges the two anonymous private VMAs (the model keeps two
+    /// regions and records the merge in [`Vma::merged_into`]). `None` if `of` is not mapped or
+    /// the pages below it are taken (the kernel's `EEXIST`).
+    pub fn mmap_beside(&mut self, of: VmaId, pages: u64) -> Option<VmaId> {
+        let end = self.vma(of)?.start.0;
+        let start = end.checked_sub(pages)?;
+        let taken =
+            self.vmas.iter().flatten().any(|v| v.start.0 < end && v.start.0 + v.pages() > start);
+        if taken {
+            return None;
+        }
+        self.mmap_next = self.mmap_next.min(start);
+        self.vmas.push(Some(Vma {
+            start: Vpn(start),
+            ptes: vec![Pte::None; pages as usize],
+            touched: false,
+            merged_into: Some(of),
+        }));
+        Some(VmaId(self.vmas.len() as u32 - 1))
+    }
+
+    /// Whether unmapping the whole region splits a VMA of the kernel's: the region was merged
+    /// into one that is still mapped.
+    pub fn unmap_splits(&self, id: VmaId) -> bool {
+        self.vma(id).and_then(|v| v.merged_into).is_some_and(|of| self.vma(of).is_some())
     }
 
     /// The region, if mapped.
@@ -158,6 +190,30 @@ mod tests {
         let (a, b) = (mm.vma(a).unwrap(), mm.vma(b).unwrap());
         assert_eq!(a.start.0 + 4 + GUARD_PAGES, MMAP_BASE);
         assert_eq!(b.start.0 + 2 + GUARD_PAGES, a.start.0);
+    }
+
+    #[test]
+    fn a_mapping_beside_a_region_merges_and_its_unmap_splits() {
+        let mut mm = Mm::new(2, 4, 0, 250);
+        let anchor = mm.mmap(1);
+        let beside = mm.mmap_beside(anchor, 3).unwrap();
+        let (a, b) = (mm.vma(anchor).unwrap(), mm.vma(beside).unwrap());
+        assert_eq!(b.start.0 + 3, a.start.0, "adjacent, no guard page");
+        assert!(mm.unmap_splits(beside));
+        assert!(!mm.unmap_splits(anchor));
+        // It shares the anchor's page table, as the live storm's region does.
+        assert!(!mm.frees_page_tables(beside, 0, 3));
+        // The pages below are taken now: MAP_FIXED_NOREPLACE fails.
+        assert!(mm.mmap_beside(anchor, 1).is_none());
+        // A plain mmap after it keeps its guard page.
+        let next = mm.mmap(1);
+        assert_eq!(
+            mm.vma(next).unwrap().start.0 + 1 + GUARD_PAGES,
+            mm.vma(beside).unwrap().start.0
+        );
+        // Once the anchor is gone, the region is a VMA of its own.
+        mm.vmas[anchor.0 as usize] = None;
+        assert!(!mm.unmap_splits(beside));
     }
 
     #[test]

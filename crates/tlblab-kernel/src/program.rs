@@ -34,6 +34,15 @@ pub enum Syscall {
         /// Size in pages.
         pages: u64,
     },
+    /// `mmap(MAP_FIXED_NOREPLACE)` of anonymous private pages directly beside a region, which
+    /// the kernel merges with it (so a later `munmap` of the new pages splits the VMA); the
+    /// result is [`Outcome::Mapped`], or a plain placement when the pages beside are taken.
+    MmapBeside {
+        /// Size in pages.
+        pages: u64,
+        /// The region beside which it is mapped.
+        of: VmaId,
+    },
     /// `munmap` of a whole region.
     Munmap {
         /// The region.

@@ -50,12 +50,16 @@ pub mod names {
     pub const FAULT_ANON: &str = "minor_fault_anon";
     /// `MADV_DONTNEED` of a range with no present page.
     pub const MADVISE_EMPTY: &str = "madvise_empty";
+    /// `MADV_DONTNEED` of one present page.
+    pub const DONTNEED_ONE: &str = "dontneed_1";
     /// `MADV_DONTNEED` of [`crate::measure::ZAP_SMALL`] present pages.
     pub const DONTNEED_SMALL: &str = "dontneed_64";
     /// `MADV_DONTNEED` of [`crate::measure::ZAP_LARGE`] present pages.
     pub const DONTNEED_LARGE: &str = "dontneed_256";
     /// `mmap` + `munmap` of an untouched region.
     pub const MMAP_MUNMAP: &str = "mmap_munmap_untouched";
+    /// `munmap` of the untouched upper page of a 2-page VMA (`__split_vma()`).
+    pub const MUNMAP_SPLIT: &str = "munmap_split";
     /// A same-mm thread switch (per switch).
     pub const THREAD_SWITCH: &str = "thread_switch";
     /// `membarrier` with a spinning sibling: an IPI round trip.
@@ -69,14 +73,16 @@ pub mod names {
     /// `fork` + `_exit` + `waitpid`.
     pub const FORK_EXIT: &str = "fork_exit";
     /// Every name, in measuring order.
-    pub const ALL: [&str; 13] = [
+    pub const ALL: [&str; 15] = [
         NULL_SYSCALL,
         FAULT_ZERO,
         FAULT_ANON,
         MADVISE_EMPTY,
+        DONTNEED_ONE,
         DONTNEED_SMALL,
         DONTNEED_LARGE,
         MMAP_MUNMAP,
+        MUNMAP_SPLIT,
         THREAD_SWITCH,
         MEMBARRIER_IPI,
         MEMBARRIER_NO_IPI,

@@ -116,7 +116,12 @@ fn measure_on_this_thread(opts: &Options) -> (Vec<usize>, BTreeMap<String, Outco
             Ok(t.elapsed())
         })
     });
-    for (name, pages) in [(names::DONTNEED_SMALL, ZAP_SMALL), (names::DONTNEED_LARGE, ZAP_LARGE)] {
+    let zaps = [
+        (names::DONTNEED_ONE, 1),
+        (names::DONTNEED_SMALL, ZAP_SMALL),
+        (names::DONTNEED_LARGE, ZAP_LARGE),
+    ];
+    for (name, pages) in zaps {
         put(name, &mut || zap(opts, pages));
     }
     put(names::MMAP_MUNMAP, &mut || {
@@ -126,6 +131,19 @@ fn measure_on_this_thread(opts: &Options) -> (Vec<usize>, BTreeMap<String, Outco
                 sys::map_unmap_untouched(16).map_err(|e| format!("mmap/munmap: {e}"))?;
             }
             Ok(t.elapsed())
+        })
+    });
+    put(names::MUNMAP_SPLIT, &mut || {
+        let pair = sys::MergedPair::map().map_err(|e| format!("mmap: {e}"))?;
+        simple(opts, 1 << 20, &mut |ops| {
+            let mut took = Duration::ZERO;
+            for _ in 0..ops {
+                let t = Instant::now();
+                pair.unmap_upper().map_err(|e| format!("munmap: {e}"))?;
+                took += t.elapsed();
+                pair.remap_upper().map_err(|e| format!("mmap(MAP_FIXED_NOREPLACE): {e}"))?;
+            }
+            Ok(took)
         })
     });
     put(names::THREAD_SWITCH, &mut || thread_switch(opts, local));

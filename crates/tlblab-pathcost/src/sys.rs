@@ -70,6 +70,55 @@ impl Drop for Anon {
     }
 }
 
+/// Two anonymous pages in one VMA, the lower one written: unmapping the upper page splits the
+/// VMA (`__split_vma()`), and mapping it back with `MAP_FIXED_NOREPLACE` merges it again (same
+/// flags, and the lower page's anon_vma is compatible with none).
+pub(crate) struct MergedPair {
+    ptr: NonNull<c_void>,
+}
+
+impl MergedPair {
+    /// Maps the pair and writes its lower page.
+    pub(crate) fn map() -> Result<MergedPair, Errno> {
+        let len = NonZeroUsize::new(2 * PAGE).ok_or(Errno::EINVAL)?;
+        let prot = ProtFlags::PROT_READ | ProtFlags::PROT_WRITE;
+        // SAFETY: a new mapping at an address the kernel chooses affects no existing memory.
+        let ptr = unsafe { mman::mmap_anonymous(None, len, prot, MapFlags::MAP_PRIVATE)? };
+        // SAFETY: the first byte of our own fresh read-write mapping.
+        unsafe { ptr.as_ptr().cast::<u8>().write_volatile(1) };
+        Ok(MergedPair { ptr })
+    }
+
+    fn upper(&self) -> NonNull<c_void> {
+        // SAFETY: one page into a 2-page mapping: in bounds, not null.
+        unsafe { NonNull::new_unchecked(self.ptr.as_ptr().cast::<u8>().add(PAGE).cast()) }
+    }
+
+    /// `munmap` of the upper page (untouched: no zap, no flush).
+    pub(crate) fn unmap_upper(&self) -> Result<(), Errno> {
+        // SAFETY: our own page, which nothing refers to.
+        unsafe { mman::munmap(self.upper(), PAGE) }
+    }
+
+    /// Maps the upper page again, at its address.
+    pub(crate) fn remap_upper(&self) -> Result<(), Errno> {
+        let len = NonZeroUsize::new(PAGE).ok_or(Errno::EINVAL)?;
+        let prot = ProtFlags::PROT_READ | ProtFlags::PROT_WRITE;
+        let flags = MapFlags::MAP_PRIVATE | MapFlags::MAP_FIXED_NOREPLACE;
+        let at = NonZeroUsize::new(self.upper().as_ptr() as usize);
+        // SAFETY: MAP_FIXED_NOREPLACE never replaces a mapping; the address is the page this
+        // value unmapped.
+        unsafe { mman::mmap_anonymous(at, len, prot, flags).map(|_| ()) }
+    }
+}
+
+impl Drop for MergedPair {
+    fn drop(&mut self) {
+        // SAFETY: the pair is ours (its upper page may be unmapped: munmap ignores that).
+        let _ = unsafe { mman::munmap(self.ptr, 2 * PAGE) };
+    }
+}
+
 /// `mmap` of `pages` anonymous pages, then `munmap`, touching nothing.
 pub(crate) fn map_unmap_untouched(pages: usize) -> Result<(), Errno> {
     let len = pages.checked_mul(PAGE).and_then(NonZeroUsize::new).ok_or(Errno::EINVAL)?;

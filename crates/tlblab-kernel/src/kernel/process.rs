@@ -121,12 +121,14 @@ impl<O: Observer> Kernel<O> {
             return 0;
         }
         self.free_global_asid(mm);
-        let mut cycles = 0;
+        let (mut cycles, mut zapped) = (0, 0);
         for v in 0..self.mms[mm.0 as usize].vmas.len() as u32 {
             let touched = self.mms[mm.0 as usize].vma(VmaId(v)).is_some_and(|v| v.touched);
-            cycles += self.zap(t, mm, VmaId(v), 0, u64::MAX).0 * self.costs.zap_pte.cycles;
+            zapped += self.zap(t, mm, VmaId(v), 0, u64::MAX).0;
             cycles += self.la57_checks(u64::from(touched) * LA57_CHECKS_WALK);
         }
+        // One mmu_gather for the whole address space.
+        cycles += self.zap_cycles(zapped);
         self.push_flush(t, FlushRequest::pages(mm, 0, FLUSH_ALL_END, true));
         cycles
     }

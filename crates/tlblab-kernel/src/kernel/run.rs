@@ -714,6 +714,15 @@ impl<O: Observer> Kernel<O> {
         }
     }
 
+    /// Zapping `n` present PTEs in one `mmu_gather`: each PTE's `zap_pte`, and once for the
+    /// gather when it freed any page, `zap_batch` (`lru_add_drain()` and the batched free).
+    pub(super) fn zap_cycles(&self, n: u64) -> u64 {
+        if n == 0 {
+            return 0;
+        }
+        n * self.costs.zap_pte.cycles + self.costs.zap_batch.cycles
+    }
+
     /// The body of a system call; pushes the exit frame (and any work before it).
     fn syscall_body(&mut self, cpu: CpuId, t: TaskId, call: Syscall) -> Step {
         let mm = self.tasks[t.0 as usize].mm.expect("user task");
@@ -726,9 +735,18 @@ impl<O: Observer> Kernel<O> {
                 }
                 Step::Next
             }
-            Syscall::Mmap { pages } => {
+            Syscall::Mmap { .. } | Syscall::MmapBeside { .. } => {
+                // NOTE: a merge (vma_expand() of the neighbour) is charged what a new VMA is;
+                // the two were not measured apart.
                 let cycles = self.costs.mmap.cycles + self.la57_checks(LA57_CHECKS_MMAP);
-                let vma = self.mms[mm.0 as usize].mmap(pages);
+                let m = &mut self.mms[mm.0 as usize];
+                let vma = match call {
+                    Syscall::MmapBeside { pages, of } => {
+                        m.mmap_beside(of, pages).unwrap_or_else(|| m.mmap(pages))
+                    }
+                    Syscall::Mmap { pages } => m.mmap(pages),
+                    _ => unreachable!("matched above"),
+                };
                 self.tasks[t.0 as usize].last = Outcome::Mapped(vma);
                 self.push_frame(t, exit);
                 Step::Spend(cycles, Mode::Sys)
@@ -746,11 +764,13 @@ impl<O: Observer> Kernel<O> {
                     false => Vec::new(),
                 };
                 let freed = !tables.is_empty();
+                let splits = self.mms[mm.0 as usize].unmap_splits(vma);
                 let (n, mut lo, mut hi) = self.zap(t, mm, vma, 0, pages);
                 self.tables_freed(t, mm, &tables);
                 self.mms[mm.0 as usize].vmas[vma.0 as usize] = None;
                 let cycles = self.costs.munmap.cycles
-                    + n * self.costs.zap_pte.cycles
+                    + self.zap_cycles(n)
+                    + if splits { self.costs.split_vma.cycles } else { 0 }
                     + self.la57_checks(LA57_CHECKS_WALK);
                 self.push_frame(t, exit);
                 if freed {
@@ -771,7 +791,7 @@ impl<O: Observer> Kernel<O> {
                 let (n, mut lo, mut hi) = self.zap(t, mm, vma, first, pages);
                 self.tables_freed(t, mm, &tables);
                 let cycles = self.costs.madvise.cycles
-                    + n * self.costs.zap_pte.cycles
+                    + self.zap_cycles(n)
                     + self.la57_checks(LA57_CHECKS_WALK);
                 self.push_frame(t, exit);
                 if let (Some(&a), Some(&b)) = (tables.first(), tables.last()) {

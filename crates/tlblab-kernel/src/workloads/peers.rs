@@ -206,7 +206,9 @@ impl Program for Storm {
         self.step = (self.step + 1) % 4;
         let pages = self.p.pages;
         match (mprotect, self.step) {
-            (false, 1) => Action::Syscall(Syscall::Mmap { pages }),
+            // MAP_FIXED_NOREPLACE beside the anchor, as the live loop maps it: the kernel
+            // merges the two VMAs, so each munmap splits the merged one.
+            (false, 1) => Action::Syscall(Syscall::MmapBeside { pages, of: first }),
             (false, 2) => {
                 let vma = mapped(env);
                 self.vma = Some(vma);
@@ -281,6 +283,41 @@ mod tests {
         assert!(remote > 900 && remote <= 2 * 512 + 2 + 1, "{remote}");
         assert_eq!(processes.vmstat.nr_tlb_remote_flush, 0);
         assert_eq!(processes.vmstat.nr_tlb_remote_flush_received, 0);
+    }
+
+    /// storm's munmap unmaps the part of a VMA that its mmap merged into the anchor's: each
+    /// iteration pays `split_vma` once, and `zap_batch` once for its one mmu_gather, on top of
+    /// the per-page `zap_pte` (which stays as it was).
+    #[test]
+    fn storm_munmap_splits_the_merged_vma_and_pays_one_zap_batch() {
+        let text = include_str!("../../../../presets/skylake.toml");
+        let with = |batch: u64, split: u64| {
+            let extra = format!("zap_batch = {{ cycles = {batch}, source = \"test\" }}\nsplit_vma = {{ cycles = {split}, source = \"test\" }}\nmprotect = ");
+            let text = text.replacen("mprotect = ", &extra, 1);
+            tlblab_sim::machine::MachineSpec::from_toml(&text, "test").unwrap()
+        };
+        let sys = |spec: &tlblab_sim::machine::MachineSpec| {
+            let p = Params {
+                busy: 0,
+                op: StormOp::Munmap,
+                pages: 2,
+                iterations: 200,
+                ..Params::default()
+            };
+            let policy = Policy::named("linux-6.18").unwrap();
+            let config = KernelConfig { nr_cpus: 1, seed: 1, time_limit: Cycles(u64::MAX) };
+            let mut k = Kernel::new(spec, &policy, config, NoObserver).unwrap();
+            let s = scenario("storm").unwrap();
+            s.install(&mut k, &p).unwrap();
+            assert!(s.run(&mut k, &p));
+            let r = k.report();
+            assert_eq!(r.tasks[0].ops, 200);
+            r.tasks[0].sys_cycles
+        };
+        let base = sys(&with(0, 0));
+        assert_eq!(sys(&with(0, 3000)) - base, 200 * 3000, "one split per munmap");
+        // One batch per munmap (its two pages) and one for exit_mmap()'s (the anchor page).
+        assert_eq!(sys(&with(500, 0)) - base, 201 * 500, "one zap batch per mmu_gather");
     }
 
     /// storm: per iteration, munmap: the pages' write faults and one ranged flush of them;

@@ -170,6 +170,20 @@ impl KernelFigure {
         }
     }
 
+    /// `zap_batch` of a preset that does not give it: held in `madvise` and `munmap`.
+    pub fn folded_zap_batch() -> KernelFigure {
+        let why = "not separate: held in this preset's madvise and munmap, which were shared out \
+                   of whole-path measurements";
+        KernelFigure::in_cycles(0, why, true)
+    }
+
+    /// `split_vma` of a preset that does not give it.
+    pub fn unmeasured_split_vma() -> KernelFigure {
+        let why = "not measured apart: a munmap that splits a VMA costs what one that removes a \
+                   whole VMA does";
+        KernelFigure::in_cycles(0, why, true)
+    }
+
     /// A figure measured as `ns` at `at_mhz`; `cycles` stays 0 until the preset is loaded.
     pub fn in_ns(
         ns: f64,
@@ -436,6 +450,18 @@ pub struct RawKernel {
     pub mmap: KernelFigure,
     /// `munmap` apart from the syscall, the zaps and the flush.
     pub munmap: KernelFigure,
+    /// Once per zap that clears a present PTE (`madvise(MADV_DONTNEED)`, `munmap`), apart from
+    /// the per-page `zap_pte` and the flush: `lru_add_drain()` of the CPU's LRU batch and
+    /// `tlb_finish_mmu()`'s batched free of the pages (memcg uncharge, LRU removal, the free).
+    /// 0 (the default) in a preset whose `madvise` and `munmap` were shared out of whole-path
+    /// measurements that already hold it.
+    #[serde(default = "KernelFigure::folded_zap_batch")]
+    pub zap_batch: KernelFigure,
+    /// The extra of a `munmap` that unmaps part of a VMA (`__split_vma()`: a VMA copied, its
+    /// anon_vma chain cloned, the maple tree updated) over one that removes a whole VMA. 0 (the
+    /// default) in a preset that did not measure it apart.
+    #[serde(default = "KernelFigure::unmeasured_split_vma")]
+    pub split_vma: KernelFigure,
     /// `mprotect` apart from the syscall and the flush, per region.
     pub mprotect: KernelFigure,
     /// `__schedule()` and `switch_to()` between two tasks, apart from `switch_mm_irqs_off()`.
@@ -481,7 +507,7 @@ pub struct RawKernel {
 
 impl RawKernel {
     /// Every path cost, named as in the file, in file order.
-    pub fn figures(&self) -> [(&'static str, &KernelFigure); 28] {
+    pub fn figures(&self) -> [(&'static str, &KernelFigure); 30] {
         [
             ("syscall", &self.syscall),
             ("page_fault_anon", &self.page_fault_anon),
@@ -491,6 +517,8 @@ impl RawKernel {
             ("madvise", &self.madvise),
             ("mmap", &self.mmap),
             ("munmap", &self.munmap),
+            ("zap_batch", &self.zap_batch),
+            ("split_vma", &self.split_vma),
             ("mprotect", &self.mprotect),
             ("context_switch", &self.context_switch),
             ("switch_mm", &self.switch_mm),
@@ -515,7 +543,7 @@ impl RawKernel {
     }
 
     /// Every path cost, mutable, named as in the file.
-    pub fn figures_mut(&mut self) -> [(&'static str, &mut KernelFigure); 28] {
+    pub fn figures_mut(&mut self) -> [(&'static str, &mut KernelFigure); 30] {
         [
             ("syscall", &mut self.syscall),
             ("page_fault_anon", &mut self.page_fault_anon),
@@ -525,6 +553,8 @@ impl RawKernel {
             ("madvise", &mut self.madvise),
             ("mmap", &mut self.mmap),
             ("munmap", &mut self.munmap),
+            ("zap_batch", &mut self.zap_batch),
+            ("split_vma", &mut self.split_vma),
             ("mprotect", &mut self.mprotect),
             ("context_switch", &mut self.context_switch),
             ("switch_mm", &mut self.switch_mm),
