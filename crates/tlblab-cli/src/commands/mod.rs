@@ -138,11 +138,7 @@ pub fn scenario_kernel(
     (info, params): (&ScenarioInfo, &Params),
     prepare: impl FnOnce(&mut Kernel<NoObserver>),
 ) -> Result<Kernel<NoObserver>> {
-    let config = KernelConfig {
-        nr_cpus: usize::from(cpus),
-        seed,
-        time_limit: tlblab_types::Cycles(u64::MAX),
-    };
+    let config = KernelConfig::new(usize::from(cpus), seed);
     let mut kernel = Kernel::new(spec, policy, config, NoObserver)?;
     prepare(&mut kernel);
     info.install(&mut kernel, params)?;
