@@ -52,17 +52,17 @@ macro_rules! mechanisms {
 mechanisms! {
     /// KVM guest costs (`kernel/guest.rs`).
     Guest => "guest",
-        "KVM guest: a VM exit per IPI sent (per batch with PV send-IPI), an injection exit per IPI received without posted interrupts",
+        "a KVM guest's VM exits: one per IPI sent (per batch with PV send-IPI), one per IPI received without posted interrupts",
         "docs/kernel-model.md, \"Virtualisation\"",
         "bare metal, as a preset without [guest] (the preset's [idle] table stays)";
     /// Idle states and the governor (`kernel/idle.rs`).
     IdleStates => "idle-states",
-        "C-states of the preset's [idle] table: the menu governor's choice, exit latencies, states that lose the TLB",
+        "the C-states of the preset's [idle] table, the menu governor's choice, their exit latencies and TLB loss",
         "docs/kernel-model.md, \"Idle states\"",
         "as a preset without [idle]: one state left at kernel.idle_exit";
     /// `smp_call_function_many_cond()`'s per-CPU call queue (`kernel/run.rs`).
     CsdQueue => "csd-queue",
-        "smp_call_function_many's csd queue: a csd per target (a cache line), an IPI only to an empty queue, one interrupt runs every queued call, the initiator waits for the csds in turn",
+        "smp_call_function_many's csd queue (a csd per target, an IPI only to an empty queue, one interrupt runs every queued call, the initiator waits for each csd in turn)",
         "docs/kernel-model.md, \"How time is modelled\" (IPIs and cross-CPU calls)",
         "one IPI per call per target carrying its call, no csd write, the wait ends ipi_ack after the last target";
 }
