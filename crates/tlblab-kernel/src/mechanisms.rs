@@ -196,6 +196,22 @@ mod tests {
         assert_eq!(names.len(), Mechanism::ALL.len());
     }
 
+    /// docs/kernel-model.md has a row for each in "Mechanisms and their switches", and the
+    /// section each names exists.
+    #[test]
+    fn every_mechanism_is_documented() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/kernel-model.md");
+        let text = std::fs::read_to_string(path).unwrap();
+        let table = &text[text.find("## Mechanisms and their switches").unwrap()..];
+        for &m in Mechanism::ALL {
+            assert!(table.contains(&format!("\n| `{}` |", m.name())), "no row for {m}");
+            let (file, section) = m.doc().split_once(", \"").unwrap();
+            let section = &section[..section.find('"').unwrap()];
+            assert_eq!(file, "docs/kernel-model.md");
+            assert!(text.contains(section), "{m}: no section {section:?}");
+        }
+    }
+
     #[test]
     fn a_set_starts_full_and_loses_what_is_switched_off() {
         let all = Mechanisms::all();
