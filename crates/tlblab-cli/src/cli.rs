@@ -404,8 +404,14 @@ pub enum SimCommand {
     /// metric is reported as the mean ± stddev over seeds, with the ratio to the first policy
     /// and its 95% confidence interval (paired by seed). Policies: linux-4.13,
     /// linux-4.14-nopcid, linux-4.14, linux-6.18, variants such as pti-deferred, compositions
-    /// such as linux-6.18+pti-invpcid, or a .toml file.
+    /// such as linux-6.18+pti-invpcid, or a .toml file. `--explain` adds, per policy, what
+    /// each model mechanism contributes to the metric (each switched off in turn).
     Run(RunArgs),
+    /// List the model's mechanisms that `sim run --without` and `--explain` switch off.
+    ///
+    /// Each line: the name, what it models, and what the model does with it off
+    /// (docs/kernel-model.md, "Mechanisms and their switches").
+    Mechanisms,
     /// Look for stale translations a policy lets a CPU use (docs/safety.md).
     ///
     /// Runs the scenario under many perturbed schedules, deterministically from the seed, with
@@ -659,6 +665,15 @@ pub struct RunArgs {
     /// The scenario's parameters.
     #[command(flatten)]
     pub params: ScenarioParams,
+    /// Switch these model mechanisms off in every run (comma-separated: guest, idle-states,
+    /// csd-queue; `tlblab sim mechanisms` describes them).
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
+    pub without: Vec<String>,
+    /// Explain each policy's metric by mechanism: run it again with each mechanism off in turn
+    /// (same seeds) and show the change from the run with all on. A mechanism the machine does
+    /// not have is listed, not run.
+    #[arg(long)]
+    pub explain: bool,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,

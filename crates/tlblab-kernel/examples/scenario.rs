@@ -3,7 +3,6 @@
 //! e.g. `… -- kbuild pti-deferred 4 skylake 8`
 use tlblab_kernel::workloads::{scenario, Params};
 use tlblab_kernel::{Kernel, KernelConfig, NoObserver, Policy};
-use tlblab_types::Cycles;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -11,7 +10,7 @@ fn main() {
     let policy = Policy::named(&args[2]).unwrap();
     let cpus: usize = args[3].parse().unwrap();
     let spec = tlblab_sim::machine::builtin(args.get(4).map_or("skylake", |s| s)).unwrap();
-    let config = KernelConfig { nr_cpus: cpus, seed: 1, time_limit: Cycles(u64::MAX) };
+    let config = KernelConfig::new(cpus, 1);
     let mut k = Kernel::new(&spec, &policy, config, NoObserver).unwrap();
     let mut params = Params::default();
     if let Some(tasks) = args.get(5) {

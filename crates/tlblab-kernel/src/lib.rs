@@ -9,13 +9,15 @@
 //! - [`Policy`]: the named variants and user-defined ones (TOML);
 //! - [`program`]: what tasks do (memory references, system calls);
 //! - [`observer`]: the `tlb:tlb_flush` tracepoint and the kernel's counters;
+//! - [`mechanisms`]: switches that turn the model's mechanisms (guest costs, idle states, the
+//!   csd queue) off, to see what each contributes;
 //! - [`exposure`]: the windows in which a policy that defers flushes on purpose (`latr`,
 //!   `xpfo-deferred`) leaves stale translations usable, as distributions.
 //!
 //! ```
 //! use tlblab_kernel::{Kernel, KernelConfig, Policy, TraceLog};
 //! use tlblab_kernel::program::{Action, Env, Program, Syscall};
-//! use tlblab_types::{CpuId, Cycles};
+//! use tlblab_types::CpuId;
 //!
 //! /// mmap one page, touch it, unmap it, exit.
 //! struct OnePage(u32);
@@ -33,7 +35,7 @@
 //!     }
 //! }
 //! let spec = tlblab_sim::machine::builtin("skylake").unwrap();
-//! let config = KernelConfig { nr_cpus: 2, seed: 1, time_limit: Cycles(u64::MAX) };
+//! let config = KernelConfig::new(2, 1);
 //! let mut kernel = Kernel::new(&spec, &Policy::named("linux-6.18").unwrap(), config, TraceLog::default()).unwrap();
 //! kernel.spawn_process(Box::new(OnePage(0)), CpuId(0), true);
 //! assert!(kernel.run());
@@ -44,6 +46,7 @@ pub mod cpumask;
 pub mod exposure;
 pub mod ids;
 mod kernel;
+pub mod mechanisms;
 pub mod mm;
 pub mod observer;
 pub mod policy;
@@ -56,5 +59,6 @@ pub use kernel::{
     FlushRequest, FlushTlbInfo, Kernel, KernelConfig, KernelError, Violation, ViolationKind,
     FLUSH_ALL_END, PAGE_SHIFT,
 };
+pub use mechanisms::{Mechanism, Mechanisms};
 pub use observer::{NoObserver, Observer, TlbFlushEvent, TlbFlushReason, TraceLog};
 pub use policy::Policy;

@@ -88,7 +88,7 @@ pub(crate) fn run(
     seed: u64,
 ) -> Result<RunOutput, ReplayError> {
     let n = plan.cpus;
-    let config = KernelConfig { nr_cpus: n + 1, seed, time_limit: Cycles(u64::MAX) };
+    let config = KernelConfig::new(n + 1, seed);
     let observer = FlushCounter { start: setup.lead, cpus: n, counts: Default::default() };
     let mut k = Kernel::new(spec, policy, config, observer)
         .map_err(|source| ReplayError::Kernel { policy: policy.name.clone(), source })?;

@@ -172,7 +172,7 @@ fn run_one(
     seed: u64,
 ) -> Result<RunData, StudyError> {
     let part = &prepared.part;
-    let config = KernelConfig { nr_cpus: part.cpus, seed, time_limit: Cycles(u64::MAX) };
+    let config = KernelConfig::new(part.cpus, seed);
     let policy = &prepared.policies[policy];
     let mut kernel = Kernel::new(&prepared.spec, policy, config, NoObserver).map_err(|source| {
         StudyError::Kernel {

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 use tlblab_kernel::exposure::{ExposureReport, RunExposure, Windows};
 use tlblab_kernel::workloads::{scenario, Params, ScenarioInfo};
-use tlblab_kernel::{Policy, Violation, ViolationKind};
+use tlblab_kernel::{Mechanisms, Policy, Violation, ViolationKind};
 use tlblab_sim::machine::MachineSpec;
 use tlblab_stats::Summary;
 use tlblab_types::Cycles;
@@ -80,8 +80,13 @@ fn speed(
     let values = seeds
         .par_iter()
         .map(|&seed| -> Result<f64> {
-            let mut k =
-                super::scenario_kernel(spec, policy, args.cpus, seed, (info, params), |_| {})?;
+            let mut k = super::scenario_kernel(
+                spec,
+                policy,
+                (args.cpus, seed, Mechanisms::all()),
+                (info, params),
+                |_| {},
+            )?;
             info.run(&mut k, params);
             Ok(info.metric.value(&k.report()))
         })
@@ -124,12 +129,17 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     let outcomes: Vec<Outcome> = seeds
         .par_iter()
         .map(|&seed| -> Result<Outcome> {
-            let mut k =
-                super::scenario_kernel(&spec, &policy, args.cpus, seed, (info, &params), |k| {
+            let mut k = super::scenario_kernel(
+                &spec,
+                &policy,
+                (args.cpus, seed, Mechanisms::all()),
+                (info, &params),
+                |k| {
                     k.enable_checker();
                     k.perturb(Cycles(args.max_ipi_delay));
                     k.disturb(Cycles(args.disturb_every));
-                })?;
+                },
+            )?;
             // A scenario with a window stops at its end, tasks finished or not.
             let windowed = info.time_limit(&params, k.clock_mhz()) != Cycles(u64::MAX);
             let finished = info.run(&mut k, &params) || windowed;

@@ -20,7 +20,7 @@ use crate::cli::{
 use anyhow::Result;
 use std::process::ExitCode;
 use tlblab_kernel::workloads::{Params, ScenarioInfo};
-use tlblab_kernel::{Kernel, KernelConfig, NoObserver};
+use tlblab_kernel::{Kernel, KernelConfig, Mechanisms, NoObserver};
 use tlblab_memtrace::{Format, ReadOptions, TraceError};
 use tlblab_sim::hw::Replacement;
 use tlblab_sim::machine::{MachineError, MachineSpec};
@@ -36,6 +36,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Sim(SimCommand::Machines(args)) => machines::run(&args),
         Command::Sim(SimCommand::Run(args)) => run::run(&args),
         Command::Sim(SimCommand::Check(args)) => check::run(&args),
+        Command::Sim(SimCommand::Mechanisms) => run::list_mechanisms(),
         Command::Sim(SimCommand::Study(args)) => study::run(&args),
         Command::Sim(SimCommand::Replay(args)) => replay::run(&args),
         Command::Compare(args) => compare::run(&args),
@@ -76,6 +77,7 @@ pub fn exit_status(error: &anyhow::Error) -> u8 {
                 .is_some_and(|e| !matches!(e, tlblab_flushtrace::FileError::Io { .. }))
             || cause.is::<tlblab_kernel::policy::PolicyError>()
             || cause.is::<tlblab_kernel::workloads::ScenarioError>()
+            || cause.is::<tlblab_kernel::mechanisms::MechanismError>()
             || cause.is::<tlblab_kernel::KernelError>()
             || cause.is::<tlblab_studies::StudyError>()
             || cause.downcast_ref::<tlblab_live::LiveError>().is_some_and(|e| {
@@ -127,22 +129,18 @@ pub fn load_machine(args: &MachineArgs) -> Result<MachineSpec> {
     Ok(spec.with_paging_levels(args.paging_levels)?)
 }
 
-/// A kernel model of `cpus` CPUs running `policy` on `spec` from `seed`, with `info`'s scenario
+/// A kernel model of `cpus` CPUs running `policy` on `spec` from `seed` with `mechanisms` on,
+/// with `info`'s scenario
 /// installed; `prepare` runs first (the safety checker and perturbations must be set before the
 /// scenario's tasks start). Run it with [`ScenarioInfo::run`].
 pub fn scenario_kernel(
     spec: &MachineSpec,
     policy: &tlblab_kernel::Policy,
-    cpus: u16,
-    seed: u64,
+    (cpus, seed, mechanisms): (u16, u64, Mechanisms),
     (info, params): (&ScenarioInfo, &Params),
     prepare: impl FnOnce(&mut Kernel<NoObserver>),
 ) -> Result<Kernel<NoObserver>> {
-    let config = KernelConfig {
-        nr_cpus: usize::from(cpus),
-        seed,
-        time_limit: tlblab_types::Cycles(u64::MAX),
-    };
+    let config = KernelConfig::new(usize::from(cpus), seed).with_mechanisms(mechanisms);
     let mut kernel = Kernel::new(spec, policy, config, NoObserver)?;
     prepare(&mut kernel);
     info.install(&mut kernel, params)?;

@@ -8,7 +8,7 @@ use serde::Serialize;
 use std::process::ExitCode;
 use tlblab_kernel::stats::KernelReport;
 use tlblab_kernel::workloads::{scenario, Params};
-use tlblab_kernel::Policy;
+use tlblab_kernel::{Mechanism, Mechanisms, Policy};
 
 /// The JSON output of `tlblab sim run`.
 #[derive(Serialize)]
@@ -21,6 +21,8 @@ struct RunReport {
     metric: &'static str,
     lower_is_better: bool,
     params: Params,
+    /// The mechanisms off in every run (`--without`).
+    without: Vec<Mechanism>,
     policies: Vec<PolicyResult>,
 }
 
@@ -33,7 +35,49 @@ struct PolicyResult {
     stddev: f64,
     /// Mean of per-seed ratios to the baseline, with its 95% CI (absent for the baseline).
     ratio: Option<tlblab_stats::RatioToBaseline>,
+    /// With `--explain`: the metric with each mechanism off in turn, beside these runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    explanation: Option<Vec<MechanismEffect>>,
     runs: Vec<KernelReport>,
+}
+
+/// One mechanism's part in a policy's metric: the runs with it off against those with it on.
+#[derive(Serialize)]
+struct MechanismEffect {
+    mechanism: Mechanism,
+    description: &'static str,
+    status: EffectStatus,
+    /// The metric per seed with the mechanism off (empty unless it ran).
+    values: Vec<f64>,
+    mean: Option<f64>,
+    stddev: Option<f64>,
+    /// Mean with it off less mean with it on.
+    change: Option<f64>,
+    /// `change` as a percentage of the mean with it on.
+    change_pct: Option<f64>,
+    /// Mean of the per-seed ratios off / on, with its 95% CI (≥ 2 seeds).
+    ratio: Option<tlblab_stats::RatioToBaseline>,
+    /// Whether that CI excludes 1.
+    significant: Option<bool>,
+}
+
+/// Whether a mechanism's runs were made.
+#[derive(Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+enum EffectStatus {
+    /// Run with it off.
+    Ran,
+    /// The machine has nothing for it to act on: not run.
+    NotPresent,
+    /// Already off in every run (`--without`).
+    Off,
+}
+
+/// The ratio of `values` to `base` (paired by seed) and whether its CI excludes 1; `None`
+/// with fewer than 2 seeds or a zero in `base`.
+fn paired_ratio(values: &[f64], base: &[f64]) -> Option<(tlblab_stats::RatioToBaseline, bool)> {
+    let q = tlblab_stats::ratio_to_baseline(values, base, 0.95).ok()?;
+    Some((q, q.ci.low > 1.0 || q.ci.high < 1.0))
 }
 
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
@@ -41,38 +85,79 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let info = scenario(&args.scenario)?;
     let policies: Vec<Policy> =
         args.policies.iter().map(|p| Policy::load(p)).collect::<Result<_, _>>()?;
+    let base = args.without.iter().try_fold(Mechanisms::all(), |set, name| {
+        Mechanism::from_name(name).map(|m| set.without(m))
+    })?;
     let params = args.params.to_params();
-    let jobs: Vec<(usize, u64)> =
-        (0..policies.len()).flat_map(|p| (0..args.seeds).map(move |s| (p, s))).collect();
-    // Each run is independent and deterministic; results are put back in job order.
-    let reports: Vec<KernelReport> = jobs
+    // The runs of each policy: with `base`, then (with --explain) with each mechanism that is
+    // on and present also off.
+    let mut variants = vec![(None, base)];
+    if args.explain {
+        variants.extend(
+            Mechanism::ALL
+                .iter()
+                .filter(|&&m| base.is_on(m) && m.present_on(&spec))
+                .map(|&m| (Some(m), base.without(m))),
+        );
+    }
+    let jobs: Vec<(usize, usize, u64)> = (0..policies.len())
+        .flat_map(|p| {
+            (0..variants.len()).flat_map(move |v| (0..args.seeds).map(move |s| (p, v, s)))
+        })
+        .collect();
+    // Each run is independent and deterministic; results are put back in job order. Only the
+    // runs with `base` keep their report.
+    let outcomes: Vec<(f64, Option<KernelReport>)> = jobs
         .par_iter()
-        .map(|&(p, s)| -> Result<KernelReport> {
+        .map(|&(p, v, s)| -> Result<(f64, Option<KernelReport>)> {
             let scenario = (info, &params);
-            let mut kernel = super::scenario_kernel(
-                &spec,
-                &policies[p],
-                args.cpus,
-                args.seed + s,
-                scenario,
-                |_| {},
-            )?;
+            let run = (args.cpus, args.seed + s, variants[v].1);
+            let mut kernel = super::scenario_kernel(&spec, &policies[p], run, scenario, |_| {})?;
             info.run(&mut kernel, &params);
-            Ok(kernel.report())
+            let report = kernel.report();
+            Ok((info.metric.value(&report), (v == 0).then_some(report)))
         })
         .collect::<Result<_>>()?;
     let mut results = Vec::new();
-    let mut reports = reports.into_iter();
+    let mut outcomes = outcomes.into_iter();
     for policy in &policies {
-        let runs: Vec<KernelReport> = reports.by_ref().take(args.seeds as usize).collect();
-        let values: Vec<f64> = runs.iter().map(|r| info.metric.value(r)).collect();
+        let mut per_variant: Vec<(Vec<f64>, Vec<KernelReport>)> = Vec::new();
+        for _ in &variants {
+            let (values, runs) =
+                outcomes.by_ref().take(args.seeds as usize).unzip::<_, _, _, Vec<_>>();
+            per_variant.push((values, runs.into_iter().flatten().collect()));
+        }
+        let mut per_variant = per_variant.into_iter();
+        let (values, runs) = per_variant.next().expect("the base variant");
         let ms = tlblab_stats::mean_std(&values).context("metric")?;
+        let explanation = args.explain.then(|| {
+            let mut ran = per_variant.map(|(v, _)| v);
+            Mechanism::ALL
+                .iter()
+                .map(|&m| {
+                    let status = if !base.is_on(m) {
+                        EffectStatus::Off
+                    } else if !m.present_on(&spec) {
+                        EffectStatus::NotPresent
+                    } else {
+                        EffectStatus::Ran
+                    };
+                    let off = if status == EffectStatus::Ran {
+                        ran.next().expect("a run per mechanism that ran")
+                    } else {
+                        Vec::new()
+                    };
+                    effect(m, status, off, &values, ms.mean)
+                })
+                .collect()
+        });
         results.push(PolicyResult {
             policy: policy.clone(),
             values,
             mean: ms.mean,
             stddev: ms.stddev,
             ratio: None,
+            explanation,
             runs,
         });
     }
@@ -91,6 +176,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         metric: info.metric.unit(),
         lower_is_better: info.metric.lower_is_better(),
         params,
+        without: base.off(),
         policies: results,
     };
     if args.json {
@@ -101,12 +187,62 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Mechanism `m`'s effect: `off`, the metric per seed with it off (empty unless it ran),
+/// against `on` (mean `on_mean`).
+fn effect(
+    m: Mechanism,
+    status: EffectStatus,
+    off: Vec<f64>,
+    on: &[f64],
+    on_mean: f64,
+) -> MechanismEffect {
+    let ms = tlblab_stats::mean_std(&off).ok();
+    let change = ms.map(|ms| ms.mean - on_mean);
+    let ratio = paired_ratio(&off, on);
+    MechanismEffect {
+        mechanism: m,
+        description: m.description(),
+        status,
+        mean: ms.map(|ms| ms.mean),
+        stddev: ms.map(|ms| ms.stddev),
+        change,
+        change_pct: change.filter(|_| on_mean != 0.0).map(|c| 100.0 * c / on_mean),
+        ratio: ratio.map(|(q, _)| q),
+        significant: ratio.map(|(_, s)| s),
+        values: off,
+    }
+}
+
+/// `tlblab sim mechanisms`: the switches, what each models and what off means.
+pub fn list_mechanisms() -> Result<ExitCode> {
+    let mut out = String::from(
+        "The model's mechanisms (`tlblab sim run --without NAME[,NAME…]` switches them off;\n\
+         `--explain` runs each policy with each off in turn):\n",
+    );
+    for &m in Mechanism::ALL {
+        out += &format!(
+            "\n{}\n  models: {}\n  off:    {}\n  doc:    {}\n",
+            m.name(),
+            m.description(),
+            m.off_means(),
+            m.doc()
+        );
+    }
+    render::stdout(&out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
 fn text(r: &RunReport, description: &str) -> String {
     let k = r.policies[0].values.len();
     let mut out = format!(
-        "tlblab sim run: scenario {} on {} simulated CPUs of machine {}, {} seed(s) per policy\n  {}\n\n",
+        "tlblab sim run: scenario {} on {} simulated CPUs of machine {}, {} seed(s) per policy\n  {}\n",
         r.scenario, r.cpus, r.machine, k, description
     );
+    if !r.without.is_empty() {
+        let names: Vec<&str> = r.without.iter().map(|m| m.name()).collect();
+        out += &format!("  mechanisms off in every run: {}\n", names.join(", "));
+    }
+    out.push('\n');
     let better = if r.lower_is_better { "lower is better" } else { "higher is better" };
     let mut t = Table::new(&[
         "policy",
@@ -151,6 +287,58 @@ fn text(r: &RunReport, description: &str) -> String {
     );
     for p in &r.policies {
         out += &format!("  {}: {}\n", p.policy.name, p.policy.mirrors);
+    }
+    for p in &r.policies {
+        if let Some(effects) = &p.explanation {
+            out += &explanation(r, p, effects);
+        }
+    }
+    out
+}
+
+/// The `--explain` table of policy `p`, and what each mechanism models.
+fn explanation(r: &RunReport, p: &PolicyResult, effects: &[MechanismEffect]) -> String {
+    let all_on = if r.without.is_empty() { "all on" } else { "all others on" };
+    let mut out = format!(
+        "\n  {}: each mechanism off in turn, same seeds ({all_on}: {:.3} ± {:.3} {})\n",
+        p.policy.name, p.mean, p.stddev, r.metric
+    );
+    let mut t = Table::new(&[
+        "mechanism",
+        &format!("{} off (mean ± sd)", r.metric),
+        "change off − on",
+        "ratio off/on [95% CI]",
+        "significant",
+    ]);
+    for e in effects {
+        let mut row = vec![e.mechanism.name().to_string()];
+        match (e.status, e.mean, e.stddev, e.change) {
+            (EffectStatus::Ran, Some(mean), Some(sd), Some(change)) => {
+                let pct = e.change_pct.map_or("-".into(), |p| format!("{p:+.1}%"));
+                let (ratio, significant) = match (&e.ratio, e.significant) {
+                    (Some(q), Some(s)) => (
+                        format!("{:.3} [{:.3}, {:.3}]", q.ratios.mean, q.ci.low, q.ci.high),
+                        if s { "yes" } else { "no" }.to_string(),
+                    ),
+                    _ if p.values.len() < 2 => ("(needs ≥ 2 seeds)".into(), "-".into()),
+                    _ => ("-".into(), "-".into()),
+                };
+                row.extend([
+                    format!("{mean:.3} ± {sd:.3}"),
+                    format!("{change:+.3} ({pct})"),
+                    ratio,
+                    significant,
+                ]);
+            }
+            (EffectStatus::NotPresent, ..) => row.push("not present on this machine".into()),
+            _ => row.push("off in every run (--without)".into()),
+        }
+        t.row(row);
+    }
+    out += &t.render(2);
+    out += "\n";
+    for e in effects {
+        out += &format!("  {}: {}\n", e.mechanism.name(), e.description);
     }
     out
 }

@@ -111,3 +111,174 @@ fn kbuild_runs_a_window_or_a_number_of_jobs() {
     assert_eq!(ops, 2, "both jobs ran to the end");
     assert!(tasks.iter().all(|t| !t["exited"].is_null()));
 }
+
+/// `--explain` on S2's machine: each mechanism off in turn, same seeds, beside the runs with
+/// all on; the guest's exits are the IPI's largest cost there. Deterministic, text and JSON.
+#[test]
+fn explain_runs_each_mechanism_off_and_is_byte_identical() {
+    let args = |json: bool| {
+        let mut a = vec!["sim", "run", "-m", "skylake-kvm", "-s", "madv-migrate", "--cpus", "2"];
+        a.extend(["-p", "linux-4.13", "--iterations", "100", "--seeds", "2", "--explain"]);
+        if json {
+            a.push("--json");
+        }
+        a
+    };
+    let text = stdout_of(args(false));
+    assert_eq!(text, stdout_of(args(false)));
+    let text = String::from_utf8(text).unwrap();
+    for needle in ["each mechanism off in turn", "guest", "idle-states", "csd-queue"] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+    assert_eq!(stdout_of(args(true)), stdout_of(args(true)));
+    let r = json_of(args(true));
+    assert_eq!(r["without"], serde_json::json!([]));
+    let e = r["policies"][0]["explanation"].as_array().unwrap();
+    let names: Vec<&str> = e.iter().map(|m| m["mechanism"].as_str().unwrap()).collect();
+    assert_eq!(names, ["guest", "idle-states", "csd-queue"]);
+    assert!(e.iter().all(|m| m["status"] == "ran" && m["values"].as_array().unwrap().len() == 2));
+    // 4.13 sends an IPI per iteration: without the guest's two exits each is cheaper.
+    assert!(e[0]["change"].as_f64().unwrap() < 0.0, "{}", e[0]);
+    assert_eq!(e[0]["significant"], true);
+    let on = r["policies"][0]["mean"].as_f64().unwrap();
+    let off = e[0]["mean"].as_f64().unwrap();
+    assert!((e[0]["change"].as_f64().unwrap() - (off - on)).abs() < 1e-9);
+}
+
+/// A mechanism the machine lacks is listed, not run; one switched off for the run is too.
+#[test]
+fn explain_lists_absent_and_switched_off_mechanisms_without_running_them() {
+    let r = json_of([
+        "sim",
+        "run",
+        "-s",
+        "madv-migrate",
+        "--cpus",
+        "2",
+        "--iterations",
+        "50",
+        "--seeds",
+        "2",
+        "--without",
+        "csd-queue",
+        "--explain",
+        "--json",
+    ]);
+    assert_eq!(r["without"], serde_json::json!(["csd-queue"]));
+    let e = &r["policies"][0]["explanation"];
+    assert_eq!(e[0]["status"], "not-present", "skylake is bare metal: {}", e[0]);
+    assert!(e[0]["values"].as_array().unwrap().is_empty() && e[0]["mean"].is_null());
+    assert_eq!(e[1]["status"], "ran");
+    assert_eq!(e[2]["status"], "off");
+    let text = String::from_utf8(stdout_of([
+        "sim",
+        "run",
+        "-s",
+        "madv-migrate",
+        "--cpus",
+        "2",
+        "--iterations",
+        "50",
+        "--seeds",
+        "1",
+        "--without",
+        "csd-queue",
+        "--explain",
+    ]))
+    .unwrap();
+    assert!(text.contains("mechanisms off in every run: csd-queue"), "{text}");
+    assert!(text.contains("not present on this machine"), "{text}");
+    assert!(text.contains("off in every run (--without)"), "{text}");
+    assert!(text.contains("(needs ≥ 2 seeds)"), "{text}");
+}
+
+/// `--without guest` is the preset without its `[guest]` section.
+#[test]
+fn without_guest_is_the_preset_without_its_guest_section() {
+    let toml =
+        String::from_utf8(stdout_of(["sim", "machines", "show", "skylake-kvm", "--toml"])).unwrap();
+    let i = toml.find("\n[guest]").expect("skylake-kvm has [guest]");
+    let end = toml[i + 1..].find("\n[").map_or(toml.len(), |j| i + 1 + j + 1);
+    let dir = tempfile::tempdir().unwrap();
+    let bare = dir.path().join("bare.toml");
+    std::fs::write(&bare, format!("{}{}", &toml[..i + 1], &toml[end..])).unwrap();
+    let values = |machine: &str, extra: &[&str]| {
+        let mut a = vec!["sim", "run", "-m", machine, "-s", "madvise-busy", "--cpus", "4"];
+        a.extend(["--iterations", "50", "--seeds", "2", "--json"]);
+        a.extend_from_slice(extra);
+        json_of(a)["policies"][0]["values"].clone()
+    };
+    let off = values("skylake-kvm", &["--without", "guest"]);
+    assert_eq!(off, values(bare.to_str().unwrap(), &[]));
+    assert_ne!(off, values("skylake-kvm", &[]));
+}
+
+#[test]
+fn bad_mechanism_names_exit_2_with_the_known_names() {
+    let e = one_error(
+        tlblab().args(["sim", "run", "-s", "pingpong", "--without", "guest,idle-state"]),
+        2,
+    );
+    assert!(e.contains("unknown mechanism \"idle-state\""), "{e}");
+    assert!(e.contains("did you mean \"idle-states\"?"), "{e}");
+    assert!(e.contains("guest, idle-states, csd-queue"), "{e}");
+    let e = one_error(tlblab().args(["sim", "run", "-s", "pingpong", "--without", "tlb"]), 2);
+    assert!(e.contains("unknown mechanism \"tlb\" (known: guest, idle-states, csd-queue)"), "{e}");
+}
+
+#[test]
+fn mechanisms_lists_every_switch_with_its_doc() {
+    let text = String::from_utf8(stdout_of(["sim", "mechanisms"])).unwrap();
+    for needle in ["guest", "idle-states", "csd-queue", "models:", "off:", "docs/kernel-model.md"] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+}
+
+/// docs/sim-output.md names every field of the run JSON with `--explain` (the kernel reports
+/// in `runs` aside).
+#[test]
+fn run_json_fields_are_documented() {
+    fn keys(value: &serde_json::Value, out: &mut std::collections::BTreeSet<String>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (k, v) in map {
+                    out.insert(k.clone());
+                    if k != "runs" {
+                        keys(v, out);
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| keys(v, out)),
+            _ => {}
+        }
+    }
+    let r = json_of([
+        "sim",
+        "run",
+        "-m",
+        "skylake-kvm",
+        "-s",
+        "madv-migrate",
+        "--cpus",
+        "2",
+        "--iterations",
+        "50",
+        "--seeds",
+        "2",
+        "-p",
+        "linux-6.18,linux-4.14",
+        "--explain",
+        "--json",
+    ]);
+    let mut all = std::collections::BTreeSet::new();
+    keys(&r, &mut all);
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/sim-output.md");
+    let text = std::fs::read_to_string(path).unwrap();
+    let named = |k: &str| {
+        let tail = format!("{k}`");
+        text.match_indices(&tail).any(|(i, _)| matches!(text[..i].chars().last(), Some('`' | '.')))
+    };
+    let missing: Vec<_> = all.iter().filter(|k| !named(k)).collect();
+    assert!(missing.is_empty(), "docs/sim-output.md does not describe {missing:?}");
+    assert!(text.contains("`tlblab.sim.run/1`"));
+}

@@ -22,7 +22,7 @@ use tlblab_sim::machine::MachineSpec;
 
 /// A guest's virtualisation costs, resolved at the machine's clock.
 #[derive(Clone, Debug, Default)]
-pub(super) struct Guest {
+pub(crate) struct Guest {
     /// One exit round trip, cycles.
     pub vm_exit: u64,
     /// One hypercall sends an IPI to many vCPUs.
@@ -33,7 +33,7 @@ pub(super) struct Guest {
 
 impl Guest {
     /// The preset's `[guest]` section, when it describes a guest with a known exit cost.
-    pub(super) fn from_spec(spec: &MachineSpec) -> Option<Guest> {
+    pub(crate) fn from_spec(spec: &MachineSpec) -> Option<Guest> {
         let g = spec.guest()?;
         let vm_exit = g.vm_exit.as_ref()?.cycles;
         Some(Guest {

@@ -31,13 +31,14 @@ pub(super) struct IdleState {
     pub tlb_flushed: bool,
 }
 
-/// The machine's idle states, `POLL` first: the preset's `[idle]` table, or without one a
-/// single state left at `kernel.idle_exit`.
-pub(super) fn idle_states(spec: &MachineSpec, mhz: u64) -> Vec<IdleState> {
+/// The machine's idle states, `POLL` first: the preset's `[idle]` table, or without one (or
+/// with `table` false: the `idle-states` mechanism off) a single state left at
+/// `kernel.idle_exit`.
+pub(super) fn idle_states(spec: &MachineSpec, mhz: u64, table: bool) -> Vec<IdleState> {
     let poll = IdleState { name: "POLL".into(), exit: 0, residency: 0, tlb_flushed: false };
     let cycles = |ns: u64| (ns * mhz).div_ceil(1000);
     let mut states = vec![poll];
-    match &spec.raw().idle {
+    match spec.raw().idle.as_ref().filter(|_| table) {
         Some(idle) => states.extend(idle.states.iter().map(|s| IdleState {
             name: s.name.clone(),
             exit: cycles(s.exit_latency_ns),

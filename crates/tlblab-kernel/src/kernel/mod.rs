@@ -17,7 +17,7 @@ mod check;
 mod deferral;
 mod disturb;
 mod flush;
-mod guest;
+pub(crate) mod guest;
 mod idle;
 mod invlpgb;
 mod kflush;
@@ -32,6 +32,7 @@ pub use check::{Violation, ViolationKind};
 pub use flush::{FlushRequest, FlushTlbInfo, FLUSH_ALL_END, PAGE_SHIFT};
 
 use crate::ids::{Asid, MmId, TaskId};
+use crate::mechanisms::{Mechanism, Mechanisms};
 use crate::mm::Mm;
 use crate::observer::{Observer, TlbFlushEvent, TlbFlushReason, Vmstat};
 use crate::policy::{La57, Policy, Pti};
@@ -92,6 +93,9 @@ enum Ipi {
     /// `CALL_FUNCTION_VECTOR`: run every call queued on this CPU's `call_single_queue`
     /// (`flush_smp_call_function_queue()`).
     CallFunction,
+    /// With the `csd-queue` mechanism off: an IPI that runs the one call it carries (its csd
+    /// and its index in the call's `done`), as the model did before the queue.
+    Call(Csd, u32),
     /// Reschedule (a task was woken for an idle CPU).
     Reschedule,
 }
@@ -318,6 +322,28 @@ pub struct KernelConfig {
     pub seed: u64,
     /// Stop at this time even if tasks remain.
     pub time_limit: Cycles,
+    /// The model's mechanisms switched on (all by default).
+    pub mechanisms: Mechanisms,
+}
+
+impl KernelConfig {
+    /// `nr_cpus` CPUs from `seed`, no time limit, every mechanism on.
+    pub fn new(nr_cpus: usize, seed: u64) -> KernelConfig {
+        KernelConfig { nr_cpus, seed, time_limit: Cycles(u64::MAX), mechanisms: Mechanisms::all() }
+    }
+
+    /// This configuration with `mechanisms` on.
+    #[must_use]
+    pub fn with_mechanisms(self, mechanisms: Mechanisms) -> KernelConfig {
+        KernelConfig { mechanisms, ..self }
+    }
+}
+
+impl Default for KernelConfig {
+    /// One CPU, seed 1, no time limit, every mechanism on.
+    fn default() -> KernelConfig {
+        KernelConfig::new(1, 1)
+    }
 }
 
 /// The kernel model on a machine, under a policy.
@@ -436,8 +462,9 @@ impl<O: Observer> Kernel<O> {
         latr::check_policy(policy)?;
         let pcid = policy.pcid && features.pcid;
         let n = config.nr_cpus;
-        let idle_states = idle::idle_states(&spec, costs.clock.mhz);
-        let guest = guest::Guest::from_spec(&spec);
+        let on = |m| config.mechanisms.is_on(m);
+        let idle_states = idle::idle_states(&spec, costs.clock.mhz, on(Mechanism::IdleStates));
+        let guest = guest::Guest::from_spec(&spec).filter(|_| on(Mechanism::Guest));
         let mut k = Kernel {
             idle_states,
             guest,

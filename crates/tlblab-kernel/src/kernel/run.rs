@@ -314,25 +314,16 @@ impl<O: Observer> Kernel<O> {
         }
         // In a guest without posted interrupts the vCPU first exits and has it injected.
         let mut cycles = self.costs.ipi_handler.cycles + self.guest_receive_cycles();
-        if ipi == Ipi::CallFunction {
+        match ipi {
             // flush_smp_call_function_queue(): every call queued so far runs in this one
-            // interrupt; each reads its csd and flush_tlb_info from the initiator's cache and
-            // unlocks its csd when done. Calls queued from now on find the queue empty and
-            // send a new IPI.
-            while let Some((csd, slot)) = self.cpus[c].csd_queue.pop_front() {
-                cycles += self.costs.cache_line_transfer.cycles;
-                let call = match csd {
-                    Csd::Flush(call) => {
-                        cycles += self.flush_tlb_func(cpu, call);
-                        call
-                    }
-                    Csd::KernelFlush(call) => {
-                        cycles += self.do_kernel_range_flush(cpu, call, cycles);
-                        call
-                    }
-                };
-                self.handled(call, slot, Cycles(now.0 + cycles));
+            // interrupt. Calls queued from now on find the queue empty and send a new IPI.
+            Ipi::CallFunction => {
+                while let Some((csd, slot)) = self.cpus[c].csd_queue.pop_front() {
+                    cycles = self.run_csd(cpu, csd, slot, cycles);
+                }
             }
+            Ipi::Call(csd, slot) => cycles = self.run_csd(cpu, csd, slot as usize, cycles),
+            Ipi::Reschedule => {}
         }
         let from_user = !idle
             && self.cpus[c].switch.is_none()
@@ -358,17 +349,41 @@ impl<O: Observer> Kernel<O> {
         }
     }
 
+    /// Runs `csd` (its call's `slot`-th) in a handler of `cpu` that has spent `cycles` so far;
+    /// returns the handler's cycles after it. The call reads its csd and `flush_tlb_info` from
+    /// the initiator's cache and unlocks its csd when done.
+    fn run_csd(&mut self, cpu: CpuId, csd: Csd, slot: usize, mut cycles: u64) -> u64 {
+        cycles += self.costs.cache_line_transfer.cycles;
+        let call = match csd {
+            Csd::Flush(call) => {
+                cycles += self.flush_tlb_func(cpu, call);
+                call
+            }
+            Csd::KernelFlush(call) => {
+                cycles += self.do_kernel_range_flush(cpu, call, cycles);
+                call
+            }
+        };
+        self.handled(call, slot, Cycles(self.queue.now().0 + cycles));
+        cycles
+    }
+
     /// The target whose csd is `call`'s `slot`-th ran its function, finishing at `done` (its
     /// csd unlocked). When every target has, the initiator's `csd_lock_wait()`s end: it waits
     /// for the targets' csds in the order it queued them, each one a cache-line transfer
-    /// (`ipi_ack`) once that target is done.
+    /// (`ipi_ack`) once that target is done. Without the csd queue, each target acknowledges
+    /// on its own and the wait ends `ipi_ack` after the last one is done.
     fn handled(&mut self, call: CallId, slot: usize, done: Cycles) {
         let k = &mut self.calls[call.0 as usize];
         k.done[slot] = done;
         k.unhandled -= 1;
         if k.unhandled == 0 {
             let ack = self.costs.ipi_ack.cycles;
-            let at = k.done.iter().fold(Cycles(0), |t, &d| Cycles(t.0.max(d.0) + ack));
+            let at = if self.config.mechanisms.is_on(Mechanism::CsdQueue) {
+                k.done.iter().fold(Cycles(0), |t, &d| Cycles(t.0.max(d.0) + ack))
+            } else {
+                Cycles(k.done.iter().map(|d| d.0).max().unwrap_or(0) + ack)
+            };
             self.push(at, Event::Ack { call });
         }
     }
@@ -1090,20 +1105,28 @@ impl<O: Observer> Kernel<O> {
         // the target's call_single_queue (a remote cache line: `cache_line_transfer`); only a
         // target whose queue was empty needs an IPI (an APIC ICR write: `ipi_send`). The IPIs
         // leave as they are written, one after another.
+        // With the `csd-queue` mechanism off: one IPI per target carrying its call, no csd
+        // written, as the model was before the queue.
+        let queue = self.config.mechanisms.is_on(Mechanism::CsdQueue);
         let now = self.queue.now().0 + offset;
         let mut sent = 0;
         let mut k_sent = 0;
         for &target in targets {
-            sent += self.costs.cache_line_transfer.cycles;
             let t = usize::from(target.0);
-            let was_empty = self.cpus[t].csd_queue.is_empty();
             let slot = self.calls[call.0 as usize].done.len();
-            self.cpus[t].csd_queue.push_back((csd, slot));
-            if was_empty {
+            let ipi = if queue {
+                sent += self.costs.cache_line_transfer.cycles;
+                let was_empty = self.cpus[t].csd_queue.is_empty();
+                self.cpus[t].csd_queue.push_back((csd, slot));
+                was_empty.then_some(Ipi::CallFunction)
+            } else {
+                Some(Ipi::Call(csd, slot as u32))
+            };
+            if let Some(ipi) = ipi {
                 sent += self.costs.ipi_send.cycles + self.guest_send_cycles(k_sent);
                 k_sent += 1;
                 let at = Cycles(now + sent + self.costs.ipi_latency.cycles + self.ipi_jitter());
-                self.push(at, Event::Ipi { cpu: target, ipi: Ipi::CallFunction });
+                self.push(at, Event::Ipi { cpu: target, ipi });
                 self.counters.ipis_sent[usize::from(cpu.0)] += 1;
             }
             let k = &mut self.calls[call.0 as usize];

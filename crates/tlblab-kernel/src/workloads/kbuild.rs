@@ -473,7 +473,7 @@ mod tests {
     #[test]
     fn a_window_of_the_s1_build_has_the_measured_flush_mix() {
         let spec = tlblab_sim::machine::builtin("skylake").unwrap();
-        let config = KernelConfig { nr_cpus: 4, seed: 1, time_limit: Cycles(u64::MAX) };
+        let config = KernelConfig::new(4, 1);
         let mut k =
             Kernel::new(&spec, &Policy::named("linux-6.18").unwrap(), config, NoObserver).unwrap();
         let params = Params { tasks: 8, window_ms: 80, ..Params::default() };
@@ -493,7 +493,7 @@ mod tests {
     fn a_finite_build_runs_every_job_to_its_exit() {
         use super::{slots, BuildMix};
         let spec = tlblab_sim::machine::builtin("skylake").unwrap();
-        let config = KernelConfig { nr_cpus: 2, seed: 3, time_limit: Cycles(u64::MAX) };
+        let config = KernelConfig::new(2, 3);
         let mut k =
             Kernel::new(&spec, &Policy::named("linux-6.18").unwrap(), config, NoObserver).unwrap();
         // No buffers: a buffer's pages come on top of the job's fault rate.
@@ -525,7 +525,7 @@ mod tests {
     fn a_warm_up_leaves_exactly_the_window_in_the_report() {
         let spec = tlblab_sim::machine::builtin("skylake").unwrap();
         let kernel = |policy: &str| {
-            let config = KernelConfig { nr_cpus: 4, seed: 7, time_limit: Cycles(u64::MAX) };
+            let config = KernelConfig::new(4, 7);
             Kernel::new(&spec, &Policy::named(policy).unwrap(), config, NoObserver).unwrap()
         };
         let s = scenario("kbuild-xpfo").unwrap();
@@ -575,7 +575,7 @@ mod tests {
     #[test]
     fn a_warm_up_without_a_window_is_refused() {
         let spec = tlblab_sim::machine::builtin("skylake").unwrap();
-        let config = KernelConfig { nr_cpus: 4, seed: 1, time_limit: Cycles(u64::MAX) };
+        let config = KernelConfig::new(4, 1);
         let mut k =
             Kernel::new(&spec, &Policy::named("linux-6.18").unwrap(), config, NoObserver).unwrap();
         let p = Params { warmup_ms: 10, ..Params::default() };

@@ -236,12 +236,11 @@ mod tests {
     use crate::policy::Policy;
     use crate::stats::KernelReport;
     use crate::workloads::{scenario, Params};
-    use tlblab_types::Cycles;
 
     fn run(name: &str, cpus: usize, seed: u64, p: &Params) -> KernelReport {
         let spec = tlblab_sim::machine::builtin("skylake").unwrap();
         let policy = Policy::named("linux-6.18").unwrap();
-        let config = KernelConfig { nr_cpus: cpus, seed, time_limit: Cycles(u64::MAX) };
+        let config = KernelConfig::new(cpus, seed);
         let mut k = Kernel::new(&spec, &policy, config, NoObserver).unwrap();
         let s = scenario(name).unwrap();
         s.install(&mut k, p).unwrap();

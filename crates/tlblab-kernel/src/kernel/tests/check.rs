@@ -70,7 +70,7 @@ fn the_checker_changes_nothing_it_watches() {
 fn a_perturbed_schedule_replays_from_its_seed() {
     let run = |seed: u64, max_delay: u64| {
         let spec = tlblab_sim::machine::builtin("skylake").unwrap();
-        let config = KernelConfig { nr_cpus: 3, seed, time_limit: Cycles(u64::MAX) };
+        let config = KernelConfig::new(3, seed);
         let policy = Policy::named("linux-6.18").unwrap();
         let mut k = Kernel::new(&spec, &policy, config, TraceLog::default()).unwrap();
         k.perturb(Cycles(max_delay));
@@ -106,7 +106,7 @@ fn disturbed(
     every: u64,
 ) -> Kernel<TraceLog> {
     let spec = tlblab_sim::machine::builtin("skylake").unwrap();
-    let config = KernelConfig { nr_cpus: cpus, seed, time_limit: Cycles(u64::MAX) };
+    let config = KernelConfig::new(cpus, seed);
     let mut k =
         Kernel::new(&spec, &Policy::named(policy).unwrap(), config, TraceLog::default()).unwrap();
     k.enable_checker();

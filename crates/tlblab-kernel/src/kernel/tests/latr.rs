@@ -151,7 +151,7 @@ fn shared_writers_under_latr_show_exposure_and_no_violation() {
     let p = Params { tasks: 2, pages: 8, iterations: 10, ..Params::default() };
     let run = |seed: u64| {
         let spec = tlblab_sim::machine::builtin("skylake").unwrap();
-        let config = KernelConfig { nr_cpus: 4, seed, time_limit: Cycles(u64::MAX) };
+        let config = KernelConfig::new(4, seed);
         let policy = Policy::named("latr").unwrap();
         let mut k = Kernel::new(&spec, &policy, config, TraceLog::default()).unwrap();
         k.enable_checker();
@@ -175,7 +175,7 @@ fn shared_writers_under_latr_show_exposure_and_no_violation() {
 #[test]
 fn latr_is_refused_where_it_cannot_work() {
     let spec = tlblab_sim::machine::builtin("zen4").unwrap();
-    let config = KernelConfig { nr_cpus: 2, seed: 1, time_limit: Cycles(u64::MAX) };
+    let config = KernelConfig::new(2, 1);
     for name in ["linux-4.13+latr", "latr+invlpgb"] {
         let policy = Policy::named(name).unwrap();
         let e = Kernel::new(&spec, &policy, config.clone(), crate::NoObserver).err().unwrap();

@@ -90,7 +90,7 @@ fn kernel(policy: &str, cpus: usize) -> Kernel<TraceLog> {
 /// A kernel of `cpus` CPUs of `spec` under `policy`, seed 7, no time limit, with every idle
 /// state of the machine.
 fn booted(spec: &MachineSpec, policy: &Policy, cpus: usize) -> Kernel<TraceLog> {
-    let config = KernelConfig { nr_cpus: cpus, seed: 7, time_limit: Cycles(u64::MAX) };
+    let config = KernelConfig::new(cpus, 7);
     Kernel::new(spec, policy, config, TraceLog::default()).unwrap()
 }
 
@@ -320,7 +320,7 @@ fn pti_deferred_user_flush_is_applied_at_return_to_user() {
 fn loaded_mm_switching_window() {
     let outcome = |policy: Policy| {
         let spec = tlblab_sim::machine::builtin("skylake").unwrap();
-        let config = KernelConfig { nr_cpus: 2, seed: 7, time_limit: Cycles(u64::MAX) };
+        let config = KernelConfig::new(2, 7);
         let mut k = Kernel::new(&spec, &policy, config, TraceLog::default()).unwrap();
         let t = k.spawn_process(
             script(vec![Step::Mmap(1), Step::Store(0, 0, 1), Step::Compute(1 << 40)]),
@@ -369,7 +369,7 @@ fn before_the_lazy_cpumask_only_laziness_spared_a_cpu() {
     let mut k = Kernel::new(
         &tlblab_sim::machine::builtin("skylake").unwrap(),
         &pre_6_14,
-        KernelConfig { nr_cpus: 2, seed: 7, time_limit: Cycles(u64::MAX) },
+        KernelConfig::new(2, 7),
         TraceLog::default(),
     )
     .unwrap();
@@ -434,6 +434,7 @@ mod idle;
 mod invlpgb;
 mod kflush;
 mod latr;
+mod mechanisms;
 mod munmap;
 mod process;
 mod reclaim;

@@ -1,0 +1,192 @@
+//! The mechanism switches (`crate::mechanisms`): each, off, gives the model as a preset without
+//! its section (or as the model was before it), changes what it should where it acts, and
+//! changes nothing where it has nothing to act on.
+
+use super::*;
+use crate::mechanisms::{Mechanism, Mechanisms};
+use crate::workloads::{scenario, Params};
+use tlblab_sim::machine::BUILTIN_PRESETS;
+
+/// A built-in preset's text.
+fn preset_text(name: &str) -> &'static str {
+    BUILTIN_PRESETS.iter().find(|(n, _)| *n == name).unwrap().1
+}
+
+/// A built-in preset, optionally without one of its top-level sections (`"[guest]"`).
+fn preset_without(name: &str, section: Option<&str>) -> MachineSpec {
+    let text = preset_text(name);
+    let Some(header) = section else { return tlblab_sim::machine::builtin(name).unwrap() };
+    let start = text.find(&format!("\n{header}\n")).unwrap() + 1;
+    let end = text[start + 1..].find("\n[").map_or(text.len(), |i| start + 1 + i + 1);
+    let edited = format!("{}{}", &text[..start], &text[end..]);
+    MachineSpec::from_toml(&edited, "test").unwrap()
+}
+
+/// A kernel of `cpus` CPUs of `spec` under linux-6.18, seed 7, every idle state, with `off`
+/// switched off.
+fn kernel_without(spec: &MachineSpec, off: &[Mechanism], cpus: usize) -> Kernel<TraceLog> {
+    let mechanisms = off.iter().fold(Mechanisms::all(), |s, &m| s.without(m));
+    let config = KernelConfig::new(cpus, 7).with_mechanisms(mechanisms);
+    Kernel::new(spec, &Policy::named("linux-6.18").unwrap(), config, TraceLog::default()).unwrap()
+}
+
+/// The report as JSON: two runs are the same when these are byte-identical.
+fn json(r: &KernelReport) -> String {
+    serde_json::to_string(r).unwrap()
+}
+
+/// `rounds` one-page DONTNEEDs, each shooting down a sibling spinning on CPU 1.
+fn shootdowns(spec: &MachineSpec, off: &[Mechanism], rounds: usize) -> KernelReport {
+    madvise_rounds(kernel_without(spec, off, 2), true, rounds)
+}
+
+/// madv-migrate (S2's loop: a page written, DONTNEEDed, the task moved to the other CPU).
+fn madv_migrate(spec: &MachineSpec, off: &[Mechanism]) -> KernelReport {
+    let mut k = kernel_without(spec, off, 2);
+    let p = Params { iterations: 50, ..Params::default() };
+    let s = scenario("madv-migrate").unwrap();
+    s.install(&mut k, &p).unwrap();
+    assert!(s.run(&mut k, &p));
+    k.report()
+}
+
+#[test]
+fn guest_off_is_bare_metal_and_lowers_the_ipi_cost() {
+    let kvm = preset_without("skylake-kvm", None);
+    let rounds = 10;
+    let on = shootdowns(&kvm, &[], rounds);
+    let off = shootdowns(&kvm, &[Mechanism::Guest], rounds);
+    // skylake-kvm: no PV send-IPI, no posted interrupts: an exit to send, one to inject, and
+    // the initiator waits through both (kernel/tests/guest.rs).
+    let vm_exit = 1_250;
+    assert_eq!(on.tasks[0].sys_cycles - off.tasks[0].sys_cycles, 2 * rounds as u64 * vm_exit);
+    // Exactly the preset without its [guest] section.
+    let bare = shootdowns(&preset_without("skylake-kvm", Some("[guest]")), &[], rounds);
+    assert_eq!(json(&off), json(&bare));
+    assert!(Mechanism::Guest.present_on(&kvm));
+}
+
+#[test]
+fn guest_off_changes_nothing_on_bare_metal() {
+    let skylake = preset_without("skylake", None);
+    assert!(!Mechanism::Guest.present_on(&skylake));
+    let on = shootdowns(&skylake, &[], 10);
+    assert_eq!(json(&on), json(&shootdowns(&skylake, &[Mechanism::Guest], 10)));
+    let on = madv_migrate(&skylake, &[]);
+    assert_eq!(json(&on), json(&madv_migrate(&skylake, &[Mechanism::Guest])));
+}
+
+#[test]
+fn idle_states_off_is_the_preset_without_idle() {
+    let skylake = preset_without("skylake", None);
+    assert!(Mechanism::IdleStates.present_on(&skylake));
+    let on = madv_migrate(&skylake, &[]);
+    let off = madv_migrate(&skylake, &[Mechanism::IdleStates]);
+    let states = |r: &KernelReport| r.idle_entries.iter().map(|e| e.state.clone()).collect();
+    let on_states: Vec<String> = states(&on);
+    assert_eq!(on_states[..3], ["POLL", "C1", "C1E"]);
+    assert_eq!(states(&off), ["POLL", "idle"]);
+    // Every migration wakes the other CPU: from C1 or deeper (2 µs or more) with the table,
+    // from the 1 µs idle_exit without it.
+    assert!(
+        off.elapsed_cycles < on.elapsed_cycles,
+        "{} vs {}",
+        off.elapsed_cycles,
+        on.elapsed_cycles
+    );
+    let idle = |r: &KernelReport| r.cpu_time.iter().map(|t| t.idle_cycles).sum::<u64>();
+    assert!(idle(&off) < idle(&on));
+    let without = madv_migrate(&preset_without("skylake", Some("[idle]")), &[]);
+    assert_eq!(json(&off), json(&without));
+}
+
+#[test]
+fn idle_states_off_changes_nothing_without_an_idle_table() {
+    let spec = preset_without("skylake", Some("[idle]"));
+    assert!(!Mechanism::IdleStates.present_on(&spec));
+    let on = madv_migrate(&spec, &[]);
+    assert_eq!(json(&on), json(&madv_migrate(&spec, &[Mechanism::IdleStates])));
+}
+
+/// Off, the model is as before the csd queue: a target with a call queued is sent one IPI per
+/// call (kernel/tests/acct.rs has the queued case: one IPI for both).
+#[test]
+fn csd_queue_off_sends_an_ipi_per_call() {
+    let mechanisms = Mechanisms::all().without(Mechanism::CsdQueue);
+    let config = KernelConfig::new(3, 7).with_mechanisms(mechanisms);
+    let spec = tlblab_sim::machine::builtin("skylake").unwrap();
+    let mut k =
+        Kernel::new(&spec, &Policy::named("linux-6.18").unwrap(), config, TraceLog::default())
+            .unwrap();
+    k.set_max_cstate(1);
+    let flusher = |compute| {
+        script(vec![
+            Step::Mmap(2),
+            Step::Store(0, 0, 2),
+            Step::Compute(compute),
+            Step::Madvise(0, 0, 1),
+        ])
+    };
+    let main = k.spawn_process(flusher(400_000), C0, true);
+    k.run_until(Cycles(100_000));
+    k.spawn_thread(main, script(vec![Step::IrqsOff(2_000_000)]), C1, true);
+    k.spawn_thread(main, flusher(300_000), CpuId(2), true);
+    k.run_until(Cycles(2_100_000));
+    let r = k.report();
+    // As in a_cpu_with_calls_queued_gets_one_ipi_and_runs_them_all, with one more IPI: the
+    // second call to CPU 1 is sent its own.
+    assert_eq!(r.irq_tlb[1], 2, "{:?}", r.irq_tlb);
+    assert_eq!(r.ipis_sent.iter().sum::<u64>(), 4, "{:?}", r.ipis_sent);
+}
+
+#[test]
+fn csd_queue_off_drops_the_csd_write_and_the_chained_wait() {
+    let skylake = preset_without("skylake", None);
+    let clt = skylake.raw().kernel.as_ref().unwrap().cache_line_transfer.cycles;
+    // One target: the csd's cache line is the only difference.
+    let rounds = 10;
+    let on = shootdowns(&skylake, &[], rounds);
+    let off = shootdowns(&skylake, &[Mechanism::CsdQueue], rounds);
+    assert_eq!(on.tasks[0].sys_cycles - off.tasks[0].sys_cycles, rounds as u64 * clt);
+    // Three targets that take the IPI together (each ends an interrupts-off section at the
+    // same moment): besides three csd writes, the wait for the csds in turn (ipi_ack each)
+    // becomes one ipi_ack after the last. Targets that finish further apart than ipi_ack
+    // lose only the csd writes.
+    let ack = skylake.raw().kernel.as_ref().unwrap().ipi_ack.cycles;
+    let three = |off: &[Mechanism], irqs_off: Option<u64>| {
+        let mut k = kernel_without(&skylake, off, 4);
+        let steps = vec![
+            Step::Mmap(2),
+            Step::Store(0, 0, 2),
+            Step::Compute(200_000),
+            Step::Madvise(0, 0, 1),
+        ];
+        let main = k.spawn_process(script(steps), C0, true);
+        k.run_until(Cycles(50_000));
+        for c in 1..4 {
+            let section = irqs_off.map_or(Step::Compute(1 << 40), Step::IrqsOff);
+            k.spawn_thread(main, script(vec![section]), CpuId(c), false);
+        }
+        k.run();
+        k.report()
+    };
+    let together = |off| three(off, Some(1_000_000));
+    let (on, off) = (together(&[]), together(&[Mechanism::CsdQueue]));
+    assert_eq!(on.ipis_sent, off.ipis_sent, "one call at a time: one IPI per target either way");
+    assert!(on.irq_tlb[1..].iter().all(|&n| n >= 1), "{:?}", on.irq_tlb);
+    assert_eq!(on.tasks[0].sys_cycles - off.tasks[0].sys_cycles, 3 * clt + 2 * ack);
+    let apart = |off| three(off, None);
+    assert_eq!(
+        apart(&[]).tasks[0].sys_cycles - apart(&[Mechanism::CsdQueue]).tasks[0].sys_cycles,
+        3 * clt
+    );
+}
+
+#[test]
+fn csd_queue_off_changes_nothing_without_cross_cpu_calls() {
+    let skylake = preset_without("skylake", None);
+    let on = madvise_rounds(kernel_without(&skylake, &[], 2), false, 10);
+    assert_eq!(on.ipis_sent.iter().sum::<u64>(), 0);
+    let off = madvise_rounds(kernel_without(&skylake, &[Mechanism::CsdQueue], 2), false, 10);
+    assert_eq!(json(&on), json(&off));
+}

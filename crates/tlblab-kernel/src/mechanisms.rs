@@ -1,0 +1,236 @@
+//! Switches for the model's mechanisms (docs/kernel-model.md, "Mechanisms and their switches"),
+//! so that a user can see what each contributes: a run with one switched off is the model as it
+//! was, or as a preset without that section would make it, without that mechanism.
+//!
+//! A mechanism is a piece of machine or kernel behaviour the model adds to the flush code
+//! itself, not a kernel version's choice (those are [`crate::Policy`] switches) and not a way of
+//! accounting time. Adding one is a line in [`mechanisms!`]'s invocation below, a line in
+//! [`Mechanism::present_on`], and its check where it acts
+//! (`config.mechanisms.is_on(Mechanism::…)`).
+
+use serde::Serialize;
+use std::fmt;
+use thiserror::Error;
+use tlblab_sim::machine::MachineSpec;
+
+macro_rules! mechanisms {
+    ($($(#[$doc:meta])* $variant:ident => $name:literal, $what:literal, $doc_section:literal, $off:literal;)+) => {
+        /// A mechanism of the model that can be switched off.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+        #[serde(rename_all = "kebab-case")]
+        pub enum Mechanism {
+            $($(#[$doc])* $variant,)+
+        }
+
+        impl Mechanism {
+            /// Every mechanism, in the order the docs and `--explain` list them.
+            pub const ALL: &'static [Mechanism] = &[$(Mechanism::$variant),+];
+
+            /// Its stable name (kebab-case), as `--without` takes it.
+            pub fn name(self) -> &'static str {
+                match self { $(Mechanism::$variant => $name,)+ }
+            }
+
+            /// What it models, in one line.
+            pub fn description(self) -> &'static str {
+                match self { $(Mechanism::$variant => $what,)+ }
+            }
+
+            /// The doc section that describes it.
+            pub fn doc(self) -> &'static str {
+                match self { $(Mechanism::$variant => $doc_section,)+ }
+            }
+
+            /// What the model does with it off.
+            pub fn off_means(self) -> &'static str {
+                match self { $(Mechanism::$variant => $off,)+ }
+            }
+        }
+    };
+}
+
+mechanisms! {
+    /// KVM guest costs (`kernel/guest.rs`).
+    Guest => "guest",
+        "a KVM guest's VM exits: one per IPI sent (per batch with PV send-IPI), one per IPI received without posted interrupts",
+        "docs/kernel-model.md, \"Virtualisation\"",
+        "bare metal, as a preset without [guest] (the preset's [idle] table stays)";
+    /// Idle states and the governor (`kernel/idle.rs`).
+    IdleStates => "idle-states",
+        "the C-states of the preset's [idle] table, the menu governor's choice, their exit latencies and TLB loss",
+        "docs/kernel-model.md, \"Idle states\"",
+        "as a preset without [idle]: one state left at kernel.idle_exit";
+    /// `smp_call_function_many_cond()`'s per-CPU call queue (`kernel/run.rs`).
+    CsdQueue => "csd-queue",
+        "smp_call_function_many's csd queue (a csd per target, an IPI only to an empty queue, one interrupt runs every queued call, the initiator waits for each csd in turn)",
+        "docs/kernel-model.md, \"How time is modelled\" (IPIs and cross-CPU calls)",
+        "one IPI per call per target carrying its call, no csd write, the wait ends ipi_ack after the last target";
+}
+
+impl Mechanism {
+    /// The mechanism named `name`.
+    pub fn from_name(name: &str) -> Result<Mechanism, MechanismError> {
+        Mechanism::ALL.iter().copied().find(|m| m.name() == name).ok_or_else(|| {
+            MechanismError::Unknown {
+                name: name.to_string(),
+                hint: did_you_mean(name),
+                known: Mechanism::ALL.iter().map(|m| m.name()).collect::<Vec<_>>().join(", "),
+            }
+        })
+    }
+
+    /// Whether the mechanism has anything to act on on `spec`: a guest needs a `[guest]` with
+    /// an exit cost, idle states an `[idle]` table; the csd queue is the kernel's own.
+    pub fn present_on(self, spec: &MachineSpec) -> bool {
+        match self {
+            Mechanism::Guest => crate::kernel::guest::Guest::from_spec(spec).is_some(),
+            Mechanism::IdleStates => spec.raw().idle.is_some(),
+            Mechanism::CsdQueue => true,
+        }
+    }
+}
+
+impl fmt::Display for Mechanism {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A name `--without` does not know.
+#[derive(Debug, Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MechanismError {
+    /// No mechanism has this name.
+    #[error("unknown mechanism {name:?}{hint} (known: {known})")]
+    Unknown {
+        /// The name asked for.
+        name: String,
+        /// `; did you mean "…"?` when a known name is close, else empty.
+        hint: String,
+        /// The known names.
+        known: String,
+    },
+}
+
+/// `; did you mean "x"?` for the known name closest to `name` within two edits.
+fn did_you_mean(name: &str) -> String {
+    Mechanism::ALL
+        .iter()
+        .map(|m| (edit_distance(name, m.name()), m.name()))
+        .filter(|&(d, _)| d <= 2)
+        .min()
+        .map_or(String::new(), |(_, n)| format!("; did you mean {n:?}?"))
+}
+
+/// Levenshtein distance, by characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut row = vec![i + 1; b.len() + 1];
+        for (j, &cb) in b.iter().enumerate() {
+            row[j + 1] = (prev[j] + usize::from(ca != cb)).min(prev[j + 1] + 1).min(row[j] + 1);
+        }
+        prev = row;
+    }
+    prev[b.len()]
+}
+
+/// A set of mechanisms switched on; the default has them all.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Mechanisms {
+    /// Bit `i` set: [`Mechanism::ALL`]`[i]` is off (so that the default is everything on).
+    off: u64,
+}
+
+impl Mechanisms {
+    /// Every mechanism on.
+    pub fn all() -> Mechanisms {
+        Mechanisms::default()
+    }
+
+    fn bit(m: Mechanism) -> u64 {
+        1 << Mechanism::ALL.iter().position(|&x| x == m).expect("ALL lists every mechanism")
+    }
+
+    /// This set with `m` off.
+    #[must_use]
+    pub fn without(self, m: Mechanism) -> Mechanisms {
+        Mechanisms { off: self.off | Mechanisms::bit(m) }
+    }
+
+    /// Whether `m` is on.
+    pub fn is_on(self, m: Mechanism) -> bool {
+        self.off & Mechanisms::bit(m) == 0
+    }
+
+    /// The mechanisms switched off, in [`Mechanism::ALL`] order.
+    pub fn off(self) -> Vec<Mechanism> {
+        Mechanism::ALL.iter().copied().filter(|&m| !self.is_on(m)).collect()
+    }
+
+    /// Every mechanism but those of a comma-separated list of names (`""`: all on).
+    pub fn without_list(list: &str) -> Result<Mechanisms, MechanismError> {
+        list.split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .try_fold(Mechanisms::all(), |set, name| Ok(set.without(Mechanism::from_name(name)?)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_kebab_case_and_parse_back() {
+        for &m in Mechanism::ALL {
+            assert_eq!(Mechanism::from_name(m.name()), Ok(m));
+            assert!(m.name().chars().all(|c| c.is_ascii_lowercase() || c == '-'), "{m}");
+            assert!(!m.description().is_empty() && m.doc().starts_with("docs/"));
+            let json = serde_json::to_string(&m).unwrap();
+            assert_eq!(json, format!("\"{}\"", m.name()));
+        }
+        let mut names: Vec<_> = Mechanism::ALL.iter().map(|m| m.name()).collect();
+        names.dedup();
+        assert_eq!(names.len(), Mechanism::ALL.len());
+    }
+
+    /// docs/kernel-model.md has a row for each in "Mechanisms and their switches", and the
+    /// section each names exists.
+    #[test]
+    fn every_mechanism_is_documented() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/kernel-model.md");
+        let text = std::fs::read_to_string(path).unwrap();
+        let table = &text[text.find("## Mechanisms and their switches").unwrap()..];
+        for &m in Mechanism::ALL {
+            assert!(table.contains(&format!("\n| `{}` |", m.name())), "no row for {m}");
+            let (file, section) = m.doc().split_once(", \"").unwrap();
+            let section = &section[..section.find('"').unwrap()];
+            assert_eq!(file, "docs/kernel-model.md");
+            assert!(text.contains(section), "{m}: no section {section:?}");
+        }
+    }
+
+    #[test]
+    fn a_set_starts_full_and_loses_what_is_switched_off() {
+        let all = Mechanisms::all();
+        assert!(Mechanism::ALL.iter().all(|&m| all.is_on(m)));
+        let s = all.without(Mechanism::Guest).without(Mechanism::CsdQueue);
+        assert!(!s.is_on(Mechanism::Guest) && !s.is_on(Mechanism::CsdQueue));
+        assert!(s.is_on(Mechanism::IdleStates));
+        assert_eq!(s.off(), [Mechanism::Guest, Mechanism::CsdQueue]);
+        assert_eq!(Mechanisms::without_list("csd-queue, guest,"), Ok(s));
+        assert_eq!(Mechanisms::without_list(""), Ok(all));
+    }
+
+    #[test]
+    fn a_bad_name_lists_the_known_ones_and_suggests_a_close_one() {
+        let e = Mechanisms::without_list("guest,idle-state").unwrap_err().to_string();
+        assert!(e.contains("unknown mechanism \"idle-state\""), "{e}");
+        assert!(e.contains("did you mean \"idle-states\"?"), "{e}");
+        assert!(e.contains("guest, idle-states, csd-queue"), "{e}");
+        let e = Mechanism::from_name("tlb").unwrap_err().to_string();
+        assert!(!e.contains("did you mean"), "{e}");
+    }
+}
