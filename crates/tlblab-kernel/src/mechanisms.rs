@@ -65,6 +65,16 @@ mechanisms! {
         "smp_call_function_many's csd queue (a csd per target, an IPI only to an empty queue, one interrupt runs every queued call, the initiator waits for each csd in turn)",
         "docs/kernel-model.md, \"How time is modelled\" (IPIs and cross-CPU calls)",
         "one IPI per call per target carrying its call, no csd write, the wait ends ipi_ack after the last target";
+    /// The fixed cost of an mmu_gather that frees pages (`kernel/run.rs`, `zap_cycles`).
+    ZapBatch => "zap-batch",
+        "once per mmu_gather that cleared a present PTE: lru_add_drain() and tlb_finish_mmu()'s batched free of the pages (kernel.zap_batch)",
+        "docs/kernel-model.md, \"Memory management\" (item 4)",
+        "zap_pte per PTE only, as a preset whose zap_batch is 0";
+    /// VMA merging and splitting (`mm.rs`, `Mm::mmap_beside`).
+    VmaMerge => "vma-merge",
+        "mmap(MAP_FIXED_NOREPLACE) beside a region merges the two VMAs, and a munmap of the new pages alone splits the merged VMA (kernel.split_vma)",
+        "docs/kernel-model.md, \"Memory management\" (item 2)",
+        "every mapping is a VMA of its own (placed beside when asked), and no munmap splits one";
 }
 
 impl Mechanism {
@@ -80,12 +90,16 @@ impl Mechanism {
     }
 
     /// Whether the mechanism has anything to act on on `spec`: a guest needs a `[guest]` with
-    /// an exit cost, idle states an `[idle]` table; the csd queue is the kernel's own.
+    /// an exit cost, idle states an `[idle]` table, the zap batch and VMA merging their
+    /// `[kernel]` figure (a preset that gives 0 holds the cost in other figures); the csd queue
+    /// is the kernel's own.
     pub fn present_on(self, spec: &MachineSpec) -> bool {
         match self {
             Mechanism::Guest => crate::kernel::guest::Guest::from_spec(spec).is_some(),
             Mechanism::IdleStates => spec.raw().idle.is_some(),
             Mechanism::CsdQueue => true,
+            Mechanism::ZapBatch => spec.kernel_costs().is_some_and(|k| k.zap_batch.cycles > 0),
+            Mechanism::VmaMerge => spec.kernel_costs().is_some_and(|k| k.split_vma.cycles > 0),
         }
     }
 }

@@ -735,7 +735,12 @@ impl<O: Observer> Kernel<O> {
         if n == 0 {
             return 0;
         }
-        n * self.costs.zap_pte.cycles + self.costs.zap_batch.cycles
+        let batch = if self.config.mechanisms.is_on(Mechanism::ZapBatch) {
+            self.costs.zap_batch.cycles
+        } else {
+            0
+        };
+        n * self.costs.zap_pte.cycles + batch
     }
 
     /// The body of a system call; pushes the exit frame (and any work before it).
@@ -779,7 +784,8 @@ impl<O: Observer> Kernel<O> {
                     false => Vec::new(),
                 };
                 let freed = !tables.is_empty();
-                let splits = self.mms[mm.0 as usize].unmap_splits(vma);
+                let splits = self.mms[mm.0 as usize].unmap_splits(vma)
+                    && self.config.mechanisms.is_on(Mechanism::VmaMerge);
                 let (n, mut lo, mut hi) = self.zap(t, mm, vma, 0, pages);
                 self.tables_freed(t, mm, &tables);
                 self.mms[mm.0 as usize].vmas[vma.0 as usize] = None;

@@ -304,7 +304,7 @@ mod tests {
                 ..Params::default()
             };
             let policy = Policy::named("linux-6.18").unwrap();
-            let config = KernelConfig { nr_cpus: 1, seed: 1, time_limit: Cycles(u64::MAX) };
+            let config = KernelConfig::new(1, 1);
             let mut k = Kernel::new(spec, &policy, config, NoObserver).unwrap();
             let s = scenario("storm").unwrap();
             s.install(&mut k, &p).unwrap();

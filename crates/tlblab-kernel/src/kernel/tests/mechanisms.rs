@@ -190,3 +190,39 @@ fn csd_queue_off_changes_nothing_without_cross_cpu_calls() {
     let off = madvise_rounds(kernel_without(&skylake, &[Mechanism::CsdQueue], 2), false, 10);
     assert_eq!(json(&on), json(&off));
 }
+
+/// skylake with `zap_batch` and `split_vma` set (the built-in preset holds both in its
+/// whole-path `madvise` and `munmap`, so it gives 0).
+fn skylake_with(batch: u64, split: u64) -> MachineSpec {
+    let extra = format!(
+        "zap_batch = {{ cycles = {batch}, source = \"test\" }}\n\
+         split_vma = {{ cycles = {split}, source = \"test\" }}\nmprotect = "
+    );
+    let text = preset_text("skylake").replacen("mprotect = ", &extra, 1);
+    MachineSpec::from_toml(&text, "test").unwrap()
+}
+
+/// storm's munmap loop: a 2-page region mapped beside the anchor, written, unmapped.
+fn storm(spec: &MachineSpec, off: &[Mechanism]) -> KernelReport {
+    let mut k = kernel_without(spec, off, 1);
+    let p = Params { busy: 0, pages: 2, iterations: 50, ..Params::default() };
+    let s = scenario("storm").unwrap();
+    s.install(&mut k, &p).unwrap();
+    assert!(s.run(&mut k, &p));
+    k.report()
+}
+
+#[test]
+fn zap_batch_and_vma_merge_off_are_the_preset_without_their_figures() {
+    let set = skylake_with(700, 2500);
+    let none = skylake_with(0, 0);
+    let all_off = [Mechanism::ZapBatch, Mechanism::VmaMerge];
+    assert_eq!(json(&storm(&set, &all_off)), json(&storm(&none, &[])));
+    // Each alone removes its own cost: 50 splits; 50 munmap gathers and exit_mmap()'s.
+    let on = storm(&set, &[]).tasks[0].sys_cycles;
+    assert_eq!(on - storm(&set, &[Mechanism::VmaMerge]).tasks[0].sys_cycles, 50 * 2500);
+    assert_eq!(on - storm(&set, &[Mechanism::ZapBatch]).tasks[0].sys_cycles, 51 * 700);
+    // Where the preset holds them elsewhere (figures 0), the switches change nothing.
+    assert!(!Mechanism::ZapBatch.present_on(&none) && !Mechanism::VmaMerge.present_on(&none));
+    assert_eq!(json(&storm(&none, &all_off)), json(&storm(&none, &[])));
+}
