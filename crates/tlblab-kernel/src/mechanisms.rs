@@ -70,6 +70,11 @@ mechanisms! {
         "once per mmu_gather that cleared a present PTE: lru_add_drain() and tlb_finish_mmu()'s batched free of the pages (kernel.zap_batch)",
         "docs/kernel-model.md, \"Memory management\" (item 4)",
         "zap_pte per PTE only, as a preset whose zap_batch is 0";
+    /// `mm->mmap_lock` (`kernel/mmap_lock.rs`).
+    MmapLock => "mmap-lock",
+        "mm->mmap_lock: mmap/munmap/mprotect take it for write (munmap downgrades to read from 4.20), faults and MADV_DONTNEED for read before per-VMA locks; writers spin on a running holder, others sleep",
+        "docs/kernel-model.md, \"How time is modelled\" (mmap_lock)",
+        "no lock: every path runs at once, as if each task had the mm to itself";
     /// VMA merging and splitting (`mm.rs`, `Mm::mmap_beside`).
     VmaMerge => "vma-merge",
         "mmap(MAP_FIXED_NOREPLACE) beside a region merges the two VMAs, and a munmap of the new pages alone splits the merged VMA (kernel.split_vma)",
@@ -97,7 +102,7 @@ impl Mechanism {
         match self {
             Mechanism::Guest => crate::kernel::guest::Guest::from_spec(spec).is_some(),
             Mechanism::IdleStates => spec.raw().idle.is_some(),
-            Mechanism::CsdQueue => true,
+            Mechanism::CsdQueue | Mechanism::MmapLock => true,
             Mechanism::ZapBatch => spec.kernel_costs().is_some_and(|k| k.zap_batch.cycles > 0),
             Mechanism::VmaMerge => spec.kernel_costs().is_some_and(|k| k.split_vma.cycles > 0),
         }

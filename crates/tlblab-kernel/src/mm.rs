@@ -2,8 +2,9 @@
 //! (`mm->context`, `mm_cpumask`) and a page-granular map of its regions.
 
 use crate::cpumask::CpuMask;
-use crate::ids::{Asid, TlbGen};
+use crate::ids::{Asid, TaskId, TlbGen};
 use serde::Serialize;
+use std::collections::VecDeque;
 use tlblab_types::Vpn;
 
 /// A region of an mm (`struct vm_area_struct`), by index in its mm.
@@ -35,6 +36,9 @@ pub struct Vma {
     /// The region the kernel merged this mapping into (`vma_merge_new_range()`): the two are
     /// one VMA in the kernel, so unmapping this one alone splits it (`__split_vma()`).
     pub merged_into: Option<VmaId>,
+    /// `vma->anon_vma` is set: a write fault allocated a page here (`__anon_vma_prepare()`),
+    /// or the region was merged into one that had it.
+    pub anon_vma: bool,
 }
 
 impl Vma {
@@ -78,6 +82,75 @@ pub struct Mm {
     pub vmas: Vec<Option<Vma>>,
     /// Where the next `mmap` ends (top-down placement).
     pub mmap_next: u64,
+    /// `mmap_lock`.
+    pub mmap_lock: MmapLock,
+}
+
+/// `mm->mmap_lock`, a read-write semaphore (`kernel/locking/rwsem.c`): its holders, the tasks
+/// asleep on it in arrival order, and the CPU that last wrote its cache line.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct MmapLock {
+    /// The task holding it for write.
+    pub writer: Option<TaskId>,
+    /// The tasks holding it for read.
+    pub readers: Vec<TaskId>,
+    /// Sleeping tasks, first come first served, each with whether it wants to write.
+    pub waiters: VecDeque<(TaskId, bool)>,
+    /// The CPU whose cache holds the semaphore's line (its last atomic).
+    pub line: Option<u16>,
+}
+
+impl MmapLock {
+    /// Whether `down_read()` / `down_write()` would take it now. A reader does not pass a
+    /// sleeping waiter (so writers are not starved), as the rwsem's `RWSEM_FLAG_WAITERS` makes
+    /// new readers queue.
+    pub fn can_take(&self, write: bool) -> bool {
+        let free_of_writer = self.writer.is_none() && self.waiters.is_empty();
+        free_of_writer && (!write || self.readers.is_empty())
+    }
+
+    /// Takes it (the caller checked [`MmapLock::can_take`] or is handing it over).
+    pub fn take(&mut self, t: TaskId, write: bool) {
+        if write {
+            self.writer = Some(t);
+        } else {
+            self.readers.push(t);
+        }
+    }
+
+    /// Releases `t`'s hold.
+    pub fn release(&mut self, t: TaskId, write: bool) {
+        if write {
+            debug_assert_eq!(self.writer, Some(t));
+            self.writer = None;
+        } else if let Some(i) = self.readers.iter().position(|&r| r == t) {
+            self.readers.swap_remove(i);
+        }
+    }
+
+    /// `rwsem_wake()` once the lock may be free: hands it to the first waiter if it is a
+    /// writer and nobody holds it, or to every reader at the head of the queue if no writer
+    /// holds it. Returns the tasks handed the lock, to wake. NOTE: since 5.x `rwsem_mark_wake()`
+    /// also wakes readers queued behind a writer; the model wakes the head's readers only.
+    pub fn hand_over(&mut self) -> Vec<TaskId> {
+        let mut woken = Vec::new();
+        match self.waiters.front() {
+            Some(&(t, true)) if self.writer.is_none() && self.readers.is_empty() => {
+                self.waiters.pop_front();
+                self.writer = Some(t);
+                woken.push(t);
+            }
+            Some(&(_, false)) if self.writer.is_none() => {
+                while let Some(&(t, false)) = self.waiters.front() {
+                    self.waiters.pop_front();
+                    self.readers.push(t);
+                    woken.push(t);
+                }
+            }
+            _ => {}
+        }
+        woken
+    }
 }
 
 impl Mm {
@@ -93,6 +166,7 @@ impl Mm {
             users: 0,
             vmas: Vec::new(),
             mmap_next: MMAP_BASE,
+            mmap_lock: MmapLock::default(),
         }
     }
 
@@ -110,6 +184,7 @@ impl Mm {
             ptes: vec![Pte::None; pages as usize],
             touched: false,
             merged_into: None,
+            anon_vma: false,
         }));
         VmaId(self.vmas.len() as u32 - 1)
     }
@@ -127,11 +202,13 @@ impl Mm {
             return None;
         }
         self.mmap_next = self.mmap_next.min(start);
+        let anon_vma = self.vma(of).is_some_and(|v| v.anon_vma);
         self.vmas.push(Some(Vma {
             start: Vpn(start),
             ptes: vec![Pte::None; pages as usize],
             touched: false,
             merged_into: Some(of),
+            anon_vma,
         }));
         Some(VmaId(self.vmas.len() as u32 - 1))
     }
@@ -214,6 +291,30 @@ mod tests {
         // Once the anchor is gone, the region is a VMA of its own.
         mm.vmas[anchor.0 as usize] = None;
         assert!(!mm.unmap_splits(beside));
+    }
+
+    /// rwsem order: a sleeping writer holds back later readers; a release hands the lock to
+    /// the head of the queue: the writer alone, then the readers at the head together.
+    #[test]
+    fn mmap_lock_hands_over_in_arrival_order() {
+        let (a, b, c, d) = (TaskId(1), TaskId(2), TaskId(3), TaskId(4));
+        let mut l = MmapLock::default();
+        assert!(l.can_take(false));
+        l.take(a, false);
+        assert!(l.can_take(false) && !l.can_take(true), "readers share, a writer waits");
+        l.waiters.push_back((b, true));
+        assert!(!l.can_take(false), "a reader queues behind a sleeping writer");
+        l.waiters.push_back((c, false));
+        l.waiters.push_back((d, false));
+        assert!(l.hand_over().is_empty(), "a reader still holds it");
+        l.release(a, false);
+        assert_eq!(l.hand_over(), vec![b]);
+        assert_eq!(l.writer, Some(b));
+        assert!(l.hand_over().is_empty(), "the writer holds it");
+        l.release(b, true);
+        assert_eq!(l.hand_over(), vec![c, d]);
+        assert_eq!(l.readers, vec![c, d]);
+        assert!(l.waiters.is_empty());
     }
 
     #[test]

@@ -110,6 +110,15 @@ pub struct Policy {
     /// 6.14 (`CONFIG_PT_RECLAIM`, Qi Zheng): `MADV_DONTNEED` over a whole 2 MiB block frees
     /// the PTE page it empties, and its flush then carries `freed_tables`.
     pub pt_reclaim: bool,
+    /// Per-VMA locks (`lock_vma_under_rcu()`): anonymous page faults (6.4, Suren Baghdasaryan)
+    /// and `MADV_DONTNEED` (6.16, Barry Song: `MADVISE_VMA_READ_LOCK`) leave `mmap_lock`
+    /// alone; before, both took it for read.
+    #[serde(default)]
+    pub vma_locks: bool,
+    /// 4.20 (Yang Shi, "mm: mmap: zap pages with read mmap_sem in munmap"): munmap downgrades
+    /// `mmap_lock` to read once the VMAs are detached, so the zap and the flush run under read.
+    #[serde(default)]
+    pub munmap_downgrade: bool,
     /// Page-table isolation and its user-PCID flush.
     pub pti: Pti,
     /// AMD INVLPGB broadcast flushes with global ASIDs (6.15); needs the CPU feature.
@@ -237,6 +246,8 @@ fn linux_6_18() -> Policy {
         early_gen_exit: true,
         concurrent_local_flush: true,
         pt_reclaim: true,
+        vma_locks: true,
+        munmap_downgrade: true,
         pti: Pti::Off,
         invlpgb: false,
         la57: La57::Off,
@@ -262,6 +273,8 @@ fn linux_4_14() -> Policy {
         early_gen_exit: false,
         concurrent_local_flush: false,
         pt_reclaim: false,
+        vma_locks: false,
+        munmap_downgrade: false,
         idle_leave_mm: true,
         ..linux_6_18()
     }

@@ -136,6 +136,8 @@ pub struct KernelReport {
     pub la57_checks: u64,
     /// Pages unmapped by reclaim (`Syscall::Reclaim`).
     pub reclaimed: u64,
+    /// `mmap_lock` acquisitions and waits.
+    pub mmap_lock: MmapLockStats,
     /// XPFO's unmaps and exposure windows (`None` without XPFO).
     pub xpfo: Option<XpfoReport>,
     /// `tlb:tlb_flush` events by reason name.
@@ -173,6 +175,7 @@ impl KernelReport {
             page_faults: counters.page_faults,
             la57_checks: counters.la57_checks,
             reclaimed: counters.reclaimed,
+            mmap_lock: counters.mmap_lock,
             xpfo: k.xpfo_report(),
             tlb_flush: TlbFlushReason::ALL
                 .iter()
@@ -191,4 +194,15 @@ impl KernelReport {
     pub fn micros(&self, cycles: f64) -> f64 {
         cycles / self.clock_mhz as f64
     }
+}
+
+/// `mmap_lock` over a run, every mm together.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MmapLockStats {
+    /// Acquisitions, for read or write (a downgrade is not one).
+    pub acquired: u64,
+    /// Acquisitions that slept until a release handed the lock over.
+    pub slept: u64,
+    /// Cycles writers spent spinning on a running holder.
+    pub spin_cycles: u64,
 }

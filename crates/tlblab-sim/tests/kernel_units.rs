@@ -75,7 +75,10 @@ fn every_builtin_preset_resolves_the_same_way_twice() {
             s.kernel_costs().unwrap().figures().map(|(n, f)| (n, f.cycles)).to_vec()
         };
         assert_eq!(cycles(&a), cycles(&b), "{name}");
-        assert!(cycles(&a).iter().all(|(_, c)| *c > 0), "{name}: {:?}", cycles(&a));
+        // zap_batch and split_vma are 0 where the preset's whole-path figures hold them.
+        let held_elsewhere = ["zap_batch", "split_vma"];
+        let positive = |(n, c): &(&str, u64)| *c > 0 || held_elsewhere.contains(n);
+        assert!(cycles(&a).iter().all(positive), "{name}: {:?}", cycles(&a));
         // The TOML written back from the preset loads to the same figures.
         let again = toml::to_string(a.raw()).unwrap();
         assert_eq!(cycles(&load(&again).unwrap()), cycles(&a), "{name}");

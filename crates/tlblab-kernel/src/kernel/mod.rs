@@ -22,6 +22,7 @@ mod idle;
 mod invlpgb;
 mod kflush;
 mod latr;
+mod mmap_lock;
 mod process;
 mod reclaim;
 mod run;
@@ -193,6 +194,12 @@ enum Frame {
     KernelFlush { req: kflush::KernelFlush, phase: FlushPhase, call: Option<CallId> },
     /// The task exits.
     Exit { phase: Phase },
+    /// `down_read()` / `down_write()` of the task's `mmap_lock`.
+    MmapLock { write: bool },
+    /// `up_read()` / `up_write()` of the task's `mmap_lock`.
+    MmapUnlock { write: bool },
+    /// `mmap_write_downgrade()`, then `cycles` of work under read.
+    MmapDowngrade { cycles: u64 },
 }
 
 /// Entry, body, exit of a kernel entry.
@@ -311,6 +318,8 @@ pub(crate) struct Counters {
     pub tlb_flush: [u64; 6],
     /// Durations of preemption-disabled sections of `flush_tlb_mm_range()`.
     pub preempt_off: Vec<u64>,
+    /// `mmap_lock` acquisitions and waits.
+    pub mmap_lock: crate::stats::MmapLockStats,
 }
 
 /// Settings of one run.

@@ -494,6 +494,9 @@ impl<O: Observer> Kernel<O> {
                 self.batch_flush_step(cpu, t, mask, phase, call)
             }
             Frame::Exit { phase } => self.exit_step(cpu, t, phase),
+            Frame::MmapLock { write } => self.mmap_lock_step(cpu, t, write),
+            Frame::MmapUnlock { write } => self.mmap_unlock_step(cpu, t, write),
+            Frame::MmapDowngrade { cycles } => self.mmap_downgrade_step(cpu, t, cycles),
         }
     }
 
@@ -649,11 +652,20 @@ impl<O: Observer> Kernel<O> {
         match phase {
             Phase::Entry => {
                 self.push_frame(t, Frame::Fault { touch, page, phase: Phase::Body });
+                let write = touch.kind == AccessKind::Store;
+                if self.fault_takes_mmap_lock(mm, touch.vma, write) {
+                    self.push_frame(t, Frame::MmapLock { write: false });
+                }
                 Step::Spend(self.kernel_entry(cpu), Mode::Sys)
             }
             Phase::Body => {
                 self.push_frame(t, Frame::Fault { touch, page, phase: Phase::Exit });
                 let write = touch.kind == AccessKind::Store;
+                // The same test as at entry: nothing the fault depends on changed while it
+                // waited (only this task writes its PTEs and anon_vma).
+                if self.fault_takes_mmap_lock(mm, touch.vma, write) {
+                    self.push_frame(t, Frame::MmapUnlock { write: false });
+                }
                 let Some(vma) = self.mms[mm.0 as usize].vma_mut(touch.vma) else {
                     return Step::Next;
                 };
@@ -670,6 +682,7 @@ impl<O: Observer> Kernel<O> {
                 };
                 vma.ptes[page as usize] = new;
                 vma.touched = true;
+                vma.anon_vma |= new == Pte::Present;
                 if flush {
                     self.pte_changed(t, mm, vpn);
                     self.push_flush(t, FlushRequest::pages(mm, vpn, vpn + 1, false));
@@ -700,7 +713,11 @@ impl<O: Observer> Kernel<O> {
         let half = self.costs.syscall.cycles / 2;
         match phase {
             Phase::Entry => {
+                let lock = call.as_ref().and_then(|c| self.mmap_lock_for(c));
                 self.push_frame(t, Frame::Syscall { call, phase: Phase::Body });
+                if let Some(write) = lock {
+                    self.push_frame(t, Frame::MmapLock { write });
+                }
                 Step::Spend(half + self.kernel_entry(cpu), Mode::Sys)
             }
             Phase::Body => {
@@ -743,10 +760,21 @@ impl<O: Observer> Kernel<O> {
         n * self.costs.zap_pte.cycles + batch
     }
 
+    /// Pushes the system call's exit and, below the call's remaining work, the release of
+    /// `mmap_lock` when it holds it (`Some(write)`).
+    fn push_exit_unlocking(&mut self, t: TaskId, lock: Option<bool>) {
+        self.push_frame(t, Frame::Syscall { call: None, phase: Phase::Exit });
+        if let Some(write) = lock {
+            self.push_frame(t, Frame::MmapUnlock { write });
+        }
+    }
+
     /// The body of a system call; pushes the exit frame (and any work before it).
     fn syscall_body(&mut self, cpu: CpuId, t: TaskId, call: Syscall) -> Step {
         let mm = self.tasks[t.0 as usize].mm.expect("user task");
         let exit = Frame::Syscall { call: None, phase: Phase::Exit };
+        // mmap_lock, when the call took it at entry: released after the call's flush.
+        let lock = self.mmap_lock_for(&call);
         match call {
             Syscall::Null | Syscall::Yield => {
                 self.push_frame(t, exit);
@@ -768,12 +796,12 @@ impl<O: Observer> Kernel<O> {
                     _ => unreachable!("matched above"),
                 };
                 self.tasks[t.0 as usize].last = Outcome::Mapped(vma);
-                self.push_frame(t, exit);
+                self.push_exit_unlocking(t, lock);
                 Step::Spend(cycles, Mode::Sys)
             }
             Syscall::Munmap { vma } => {
                 let Some(v) = self.mms[mm.0 as usize].vma(vma) else {
-                    self.push_frame(t, exit);
+                    self.push_exit_unlocking(t, lock);
                     return Step::Next; // EINVAL-like: nothing mapped
                 };
                 let pages = v.pages();
@@ -789,11 +817,15 @@ impl<O: Observer> Kernel<O> {
                 let (n, mut lo, mut hi) = self.zap(t, mm, vma, 0, pages);
                 self.tables_freed(t, mm, &tables);
                 self.mms[mm.0 as usize].vmas[vma.0 as usize] = None;
-                let cycles = self.costs.munmap.cycles
-                    + self.zap_cycles(n)
-                    + if splits { self.costs.split_vma.cycles } else { 0 }
-                    + self.la57_checks(LA57_CHECKS_WALK);
-                self.push_frame(t, exit);
+                let walk = self.zap_cycles(n) + self.la57_checks(LA57_CHECKS_WALK);
+                let detach =
+                    self.costs.munmap.cycles + if splits { self.costs.split_vma.cycles } else { 0 };
+                // From 4.20 munmap detaches its VMAs under write, then downgrades: the zap and
+                // the flush run under read.
+                let downgrade = lock.is_some() && self.policy.munmap_downgrade;
+                let (cycles, unlock) =
+                    if downgrade { (detach, Some(false)) } else { (detach + walk, lock) };
+                self.push_exit_unlocking(t, unlock);
                 if freed {
                     // pte_free_tlb() adds one page at the address of each freed table to the
                     // range: the region's start for its first 2 MiB, the block's start after.
@@ -805,6 +837,9 @@ impl<O: Observer> Kernel<O> {
                     // mmu_gather: one flush over the PTEs cleared and the tables freed.
                     self.push_unmap_flush(t, FlushRequest::pages(mm, lo, hi, freed));
                 }
+                if downgrade {
+                    self.push_frame(t, Frame::MmapDowngrade { cycles: walk });
+                }
                 Step::Spend(cycles, Mode::Sys)
             }
             Syscall::MadviseDontneed { vma, first, pages } => {
@@ -814,7 +849,7 @@ impl<O: Observer> Kernel<O> {
                 let cycles = self.costs.madvise.cycles
                     + self.zap_cycles(n)
                     + self.la57_checks(LA57_CHECKS_WALK);
-                self.push_frame(t, exit);
+                self.push_exit_unlocking(t, lock);
                 if let (Some(&a), Some(&b)) = (tables.first(), tables.last()) {
                     // pte_free_tlb() adds one page at each freed table's block start.
                     (lo, hi) = (lo.min(a), hi.max(b + 1));
@@ -826,7 +861,7 @@ impl<O: Observer> Kernel<O> {
             }
             Syscall::Mprotect { vma, first, pages } => {
                 let cycles = self.costs.mprotect.cycles;
-                self.push_frame(t, exit);
+                self.push_exit_unlocking(t, lock);
                 // The flush covers the present pages of the range, first to last.
                 let range = self.mms[mm.0 as usize].vma(vma).and_then(|v| {
                     let span = &v.ptes

@@ -226,3 +226,54 @@ fn zap_batch_and_vma_merge_off_are_the_preset_without_their_figures() {
     assert!(!Mechanism::ZapBatch.present_on(&none) && !Mechanism::VmaMerge.present_on(&none));
     assert_eq!(json(&storm(&none, &all_off)), json(&storm(&none, &[])));
 }
+
+/// A scenario's report on `cpus` CPUs of skylake under `policy`, with `off` switched off.
+fn scenario_run(
+    name: &str,
+    policy: &str,
+    off: &[Mechanism],
+    cpus: usize,
+    p: &Params,
+) -> KernelReport {
+    let mechanisms = off.iter().fold(Mechanisms::all(), |s, &m| s.without(m));
+    let config = KernelConfig::new(cpus, 7).with_mechanisms(mechanisms);
+    let spec = tlblab_sim::machine::builtin("skylake").unwrap();
+    let mut k =
+        Kernel::new(&spec, &Policy::named(policy).unwrap(), config, TraceLog::default()).unwrap();
+    let s = scenario(name).unwrap();
+    s.install(&mut k, p).unwrap();
+    assert!(s.run(&mut k, p), "{name} did not finish");
+    k.report()
+}
+
+/// Who takes mmap_lock: before per-VMA locks (4.14) every fault and every MADV_DONTNEED takes
+/// it for read; with them (6.18) neither does, but for the region's first write fault, which
+/// prepares its anon_vma. The region's mmap takes it for write in both.
+#[test]
+fn mmap_lock_is_taken_by_faults_and_madvise_only_before_per_vma_locks() {
+    let p = Params { busy: 0, iterations: 100, ..Params::default() };
+    let new = scenario_run("madvise-busy", "linux-6.18", &[], 1, &p).mmap_lock;
+    let old = scenario_run("madvise-busy", "linux-4.14", &[], 1, &p).mmap_lock;
+    // One task: nobody ever waits.
+    assert_eq!((new.slept, new.spin_cycles, old.slept, old.spin_cycles), (0, 0, 0, 0));
+    // Both: the region's mmap and its first write fault (the anchor page's). 4.14 also: 100
+    // rounds of a write fault and a DONTNEED, each read-locked.
+    assert_eq!(new.acquired, 2, "{new:?}");
+    assert_eq!(old.acquired, 2 + 2 * 100, "{old:?}");
+    let off = scenario_run("madvise-busy", "linux-4.14", &[Mechanism::MmapLock], 1, &p);
+    assert_eq!(off.mmap_lock.acquired, 0);
+}
+
+/// pthread-mmap's threads map, write and unmap in a shared mm: on 4.14 their faults wait for
+/// each other's munmap, which holds the lock for write through its flush; the waits make the
+/// run longer than without the lock, and a sleeper's CPU goes idle.
+#[test]
+fn mmap_lock_serialises_threads_that_map_and_unmap() {
+    let p = Params { tasks: 2, pages: 16, iterations: 50, ..Params::default() };
+    let on = scenario_run("pthread-mmap", "linux-4.14", &[], 2, &p);
+    let off = scenario_run("pthread-mmap", "linux-4.14", &[Mechanism::MmapLock], 2, &p);
+    let waits = on.mmap_lock.slept + u64::from(on.mmap_lock.spin_cycles > 0);
+    assert!(waits > 0, "{:?}", on.mmap_lock);
+    assert!(on.elapsed_cycles > off.elapsed_cycles, "{} {}", on.elapsed_cycles, off.elapsed_cycles);
+    assert_eq!(off.mmap_lock, crate::stats::MmapLockStats::default());
+}

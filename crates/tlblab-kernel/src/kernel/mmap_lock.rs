@@ -1,0 +1,135 @@
+//! `mm->mmap_lock` (`include/linux/mmap_lock.h`, `kernel/locking/rwsem.c`): who takes it, for
+//! read or write, in each mirrored kernel; what waiting for it costs; and what a release hands
+//! over ([`crate::mechanisms::Mechanism::MmapLock`]).
+//!
+//! - `mmap`, `munmap`, `mprotect` take it for write. With `Policy::munmap_downgrade` (4.20+)
+//!   munmap downgrades to read once its VMAs are detached, so its zap and flush run under read.
+//! - Page faults and `MADV_DONTNEED` take it for read before `Policy::vma_locks` (6.4 / 6.16);
+//!   after, they take the VMA's own lock and leave `mmap_lock` alone, except the first anonymous
+//!   fault of a VMA without an `anon_vma`, which `vmf_anon_prepare()` does under `mmap_lock` for
+//!   read.
+//! - A writer that finds the lock taken spins while a holder runs on a CPU (rwsem optimistic
+//!   spinning) and sleeps otherwise; a reader sleeps (reader spinning is gone since 6.x, and
+//!   4.13/4.14 had none). A release hands the lock to the head of the queue (`rwsem_wake()`):
+//!   a writer, or the readers at its head; the releaser pays each wake-up.
+//! - Every acquisition and release is an atomic on the semaphore's cache line: a
+//!   `cache_line_transfer` when another CPU wrote it last.
+//!
+//! NOTE: fork's, exec's and exit's uses of `mmap_lock` are not modelled (they serialise with
+//! nothing in the scenarios: a process's own threads have exited or wait).
+
+use super::run::Step;
+use super::{Frame, Kernel, Mode, TaskState};
+use crate::ids::{MmId, TaskId};
+use crate::mechanisms::Mechanism;
+use crate::mm::VmaId;
+use crate::observer::Observer;
+use crate::program::Syscall;
+use tlblab_types::CpuId;
+
+/// How long a spinning writer waits before it looks at the lock again (its `cpu_relax()` loop
+/// in `rwsem_spin_on_owner()`, coarsened so that a long hold is a few events, not thousands).
+const SPIN_CHECK_CYCLES: u64 = 200;
+
+impl<O: Observer> Kernel<O> {
+    /// Whether `call` takes `mmap_lock`, and for write; `None` when it does not (or the
+    /// mechanism is off).
+    pub(super) fn mmap_lock_for(&self, call: &Syscall) -> Option<bool> {
+        if !self.config.mechanisms.is_on(Mechanism::MmapLock) {
+            return None;
+        }
+        match call {
+            Syscall::Mmap { .. }
+            | Syscall::MmapBeside { .. }
+            | Syscall::Munmap { .. }
+            | Syscall::Mprotect { .. } => Some(true),
+            Syscall::MadviseDontneed { .. } => (!self.policy.vma_locks).then_some(false),
+            _ => None,
+        }
+    }
+
+    /// Whether a page fault on `vma` takes `mmap_lock` for read: every fault before per-VMA
+    /// locks; after, only a write fault that must prepare the VMA's `anon_vma`.
+    pub(super) fn fault_takes_mmap_lock(&self, mm: MmId, vma: VmaId, write: bool) -> bool {
+        if !self.config.mechanisms.is_on(Mechanism::MmapLock) {
+            return false;
+        }
+        if !self.policy.vma_locks {
+            return true;
+        }
+        write && self.mms[mm.0 as usize].vma(vma).is_some_and(|v| !v.anon_vma)
+    }
+
+    /// The atomic on the semaphore's line from `cpu`: a transfer if another CPU wrote it last.
+    fn mmap_lock_line(&mut self, cpu: CpuId, mm: MmId) -> u64 {
+        let line = &mut self.mms[mm.0 as usize].mmap_lock.line;
+        let moved = line.is_some_and(|c| c != cpu.0);
+        *line = Some(cpu.0);
+        if moved {
+            self.costs.cache_line_transfer.cycles
+        } else {
+            0
+        }
+    }
+
+    /// `down_read()` / `down_write()` by `t`: takes the lock, spins, or sleeps until a release
+    /// hands it over (the frames below then run with it held).
+    pub(super) fn mmap_lock_step(&mut self, cpu: CpuId, t: TaskId, write: bool) -> Step {
+        let mm = self.tasks[t.0 as usize].mm.expect("user task");
+        let line = self.mmap_lock_line(cpu, mm);
+        let lock = &self.mms[mm.0 as usize].mmap_lock;
+        if lock.can_take(write) {
+            self.mms[mm.0 as usize].mmap_lock.take(t, write);
+            self.counters.mmap_lock.acquired += 1;
+            return Step::Spend(line, Mode::Sys);
+        }
+        let holders_run = lock
+            .writer
+            .iter()
+            .chain(&lock.readers)
+            .any(|h| self.tasks[h.0 as usize].state == TaskState::Running);
+        if write && holders_run && lock.waiters.is_empty() {
+            // Optimistic spinning: look again shortly.
+            self.push_frame(t, Frame::MmapLock { write });
+            self.counters.mmap_lock.spin_cycles += SPIN_CHECK_CYCLES;
+            return Step::Spend(line + SPIN_CHECK_CYCLES, Mode::Sys);
+        }
+        self.mms[mm.0 as usize].mmap_lock.waiters.push_back((t, write));
+        self.counters.mmap_lock.slept += 1;
+        self.tasks[t.0 as usize].state = TaskState::Blocked;
+        self.schedule(cpu)
+    }
+
+    /// `up_read()` / `up_write()` by `t`, and the wake-ups of the tasks handed the lock.
+    pub(super) fn mmap_unlock_step(&mut self, cpu: CpuId, t: TaskId, write: bool) -> Step {
+        let mm = self.tasks[t.0 as usize].mm.expect("user task");
+        let line = self.mmap_lock_line(cpu, mm);
+        self.mms[mm.0 as usize].mmap_lock.release(t, write);
+        Step::Spend(line + self.mmap_lock_wake(cpu, mm), Mode::Sys)
+    }
+
+    /// `mmap_write_downgrade()` by `t`, then `cycles` of work under read (munmap's zap).
+    pub(super) fn mmap_downgrade_step(&mut self, cpu: CpuId, t: TaskId, cycles: u64) -> Step {
+        let mm = self.tasks[t.0 as usize].mm.expect("user task");
+        let line = self.mmap_lock_line(cpu, mm);
+        let lock = &mut self.mms[mm.0 as usize].mmap_lock;
+        lock.release(t, true);
+        lock.take(t, false);
+        Step::Spend(line + self.mmap_lock_wake(cpu, mm) + cycles, Mode::Sys)
+    }
+
+    /// Hands the lock over and wakes the new holders; their wake-ups' cost, on `cpu`.
+    fn mmap_lock_wake(&mut self, cpu: CpuId, mm: MmId) -> u64 {
+        let woken = self.mms[mm.0 as usize].mmap_lock.hand_over();
+        let mut cycles = 0;
+        for w in woken {
+            self.counters.mmap_lock.acquired += 1;
+            cycles += self.costs.wakeup.cycles;
+            if self.tasks[w.0 as usize].cpu != cpu {
+                cycles += self.costs.ipi_send.cycles;
+            }
+            self.enqueue(w);
+        }
+        cycles
+    }
+}
