@@ -984,4 +984,4 @@ impl<O: Observer> Kernel<O> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -239,13 +239,8 @@ mod tests {
 
     fn run(name: &str, cpus: usize, seed: u64, p: &Params) -> KernelReport {
         let spec = tlblab_sim::machine::builtin("skylake").unwrap();
-        let policy = Policy::named("linux-6.18").unwrap();
         let config = KernelConfig::new(cpus, seed);
-        let mut k = Kernel::new(&spec, &policy, config, NoObserver).unwrap();
-        let s = scenario(name).unwrap();
-        s.install(&mut k, p).unwrap();
-        assert!(s.run(&mut k, p), "{name}: tasks did not finish");
-        k.report()
+        crate::kernel::tests::run_scenario(&spec, "linux-6.18", config, name, p)
     }
 
     /// One task, 3 passes over the 1 MiB: per iteration a write fault (a page of its own), a

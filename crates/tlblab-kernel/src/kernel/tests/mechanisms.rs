@@ -228,22 +228,10 @@ fn zap_batch_and_vma_merge_off_are_the_preset_without_their_figures() {
 }
 
 /// A scenario's report on `cpus` CPUs of skylake under `policy`, with `off` switched off.
-fn scenario_run(
-    name: &str,
-    policy: &str,
-    off: &[Mechanism],
-    cpus: usize,
-    p: &Params,
-) -> KernelReport {
+fn scenario_run(name: &str, policy: &str, off: &[Mechanism], cpus: usize, p: &Params) -> KernelReport {
     let mechanisms = off.iter().fold(Mechanisms::all(), |s, &m| s.without(m));
     let config = KernelConfig::new(cpus, 7).with_mechanisms(mechanisms);
-    let spec = tlblab_sim::machine::builtin("skylake").unwrap();
-    let mut k =
-        Kernel::new(&spec, &Policy::named(policy).unwrap(), config, TraceLog::default()).unwrap();
-    let s = scenario(name).unwrap();
-    s.install(&mut k, p).unwrap();
-    assert!(s.run(&mut k, p), "{name} did not finish");
-    k.report()
+    run_scenario(&tlblab_sim::machine::builtin("skylake").unwrap(), policy, config, name, p)
 }
 
 /// Who takes mmap_lock: before per-VMA locks (4.14) every fault and every MADV_DONTNEED takes

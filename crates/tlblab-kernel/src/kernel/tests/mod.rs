@@ -439,3 +439,20 @@ mod munmap;
 mod process;
 mod reclaim;
 mod xpfo;
+
+/// Runs scenario `name` to its end on `cpus` CPUs of `spec` under `policy` (seed `seed`, the
+/// given mechanisms); its report. Shared by the scenario tests of every module.
+pub(crate) fn run_scenario(
+    spec: &MachineSpec,
+    policy: &str,
+    config: KernelConfig,
+    name: &str,
+    p: &crate::workloads::Params,
+) -> crate::stats::KernelReport {
+    let policy = Policy::named(policy).unwrap();
+    let mut k = Kernel::new(spec, &policy, config, crate::observer::NoObserver).unwrap();
+    let s = crate::workloads::scenario(name).unwrap();
+    s.install(&mut k, p).unwrap();
+    assert!(s.run(&mut k, p), "{name}: tasks did not finish");
+    k.report()
+}
