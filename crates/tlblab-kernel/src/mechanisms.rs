@@ -75,6 +75,11 @@ mechanisms! {
         "mm->mmap_lock: mmap/munmap/mprotect take it for write (munmap downgrades to read from 4.20), faults and MADV_DONTNEED for read before per-VMA locks; writers spin on a running holder, others sleep",
         "docs/kernel-model.md, \"How time is modelled\" (mmap_lock)",
         "no lock: every path runs at once, as if each task had the mm to itself";
+    /// The live loops' own program images (`program::WorkingSet`).
+    WorkingSet => "working-set",
+        "each live loop's own code, stack and library pages, referenced once per iteration (measured with a lackey trace), so that a flushing CR3 write costs their refills",
+        "docs/kernel-model.md, \"How time is modelled\" (working sets)",
+        "the loops reference only the regions they map (the model before this mechanism)";
     /// VMA merging and splitting (`mm.rs`, `Mm::mmap_beside`).
     VmaMerge => "vma-merge",
         "mmap(MAP_FIXED_NOREPLACE) beside a region merges the two VMAs, and a munmap of the new pages alone splits the merged VMA (kernel.split_vma)",
@@ -102,7 +107,7 @@ impl Mechanism {
         match self {
             Mechanism::Guest => crate::kernel::guest::Guest::from_spec(spec).is_some(),
             Mechanism::IdleStates => spec.raw().idle.is_some(),
-            Mechanism::CsdQueue | Mechanism::MmapLock => true,
+            Mechanism::CsdQueue | Mechanism::MmapLock | Mechanism::WorkingSet => true,
             Mechanism::ZapBatch => spec.kernel_costs().is_some_and(|k| k.zap_batch.cycles > 0),
             Mechanism::VmaMerge => spec.kernel_costs().is_some_and(|k| k.split_vma.cycles > 0),
         }

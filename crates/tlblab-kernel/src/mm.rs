@@ -57,6 +57,11 @@ impl Vma {
 /// (the page number of 0x7f00_0000_0000).
 const MMAP_BASE: u64 = 0x7f00_0000_0000 >> 12;
 
+/// Where a program's image (its code and data, [`Mm::map_image`]) goes: the page number of
+/// 0x5555_5555_4000, where Linux loads a position-independent executable, far below the mmap
+/// area, so that it shares no page table with the regions a program maps.
+const IMAGE_BASE: u64 = 0x5555_5555_4000 >> 12;
+
 /// Gap left between regions, in pages, so that regions do not share page tables by accident
 /// of packing (one page, as a guard page would).
 const GUARD_PAGES: u64 = 1;
@@ -84,6 +89,8 @@ pub struct Mm {
     pub mmap_next: u64,
     /// `mmap_lock`.
     pub mmap_lock: MmapLock,
+    /// Where the next image region starts (bottom-up from the executable's base).
+    pub image_next: u64,
 }
 
 /// `mm->mmap_lock`, a read-write semaphore (`kernel/locking/rwsem.c`): its holders, the tasks
@@ -167,6 +174,7 @@ impl Mm {
             vmas: Vec::new(),
             mmap_next: MMAP_BASE,
             mmap_lock: MmapLock::default(),
+            image_next: IMAGE_BASE,
         }
     }
 
@@ -185,6 +193,22 @@ impl Mm {
             touched: false,
             merged_into: None,
             anon_vma: false,
+        }));
+        VmaId(self.vmas.len() as u32 - 1)
+    }
+
+    /// A region of the program image, loaded with every PTE `pte` (as exec's loading and the
+    /// loop's warm-up leave it): no `mmap` and no fault. Placed bottom-up from the executable's
+    /// base with a guard page, away from the mmap area.
+    pub fn map_image(&mut self, pages: u64, pte: Pte) -> VmaId {
+        let start = self.image_next;
+        self.image_next += pages + GUARD_PAGES;
+        self.vmas.push(Some(Vma {
+            start: Vpn(start),
+            ptes: vec![pte; pages as usize],
+            touched: true,
+            merged_into: None,
+            anon_vma: pte == Pte::Present,
         }));
         VmaId(self.vmas.len() as u32 - 1)
     }

@@ -185,4 +185,24 @@ pub struct Env<'a> {
 pub trait Program {
     /// The next action.
     fn next(&mut self, env: &mut Env<'_>) -> Action;
+
+    /// The user pages one iteration of the program's loop references besides the regions it
+    /// maps itself: its code, stack and library data ([`WorkingSet`]); `None` for programs
+    /// that do not stand for a measured loop.
+    fn working_set(&self) -> Option<WorkingSet> {
+        None
+    }
+}
+
+/// The pages of a live loop's own program image that one iteration references (code fetched;
+/// stack and library data written), measured with a Valgrind lackey trace of the live loop
+/// (tools/calibrate/working_sets.py; docs/workloads.md, "Working sets"). After a CR3 write that
+/// flushes, each costs a TLB refill.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WorkingSet {
+    /// Code pages fetched per iteration (the loop and the libc wrappers it calls).
+    pub code_pages: u64,
+    /// Data pages written or read per iteration (stack, libc and program data), apart from the
+    /// regions the loop maps itself.
+    pub data_pages: u64,
 }

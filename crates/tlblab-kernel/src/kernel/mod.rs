@@ -242,9 +242,19 @@ enum TaskState {
     Dead,
 }
 
+/// A task's program image regions and its loop's working set in them.
+#[derive(Clone, Copy, Debug)]
+struct Image {
+    ws: crate::program::WorkingSet,
+    code: crate::mm::VmaId,
+    data: crate::mm::VmaId,
+}
+
 struct Task {
     /// Its own mm (`None`: a kernel thread).
     mm: Option<MmId>,
+    /// Its program's image and working set (mechanism `working-set`).
+    image: Option<Image>,
     program: Option<Box<dyn Program>>,
     rng: Pcg64Mcg,
     frames: Vec<Frame>,
@@ -580,6 +590,7 @@ impl<O: Observer> Kernel<O> {
         let seed = self.config.seed ^ (u64::from(id.0) + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         self.tasks.push(Task {
             mm,
+            image: None,
             program,
             rng: Pcg64Mcg::seed_from_u64(seed),
             frames: Vec::new(),
@@ -610,6 +621,7 @@ impl<O: Observer> Kernel<O> {
         let mm = self.new_mm();
         self.mms[mm.0 as usize].users += 1;
         let t = self.new_task(Some(mm), Some(program), cpu, essential);
+        self.map_working_set(t);
         self.enqueue(t);
         t
     }
@@ -625,8 +637,27 @@ impl<O: Observer> Kernel<O> {
         let mm = self.tasks[task.0 as usize].mm.expect("threads of user tasks");
         self.mms[mm.0 as usize].users += 1;
         let t = self.new_task(Some(mm), Some(program), cpu, essential);
+        self.map_working_set(t);
         self.enqueue(t);
         t
+    }
+
+    /// Maps the image regions of `t`'s program's working set, when it has one and the
+    /// mechanism is on. NOTE: each task gets its own code region; the threads of a process
+    /// share theirs in the kernel, which changes no TLB behaviour (entries are per CPU) and no
+    /// flush (the image is never unmapped).
+    fn map_working_set(&mut self, t: TaskId) {
+        let task = &self.tasks[t.0 as usize];
+        let ws = task.program.as_ref().and_then(|p| p.working_set());
+        let (Some(ws), Some(mm)) = (ws, task.mm) else { return };
+        if !self.config.mechanisms.is_on(crate::mechanisms::Mechanism::WorkingSet) {
+            return;
+        }
+        let m = &mut self.mms[mm.0 as usize];
+        // Text is mapped from the page cache: a read mapping, as the zero page stands for.
+        let code = m.map_image(ws.code_pages, crate::mm::Pte::ZeroPage);
+        let data = m.map_image(ws.data_pages, crate::mm::Pte::Present);
+        self.tasks[t.0 as usize].image = Some(Image { ws, code, data });
     }
 
     /// A new eventfd with count 0.

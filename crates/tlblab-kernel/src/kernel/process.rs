@@ -77,6 +77,8 @@ impl<O: Observer> Kernel<O> {
         let task = &mut self.tasks[t.0 as usize];
         task.mm = Some(new);
         task.program = Some(program);
+        // The old image went with the old mm.
+        task.image = None;
         task.last = Outcome::None;
         let mut cycles = self.costs.exec.cycles + self.switch_mm_irqs_off(cpu, new);
         self.push_frame(t, Frame::Syscall { call: None, phase: Phase::Exit });

@@ -538,6 +538,15 @@ impl<O: Observer> Kernel<O> {
                 }
                 r.ops += 1;
                 r.last_op = now;
+                if let Some(image) = task.image {
+                    // The loop's own code and data, once per iteration (its next one).
+                    let touch =
+                        |vma, pages, kind| Touch { vma, first: 0, pages, kind, cycles_per_page: 0 };
+                    let data = touch(image.data, image.ws.data_pages, AccessKind::Store);
+                    let code = touch(image.code, image.ws.code_pages, AccessKind::Fetch);
+                    self.push_frame(t, Frame::Touch { touch: data, done: 0 });
+                    self.push_frame(t, Frame::Touch { touch: code, done: 0 });
+                }
                 Step::Next
             }
             Action::Exit => {

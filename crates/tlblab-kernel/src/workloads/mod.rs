@@ -15,7 +15,7 @@ pub use peers::{StormOp, TLB_FLUSH2_PAGES};
 use crate::kernel::Kernel;
 use crate::mm::VmaId;
 use crate::observer::Observer;
-use crate::program::{Action, Env, EventFd, Outcome, Program, Syscall, Touch};
+use crate::program::{Action, Env, EventFd, Outcome, Program, Syscall, Touch, WorkingSet};
 use crate::stats::KernelReport;
 use serde::Serialize;
 use thiserror::Error;
@@ -550,6 +550,11 @@ impl Program for MadvMigrate {
             }
         }
     }
+
+    fn working_set(&self) -> Option<WorkingSet> {
+        // lackey, madv-migrate's loop: 3 code pages, 3 data pages less its own page.
+        Some(WorkingSet { code_pages: 3, data_pages: 2 })
+    }
 }
 
 /// One side of pingpong.
@@ -609,8 +614,15 @@ impl Program for PingPong {
             (false, 1) => Action::Syscall(recv),
             (false, 2) => touch(),
             (false, 3) => Action::Syscall(send),
-            (false, _) => Action::Compute { cycles: 0 },
+            // An iteration of the echo's loop (its working set is referenced once per one).
+            (false, _) => Action::Op,
         }
+    }
+
+    fn working_set(&self) -> Option<WorkingSet> {
+        // lackey, pingpong's two loops: the initiator 2 code, 6 data pages; the echo 2 and 5.
+        let data_pages = if self.initiator { 6 } else { 5 };
+        Some(WorkingSet { code_pages: 2, data_pages })
     }
 }
 
@@ -654,6 +666,12 @@ impl Program for MadviseLoop {
             }
         }
     }
+
+    fn working_set(&self) -> Option<WorkingSet> {
+        // lackey, madvise-busy's and madvise-scale's loop: 2 code, 3 data pages less the page it
+        // madvises (munmap-threads runs the same loop).
+        Some(WorkingSet { code_pages: 2, data_pages: 2 })
+    }
 }
 
 /// pthread-mmap: rounds of mmap, write, munmap.
@@ -689,6 +707,11 @@ impl Program for MmapRounds {
                 Action::Op
             }
         }
+    }
+
+    fn working_set(&self) -> Option<WorkingSet> {
+        // lackey, pthread-mmap's rounds: 3 code, 260 data pages less its 256 mapped ones.
+        Some(WorkingSet { code_pages: 3, data_pages: 4 })
     }
 }
 

@@ -27,7 +27,7 @@ use super::{mapped, store, Params, Region, Spin};
 use crate::kernel::Kernel;
 use crate::mm::VmaId;
 use crate::observer::Observer;
-use crate::program::{Action, Env, Program, Syscall, Touch};
+use crate::program::{Action, Env, Program, Syscall, Touch, WorkingSet};
 use serde::Serialize;
 use tlblab_types::{AccessKind, CpuId};
 
@@ -168,6 +168,11 @@ impl Program for TlbFlush2 {
             }
         }
     }
+
+    fn working_set(&self) -> Option<WorkingSet> {
+        // lackey, tlb-flush2's loop: 2 code, 4 data pages less the page it writes and reads.
+        Some(WorkingSet { code_pages: 2, data_pages: 3 })
+    }
 }
 
 /// The live `storm` loop (one thread; the siblings are [`Spin`]).
@@ -225,6 +230,12 @@ impl Program for Storm {
                 Action::Op
             }
         }
+    }
+
+    fn working_set(&self) -> Option<WorkingSet> {
+        // lackey, storm's munmap loop at 1 page: 3 code, 5 data pages less its page. The
+        // mprotect loop was not measured.
+        (self.p.op == StormOp::Munmap).then_some(WorkingSet { code_pages: 3, data_pages: 4 })
     }
 }
 

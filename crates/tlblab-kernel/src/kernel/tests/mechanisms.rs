@@ -228,7 +228,13 @@ fn zap_batch_and_vma_merge_off_are_the_preset_without_their_figures() {
 }
 
 /// A scenario's report on `cpus` CPUs of skylake under `policy`, with `off` switched off.
-fn scenario_run(name: &str, policy: &str, off: &[Mechanism], cpus: usize, p: &Params) -> KernelReport {
+fn scenario_run(
+    name: &str,
+    policy: &str,
+    off: &[Mechanism],
+    cpus: usize,
+    p: &Params,
+) -> KernelReport {
     let mechanisms = off.iter().fold(Mechanisms::all(), |s, &m| s.without(m));
     let config = KernelConfig::new(cpus, 7).with_mechanisms(mechanisms);
     run_scenario(&tlblab_sim::machine::builtin("skylake").unwrap(), policy, config, name, p)
@@ -264,4 +270,27 @@ fn mmap_lock_serialises_threads_that_map_and_unmap() {
     assert!(waits > 0, "{:?}", on.mmap_lock);
     assert!(on.elapsed_cycles > off.elapsed_cycles, "{} {}", on.elapsed_cycles, off.elapsed_cycles);
     assert_eq!(off.mmap_lock, crate::stats::MmapLockStats::default());
+}
+
+/// pingpong's loops reference their own code and data each round trip: without PCID (4.13)
+/// every switch flushes, so each side refills its working set ((2 + 6) + (2 + 5) pages) every
+/// round trip; with PCID (4.14) the two mms keep their ASIDs and nothing is refilled.
+#[test]
+fn working_set_is_refilled_after_every_flushing_switch_only() {
+    let p = Params { iterations: 200, ..Params::default() };
+    let walks = |r: &KernelReport| {
+        let h = &r.hw;
+        h.dtlb_load_misses.walk_completed
+            + h.dtlb_store_misses.walk_completed
+            + h.itlb_misses.walk_completed
+    };
+    let on = scenario_run("pingpong", "linux-4.13", &[], 1, &p);
+    let off = scenario_run("pingpong", "linux-4.13", &[Mechanism::WorkingSet], 1, &p);
+    let per_trip = (walks(&on) - walks(&off)) as f64 / 200.0;
+    assert!((15.0..=15.5).contains(&per_trip), "{per_trip} walks per round trip");
+    assert!(on.tasks[0].user_cycles > off.tasks[0].user_cycles);
+    let pcid = scenario_run("pingpong", "linux-4.14", &[], 1, &p);
+    let pcid_off = scenario_run("pingpong", "linux-4.14", &[Mechanism::WorkingSet], 1, &p);
+    // The first round trips fill the TLB; after that nothing is refilled.
+    assert!(walks(&pcid) - walks(&pcid_off) <= 2 * 15, "{}", walks(&pcid) - walks(&pcid_off));
 }
