@@ -407,7 +407,8 @@ pub enum SimCommand {
     /// such as linux-6.18+pti-invpcid, or a .toml file. `--explain` adds, per policy, what
     /// each model mechanism contributes to the metric (each switched off in turn).
     Run(RunArgs),
-    /// List the model's mechanisms that `sim run --without` and `--explain` switch off.
+    /// List the model's mechanisms that `--without` and `--explain` of `sim run` and `sim
+    /// study` switch off.
     ///
     /// Each line: the name, what it models, and what the model does with it off
     /// (docs/kernel-model.md, "Mechanisms and their switches").
@@ -665,10 +666,9 @@ pub struct RunArgs {
     /// The scenario's parameters.
     #[command(flatten)]
     pub params: ScenarioParams,
-    /// Switch these model mechanisms off in every run (comma-separated: guest, idle-states,
-    /// csd-queue; `tlblab sim mechanisms` describes them).
-    #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
-    pub without: Vec<String>,
+    /// Mechanisms switched off in every run.
+    #[command(flatten)]
+    pub without: WithoutArg,
     /// Explain each policy's metric by mechanism: run it again with each mechanism off in turn
     /// (same seeds) and show the change from the run with all on. A mechanism the machine does
     /// not have is listed, not run.
@@ -677,6 +677,15 @@ pub struct RunArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `--without`, the same for `sim run` and `sim study` (parsed by `WithoutArg::mechanisms`).
+#[derive(Debug, Args)]
+pub struct WithoutArg {
+    /// Switch these model mechanisms off in every run (comma-separated: guest, idle-states,
+    /// csd-queue, zap-batch, vma-merge; `tlblab sim mechanisms` describes them).
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
+    pub without: Vec<String>,
 }
 
 /// A scenario's parameters (docs/workloads.md; each scenario uses those it names).
@@ -811,6 +820,12 @@ interval excludes 1 (ratios need --seeds 2 or more). Each study has its own form
   s5-xpfo        system and elapsed seconds, IPIs sent and received, full flushes, and the
                  exposure window (median, p99, max µs; censored windows)
 
+--without NAME[,NAME…] switches model mechanisms off in every run (`tlblab sim mechanisms`
+lists them; the header says which). --explain adds, per part, a table of its headline measure
+per policy with each mechanism its machine has switched off in turn (same seeds), the ratio to
+the baseline with it off and whether the answer changes; mechanisms the machine lacks are
+listed as not present.
+
 --quick shrinks every part for tests and smoke runs and says so in the output. --json prints
 the schema tlblab.sim.study/1 (all: tlblab.sim.study-all/1), documented in docs/sim-output.md;
 the studies themselves are described in docs/studies.md.
@@ -839,6 +854,16 @@ pub struct StudyArgs {
     /// smoke runs; the output says it is a quick run.
     #[arg(long)]
     pub quick: bool,
+    /// Mechanisms switched off in every run of the study.
+    #[command(flatten)]
+    pub without: WithoutArg,
+    /// Explain each part by mechanism: run it again with each mechanism its machine has
+    /// switched off in turn (same seeds) and show, per policy, the part's headline measure (its
+    /// first) on and off, and the study's comparison (the ratio to the baseline) with it off:
+    /// does switching it off change the answer? A mechanism the machine does not have is
+    /// listed, not run.
+    #[arg(long)]
+    pub explain: bool,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,

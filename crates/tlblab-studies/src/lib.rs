@@ -37,7 +37,7 @@ pub mod text;
 
 pub use error::StudyError;
 pub use measure::Measure;
-pub use report::{AllReport, StudyNotRun, StudyReport, SCHEMA, SCHEMA_ALL};
+pub use report::{AllReport, Answer, EffectStatus, StudyNotRun, StudyReport, SCHEMA, SCHEMA_ALL};
 pub use runner::{run, Options};
 pub use study::{find, known_names, Part, Relative, Size, Study, Sweep, SweepAxis, STUDIES};
 

@@ -2,12 +2,14 @@
 //! (see [`Layout`]), then the policies and what they mirror.
 
 use crate::measure::Measure;
-use crate::report::{MeasureResult, PartReport, PolicyReport, StudyReport};
+use crate::report::{
+    Answer, EffectStatus, Explanation, MeasureResult, PartReport, PolicyReport, StudyReport,
+};
 use crate::study::{Layout, Relative, Size, Sweep, SweepAxis, STUDIES};
 use crate::text::{count, group, num, wrap, Table};
 use std::collections::BTreeMap;
 use std::fmt::Write;
-use tlblab_kernel::workloads;
+use tlblab_kernel::{workloads, Mechanism};
 use tlblab_stats::RatioToBaseline;
 
 /// Width prose is wrapped at.
@@ -106,6 +108,9 @@ pub fn study(r: &StudyReport) -> String {
             WIDTH,
         );
     }
+    if r.parts.iter().any(|p| p.explanation.is_some()) {
+        out += &explanations(r);
+    }
     out += &footer(r);
     out
 }
@@ -120,6 +125,10 @@ fn header(r: &StudyReport) -> String {
             2,
             WIDTH,
         );
+    }
+    if !r.without.is_empty() {
+        let names: Vec<&str> = r.without.iter().map(|m| m.name()).collect();
+        let _ = writeln!(out, "  mechanisms off in every run (--without): {}", names.join(", "));
     }
     let k = r.seeds;
     let seeds = if k == 1 {
@@ -544,6 +553,133 @@ fn sweep_cell(m: &MeasureResult, baseline: bool, decimals: usize, slowdown: bool
         }
         _ => format!("{value} (      -)"),
     }
+}
+
+/// `--explain`: per part, one table of its headline with each mechanism off in turn, then what
+/// each mechanism models.
+fn explanations(r: &StudyReport) -> String {
+    let all_on = if r.without.is_empty() { "all on" } else { "as run" };
+    let mut out = String::from("\n== each mechanism off in turn (--explain) ==\n");
+    let mut what = format!(
+        "For each part, its headline measure (its first) for each policy with {} and with each mechanism its machine has switched off in turn, on the same seeds.",
+        if r.without.is_empty() { "every mechanism on (all on)".to_string() } else { "the mechanisms of the run (as run)".to_string() }
+    );
+    if r.seeds >= 2 {
+        let _ = write!(
+            what,
+            " off − on: the change of the mean. The ratio is the study's comparison, made as above with the mechanism off for both policies ({:.0}% CI); answer: lower or higher than the baseline (the interval excludes 1) or no difference; changes answer: YES when switching the mechanism off changes it.",
+            r.confidence * 100.0
+        );
+    } else {
+        what += " off − on: the change of the value. Comparisons need ≥ 2 seeds: none are shown.";
+    }
+    what += " not present: the machine has nothing for the mechanism to act on (not run); off (--without): off in every run.";
+    out += &wrap("", &what, 2, WIDTH);
+    for p in &r.parts {
+        if let Some(e) = &p.explanation {
+            out += &explanation_table(p, e, r, all_on);
+        }
+    }
+    out.push('\n');
+    for &m in Mechanism::ALL {
+        out += &wrap(&format!("{}: ", m.name()), m.description(), 2, WIDTH);
+    }
+    out
+}
+
+/// One part's `--explain` table.
+fn explanation_table(p: &PartReport, e: &Explanation, r: &StudyReport, all_on: &str) -> String {
+    let Some(info) = p.measures.first() else {
+        return String::new();
+    };
+    let mut out = String::from("\n");
+    out += &wrap(
+        "",
+        &format!(
+            "{}: {} on {}, {} CPUs; headline: {}",
+            p.label,
+            p.scenario.name,
+            p.machine.name,
+            p.cpus,
+            crate::text::measure_label(info.label, info.lower_is_better)
+        ),
+        2,
+        WIDTH,
+    );
+    let with_ratios = r.seeds >= 2;
+    let base = &p.policies[0].policy.name;
+    let ratio_head = format!("ratio to {base} [{:.0}% CI]", r.confidence * 100.0);
+    let mut header =
+        vec!["mechanism", "policy", if with_ratios { "mean ± sd" } else { "value" }, "off − on"];
+    if with_ratios {
+        header.extend([ratio_head.as_str(), "answer", "changes answer"]);
+    }
+    let mut t = Table::new(&header);
+    let value = |m: &MeasureResult| {
+        if with_ratios {
+            mean_sd(m, info.decimals)
+        } else {
+            single(m, info.decimals)
+        }
+    };
+    let answer = |a: Option<Answer>| a.map_or("-", Answer::text).to_string();
+    for (q, pol) in p.policies.iter().enumerate() {
+        let m = &pol.measures[0];
+        let mut row = vec![
+            if q == 0 { all_on.to_string() } else { String::new() },
+            pol.policy.name.clone(),
+            value(m),
+            String::new(),
+        ];
+        if with_ratios {
+            let (ratio, _) = ratio_cells(m, pol.baseline);
+            let a = if pol.baseline { "-".to_string() } else { answer(Answer::of(m)) };
+            row.extend([ratio, a, String::new()]);
+        }
+        t.row(row);
+    }
+    for effect in &e.mechanisms {
+        let name = effect.mechanism.name().to_string();
+        match effect.status {
+            EffectStatus::NotPresent => t.row(vec![name, "not present".into()]),
+            EffectStatus::Off => t.row(vec![name, "off (--without)".into()]),
+            EffectStatus::Ran => {
+                for (q, pe) in effect.policies.iter().enumerate() {
+                    let change = match (pe.change, pe.change_pct) {
+                        (Some(0.0), _) => "0".into(),
+                        // The sign is the change's own, even where its digits round to 0.
+                        (Some(c), pct) => {
+                            let sign = if c > 0.0 { "+" } else { "-" };
+                            let pct = pct.map_or(String::new(), |p| format!(" ({p:+.1}%)"));
+                            format!("{sign}{}{pct}", num(c.abs(), info.decimals))
+                        }
+                        (None, _) => "-".into(),
+                    };
+                    let mut row = vec![
+                        if q == 0 { name.clone() } else { String::new() },
+                        pe.policy.clone(),
+                        value(&pe.off),
+                        change,
+                    ];
+                    if with_ratios {
+                        let baseline = q == 0;
+                        let (ratio, _) = ratio_cells(&pe.off, baseline);
+                        let (a, changes) = if baseline {
+                            ("-".to_string(), String::new())
+                        } else {
+                            let changes =
+                                pe.answer_changes.map_or("-", |c| if c { "YES" } else { "no" });
+                            (answer(pe.answer_off), changes.to_string())
+                        };
+                        row.extend([ratio, a, changes]);
+                    }
+                    t.row(row);
+                }
+            }
+        }
+    }
+    out += &t.render(2);
+    out
 }
 
 fn footer(r: &StudyReport) -> String {

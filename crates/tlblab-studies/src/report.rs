@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use tlblab_kernel::observer::Vmstat;
 use tlblab_kernel::stats::KernelReport;
 use tlblab_kernel::workloads::{Metric, Params};
-use tlblab_kernel::Policy;
+use tlblab_kernel::{Mechanism, Policy};
 use tlblab_sim::stats::{MissStats, OpStats};
 use tlblab_stats::RatioToBaseline;
 
@@ -50,6 +50,9 @@ pub struct StudyReport {
     pub seeds_why: &'static str,
     /// Confidence level of the ratio intervals.
     pub confidence: f64,
+    /// The mechanisms switched off in every run (`--without`); left out when none is.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub without: Vec<Mechanism>,
     /// The parts that ran, in the study's order.
     pub parts: Vec<PartReport>,
     /// The parts that did not run because this build of the kernel model lacks their scenario.
@@ -92,6 +95,98 @@ pub struct PartReport {
     /// The sweep this part is a point of (`null` if none): parts with the same sweep name are
     /// one curve per policy along its axis.
     pub sweep: Option<Sweep>,
+    /// With `--explain` only: the part's headline with each mechanism off in turn.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<Explanation>,
+}
+
+/// `--explain`: what each mechanism of the model does to a part's headline measure (its first)
+/// and to the study's comparison of the policies on it. The runs with a mechanism off use the
+/// same seeds and every other setting of the part's own runs.
+#[derive(Clone, Debug, Serialize)]
+pub struct Explanation {
+    /// The headline measure's key: the part's first measure.
+    pub measure: &'static str,
+    /// One entry per mechanism, in [`Mechanism::ALL`] order.
+    pub mechanisms: Vec<MechanismEffect>,
+}
+
+/// One mechanism's effect on a part's headline.
+#[derive(Clone, Debug, Serialize)]
+pub struct MechanismEffect {
+    /// The mechanism.
+    pub mechanism: Mechanism,
+    /// Whether its runs were made.
+    pub status: EffectStatus,
+    /// One entry per policy, in the part's order (empty unless `status` is `ran`).
+    pub policies: Vec<PolicyEffect>,
+}
+
+/// Whether a mechanism's runs were made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EffectStatus {
+    /// Run with it off.
+    Ran,
+    /// The part's machine has nothing for it to act on ([`Mechanism::present_on`]): not run.
+    NotPresent,
+    /// Already off in every run (`--without`): not run.
+    Off,
+}
+
+/// One policy's headline with a mechanism off, against its runs with it on.
+#[derive(Clone, Debug, Serialize)]
+pub struct PolicyEffect {
+    /// The policy's name.
+    pub policy: String,
+    /// The headline measure with the mechanism off, as a policy's measure: values per seed,
+    /// mean, … and the ratio to the baseline policy with the mechanism off too.
+    pub off: MeasureResult,
+    /// Mean off less mean on.
+    pub change: Option<f64>,
+    /// `change` as a percentage of the mean on (`null` when that is 0).
+    pub change_pct: Option<f64>,
+    /// The comparison's answer with the mechanism on (every policy but the baseline).
+    pub answer_on: Option<Answer>,
+    /// Its answer with the mechanism off.
+    pub answer_off: Option<Answer>,
+    /// Whether switching the mechanism off changes the answer.
+    pub answer_changes: Option<bool>,
+}
+
+/// What a comparison of a policy with the baseline says about a measure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Answer {
+    /// Lower than the baseline: the ratio's interval is below 1.
+    Lower,
+    /// Higher than the baseline: the interval is above 1.
+    Higher,
+    /// No significant difference: the interval holds 1.
+    NoDifference,
+}
+
+impl Answer {
+    /// The answer of a measure's ratio to the baseline (`None` without a ratio).
+    pub fn of(m: &MeasureResult) -> Option<Answer> {
+        let ci = &m.ratio.as_ref()?.ci;
+        Some(if ci.high < 1.0 {
+            Answer::Lower
+        } else if ci.low > 1.0 {
+            Answer::Higher
+        } else {
+            Answer::NoDifference
+        })
+    }
+
+    /// As the text output prints it.
+    pub fn text(self) -> &'static str {
+        match self {
+            Answer::Lower => "lower",
+            Answer::Higher => "higher",
+            Answer::NoDifference => "no difference",
+        }
+    }
 }
 
 /// The machine of a part.

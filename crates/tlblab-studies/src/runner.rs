@@ -4,13 +4,14 @@
 use crate::error::StudyError;
 use crate::measure::{Measure, Missing};
 use crate::report::{
-    MachineInfo, MeasureInfo, MeasureResult, NotRun, PartReport, PolicyReport, RunSummary,
-    ScenarioInfo, StudyReport, CONFIDENCE, SCHEMA,
+    Answer, EffectStatus, Explanation, MachineInfo, MeasureInfo, MeasureResult, MechanismEffect,
+    NotRun, PartReport, PolicyEffect, PolicyReport, RunSummary, ScenarioInfo, StudyReport,
+    CONFIDENCE, SCHEMA,
 };
 use crate::study::{Part, Size, Study};
 use rayon::prelude::*;
 use tlblab_kernel::workloads;
-use tlblab_kernel::{Kernel, KernelConfig, NoObserver, Policy};
+use tlblab_kernel::{Kernel, KernelConfig, Mechanism, Mechanisms, NoObserver, Policy};
 use tlblab_sim::machine::MachineSpec;
 use tlblab_stats::StatsError;
 use tlblab_types::Cycles;
@@ -24,11 +25,22 @@ pub struct Options {
     pub first_seed: u64,
     /// Full or quick.
     pub size: Size,
+    /// The mechanisms on in every run (`--without` switches some off); by default all.
+    pub mechanisms: Mechanisms,
+    /// Also run every part with each mechanism that is on and present on its machine switched
+    /// off in turn, same seeds, and report its effect on the part's headline (`--explain`).
+    pub explain: bool,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { seeds: None, first_seed: 1, size: Size::Full }
+        Options {
+            seeds: None,
+            first_seed: 1,
+            size: Size::Full,
+            mechanisms: Mechanisms::all(),
+            explain: false,
+        }
     }
 }
 
@@ -43,6 +55,9 @@ struct Prepared {
     measures: Vec<Measure>,
     /// The window of simulated time each run is (none: runs last until their tasks are done).
     window_ms: Option<u64>,
+    /// With `--explain`: the mechanisms run off in turn (on in every run and present on the
+    /// machine), in [`Mechanism::ALL`] order.
+    explained: Vec<Mechanism>,
 }
 
 /// What one run leaves: its summary, and each measure's value or why there is none.
@@ -85,26 +100,60 @@ pub fn run(study: &'static Study, options: &Options) -> Result<StudyReport, Stud
             return Err(e);
         }
     }
-    let jobs: Vec<(usize, usize, u64)> = parts
+    let base = options.mechanisms;
+    if options.explain {
+        for prepared in &mut parts {
+            prepared.explained = Mechanism::ALL
+                .iter()
+                .copied()
+                .filter(|&m| base.is_on(m) && m.present_on(&prepared.spec))
+                .collect();
+        }
+    }
+    // Per part: every policy and seed with `base` (variant 0), then with each explained
+    // mechanism off too (variant 1 + its index).
+    let jobs: Vec<(usize, usize, usize, u64)> = parts
         .iter()
         .enumerate()
         .flat_map(|(p, prepared)| {
-            (0..prepared.policies.len()).flat_map(move |q| (0..seeds).map(move |s| (p, q, s)))
+            let policies = prepared.policies.len();
+            (0..=prepared.explained.len()).flat_map(move |v| {
+                (0..policies).flat_map(move |q| (0..seeds).map(move |s| (p, v, q, s)))
+            })
         })
         .collect();
     // Each run is independent and deterministic; collecting keeps job order.
     let results: Vec<Result<RunData, StudyError>> = jobs
         .par_iter()
-        .map(|&(p, q, s)| run_one(study, &parts[p], q, options.first_seed + s))
+        .map(|&(p, v, q, s)| {
+            let prepared = &parts[p];
+            let mechanisms = match v {
+                0 => base,
+                v => base.without(prepared.explained[v - 1]),
+            };
+            run_one(study, prepared, q, options.first_seed + s, mechanisms)
+        })
         .collect();
     let mut results = results.into_iter();
     let mut reports = Vec::with_capacity(parts.len());
-    for prepared in parts {
-        let mut runs: Vec<Vec<RunData>> = Vec::with_capacity(prepared.policies.len());
-        for _ in &prepared.policies {
-            runs.push(results.by_ref().take(seeds as usize).collect::<Result<_, _>>()?);
+    for mut prepared in parts {
+        // Per variant, per policy, the runs of every seed.
+        let mut variants: Vec<Vec<Vec<RunData>>> = Vec::with_capacity(1 + prepared.explained.len());
+        for _ in 0..=prepared.explained.len() {
+            let mut runs: Vec<Vec<RunData>> = Vec::with_capacity(prepared.policies.len());
+            for _ in &prepared.policies {
+                runs.push(results.by_ref().take(seeds as usize).collect::<Result<_, _>>()?);
+            }
+            variants.push(runs);
         }
-        reports.push(part_report(prepared, runs));
+        let mut variants = variants.into_iter();
+        let runs = variants.next().expect("the runs with every mechanism asked for on");
+        let explained = std::mem::take(&mut prepared.explained);
+        let mut report = part_report(prepared, runs);
+        if options.explain {
+            report.explanation = Some(explanation(&report, base, &explained, variants));
+        }
+        reports.push(report);
     }
     Ok(StudyReport {
         schema: SCHEMA,
@@ -119,6 +168,7 @@ pub fn run(study: &'static Study, options: &Options) -> Result<StudyReport, Stud
         first_seed: options.first_seed,
         seeds_why: study.seeds_why,
         confidence: CONFIDENCE,
+        without: base.off(),
         parts: reports,
         not_run,
     })
@@ -162,7 +212,7 @@ fn prepare(study: &'static Study, part: Part) -> Result<Prepared, StudyError> {
         _ => false,
     };
     let measures = part.measures.iter().copied().filter(|m| !dropped(m)).collect();
-    Ok(Prepared { part, spec, scenario, policies, measures, window_ms })
+    Ok(Prepared { part, spec, scenario, policies, measures, window_ms, explained: Vec::new() })
 }
 
 fn run_one(
@@ -170,9 +220,10 @@ fn run_one(
     prepared: &Prepared,
     policy: usize,
     seed: u64,
+    mechanisms: Mechanisms,
 ) -> Result<RunData, StudyError> {
     let part = &prepared.part;
-    let config = KernelConfig::new(part.cpus, seed);
+    let config = KernelConfig::new(part.cpus, seed).with_mechanisms(mechanisms);
     let policy = &prepared.policies[policy];
     let mut kernel = Kernel::new(&prepared.spec, policy, config, NoObserver).map_err(|source| {
         StudyError::Kernel {
@@ -199,7 +250,7 @@ fn run_one(
 }
 
 fn part_report(prepared: Prepared, runs: Vec<Vec<RunData>>) -> PartReport {
-    let Prepared { part, spec, scenario, policies, measures: prepared_measures, window_ms } =
+    let Prepared { part, spec, scenario, policies, measures: prepared_measures, window_ms, .. } =
         prepared;
     let metric = scenario.metric;
     let measures: Vec<MeasureInfo> = prepared_measures
@@ -256,7 +307,73 @@ fn part_report(prepared: Prepared, runs: Vec<Vec<RunData>>) -> PartReport {
         measures,
         policies: out,
         sweep: part.sweep,
+        explanation: None,
     }
+}
+
+/// `--explain` for a part: `report` is its runs with `base`; `variants` the runs with each of
+/// `explained` off too, in that order (per policy, per seed).
+fn explanation(
+    report: &PartReport,
+    base: Mechanisms,
+    explained: &[Mechanism],
+    mut variants: impl Iterator<Item = Vec<Vec<RunData>>>,
+) -> Explanation {
+    let Some(headline) = report.measures.first() else {
+        return Explanation { measure: "", mechanisms: Vec::new() };
+    };
+    let mechanisms = Mechanism::ALL
+        .iter()
+        .map(|&m| {
+            let status = if !base.is_on(m) {
+                EffectStatus::Off
+            } else if !explained.contains(&m) {
+                EffectStatus::NotPresent
+            } else {
+                EffectStatus::Ran
+            };
+            let policies = if status == EffectStatus::Ran {
+                let runs = variants.next().expect("runs per explained mechanism");
+                effects(report, headline.key, &runs)
+            } else {
+                Vec::new()
+            };
+            MechanismEffect { mechanism: m, status, policies }
+        })
+        .collect();
+    Explanation { measure: headline.key, mechanisms }
+}
+
+/// Each policy's headline (the part's first measure) in `runs` (a mechanism off), set against
+/// the part's own runs: the values off with their ratio to the baseline off, as the study
+/// computes every ratio, the change of the mean, and the comparison's answer on and off.
+fn effects(report: &PartReport, key: &'static str, runs: &[Vec<RunData>]) -> Vec<PolicyEffect> {
+    let k = runs.first().map_or(0, Vec::len);
+    let values: Vec<Result<Vec<f64>, Missing>> =
+        runs.iter().map(|seeds| seeds.iter().map(|run| run.samples[0]).collect()).collect();
+    report
+        .policies
+        .iter()
+        .enumerate()
+        .map(|(q, pol)| {
+            let on = &pol.measures[0];
+            let off = measure_result(key, &values[q], &values[0], q == 0, k);
+            let change = on.mean.zip(off.mean).map(|(on, off)| off - on);
+            let change_pct =
+                change.zip(on.mean).filter(|&(_, on)| on != 0.0).map(|(c, on)| 100.0 * c / on);
+            let (answer_on, answer_off) =
+                if q == 0 { (None, None) } else { (Answer::of(on), Answer::of(&off)) };
+            PolicyEffect {
+                policy: pol.policy.name.clone(),
+                change,
+                change_pct,
+                answer_changes: answer_on.zip(answer_off).map(|(a, b)| a != b),
+                answer_on,
+                answer_off,
+                off,
+            }
+        })
+        .collect()
 }
 
 fn measure_result(

@@ -53,6 +53,16 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
+impl crate::cli::WithoutArg {
+    /// Every mechanism but those `--without` names, or the error naming the known ones (exit
+    /// status 2).
+    pub fn mechanisms(&self) -> Result<Mechanisms, tlblab_kernel::mechanisms::MechanismError> {
+        self.without.iter().try_fold(Mechanisms::all(), |set, name| {
+            tlblab_kernel::Mechanism::from_name(name).map(|m| set.without(m))
+        })
+    }
+}
+
 /// Refuses to replace an existing output file unless `--force` was given.
 pub fn refuse_existing(path: &std::path::Path, force: bool) -> Result<(), BadInput> {
     if path.exists() && !force {

@@ -8,7 +8,7 @@ use serde::Serialize;
 use std::process::ExitCode;
 use tlblab_kernel::stats::KernelReport;
 use tlblab_kernel::workloads::{scenario, Params};
-use tlblab_kernel::{Mechanism, Mechanisms, Policy};
+use tlblab_kernel::{Mechanism, Policy};
 
 /// The JSON output of `tlblab sim run`.
 #[derive(Serialize)]
@@ -85,9 +85,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let info = scenario(&args.scenario)?;
     let policies: Vec<Policy> =
         args.policies.iter().map(|p| Policy::load(p)).collect::<Result<_, _>>()?;
-    let base = args.without.iter().try_fold(Mechanisms::all(), |set, name| {
-        Mechanism::from_name(name).map(|m| set.without(m))
-    })?;
+    let base = args.without.mechanisms()?;
     let params = args.params.to_params();
     // The runs of each policy: with `base`, then (with --explain) with each mechanism that is
     // on and present also off.
@@ -216,8 +214,8 @@ fn effect(
 /// `tlblab sim mechanisms`: the switches, what each models and what off means.
 pub fn list_mechanisms() -> Result<ExitCode> {
     let mut out = String::from(
-        "The model's mechanisms (`tlblab sim run --without NAME[,NAME…]` switches them off;\n\
-         `--explain` runs each policy with each off in turn):\n",
+        "The model's mechanisms (`tlblab sim run` or `sim study` `--without NAME[,NAME…]` switches\n\
+         them off; `--explain` runs each policy, or each study part, with each off in turn):\n",
     );
     for &m in Mechanism::ALL {
         out += &format!(

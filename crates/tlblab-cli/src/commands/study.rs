@@ -17,6 +17,8 @@ pub fn run(args: &StudyArgs) -> Result<ExitCode> {
         seeds: args.seeds,
         first_seed: args.seed,
         size: if args.quick { Size::Quick } else { Size::Full },
+        mechanisms: args.without.mechanisms()?,
+        explain: args.explain,
     };
     if !args.name.eq_ignore_ascii_case("all") {
         let report = tlblab_studies::run(tlblab_studies::lookup(&args.name)?, &options)?;

@@ -305,10 +305,12 @@ fn study_json_fields_are_documented() {
         }
     }
     let mut all = BTreeSet::new();
-    for study in ["s2", "s4"] {
-        let out = stdout_of(["sim", "study", study, "--quick", "--seeds", "2", "--json"]);
+    let base = ["sim", "study", "--quick", "--seeds", "2", "--json"];
+    for extra in [&["s2", "--explain", "--without", "zap-batch"][..], &["s4"]] {
+        let out = stdout_of(base.iter().chain(extra));
         keys(&serde_json::from_slice(&out).unwrap(), &mut all);
     }
+    assert!(all.contains("explanation") && all.contains("answer_changes"), "{all:?}");
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/sim-output.md");
     let text = std::fs::read_to_string(path).unwrap();
     let named = |k: &str| {
@@ -353,4 +355,114 @@ fn s5_core_sweep_prints_the_slowdown_per_cpu_count() {
     // The table of each other measure follows, with the same rows.
     let rows = text.lines().filter(|l| l.trim_start().starts_with("Amean  cpus-")).count();
     assert_eq!(rows, 3 * p["measures"].as_array().unwrap().len());
+}
+
+/// Every mechanism, in `tlblab sim mechanisms` order.
+const MECHANISMS: [&str; 7] =
+    ["guest", "idle-states", "csd-queue", "zap-batch", "mmap-lock", "working-set", "vma-merge"];
+
+/// `sim study --without` parses its names as `sim run --without` does, with the same error and
+/// exit status, before anything runs.
+#[test]
+fn study_without_an_unknown_mechanism_fails_as_sim_run_does() {
+    for names in ["guest,idle-state", "tlb"] {
+        let study = one_error(tlblab().args(["sim", "study", "s4", "--without", names]), 2);
+        let run = one_error(tlblab().args(["sim", "run", "-s", "pingpong", "--without", names]), 2);
+        assert_eq!(study, run);
+        assert!(study.contains("unknown mechanism"), "{study}");
+        assert!(study.contains(&MECHANISMS.join(", ")), "{study}");
+    }
+    let e = one_error(tlblab().args(["sim", "study", "all", "--explain", "--without", "gest"]), 2);
+    assert!(e.contains("did you mean \"guest\"?"), "{e}");
+}
+
+/// S1 and S4 run on bare-metal presets (no [guest]): `--without guest` changes nothing but the
+/// line and the field that say it was off.
+#[test]
+fn without_guest_on_bare_metal_studies_changes_only_what_says_so() {
+    for study in ["s1", "s4"] {
+        let args = ["sim", "study", study, "--quick", "--seeds", "2"];
+        let without = |json: bool| {
+            let extra: &[&str] =
+                if json { &["--without", "guest", "--json"] } else { &["--without", "guest"] };
+            stdout_of(args.iter().chain(extra))
+        };
+        let plain =
+            |json: bool| stdout_of(args.iter().chain(if json { &["--json"][..] } else { &[] }));
+        let text = String::from_utf8(without(false)).unwrap();
+        let line = "  mechanisms off in every run (--without): guest\n";
+        assert_eq!(text.matches(line).count(), 1, "{study}: {text}");
+        assert_eq!(text.replacen(line, "", 1).into_bytes(), plain(false), "{study} text");
+        let json = String::from_utf8(without(true)).unwrap();
+        let field = "  \"without\": [\n    \"guest\"\n  ],\n";
+        assert_eq!(json.matches(field).count(), 1, "{study}: {json}");
+        assert_eq!(json.replacen(field, "", 1).into_bytes(), plain(true), "{study} JSON");
+    }
+}
+
+/// `--explain` (S4, quick): every part lists every mechanism, those its machine lacks as not
+/// present; the others ran on the same seeds for every policy. The part's own results are
+/// those without `--explain`, and the bytes do not depend on the number of threads.
+#[test]
+fn explain_lists_every_mechanism_for_every_part_and_is_deterministic() {
+    let args = ["sim", "study", "s4", "--quick", "--seeds", "2", "--explain"];
+    let text = run_with_threads(&args, "1");
+    assert!(text == run_with_threads(&args, "2"), "text differs between 1 and 2 threads");
+    let json_args: Vec<&str> = args.iter().copied().chain(["--json"]).collect();
+    let json = run_with_threads(&json_args, "1");
+    assert!(json == run_with_threads(&json_args, "2"), "JSON differs between 1 and 2 threads");
+    let mut r: Value = serde_json::from_slice(&json).unwrap();
+    let parts = r["parts"].as_array().unwrap();
+    assert_eq!(parts.len(), 5);
+    for p in parts {
+        let e = &p["explanation"];
+        assert_eq!(e["measure"], p["measures"][0]["key"], "the headline is the first measure");
+        let names: Vec<&str> = e["mechanisms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["mechanism"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, MECHANISMS, "{}", p["label"]);
+        for m in e["mechanisms"].as_array().unwrap() {
+            let policies = m["policies"].as_array().unwrap();
+            match m["status"].as_str().unwrap() {
+                "ran" => {
+                    assert_eq!(policies.len(), 2);
+                    for (q, pe) in policies.iter().enumerate() {
+                        assert_eq!(pe["policy"], p["policies"][q]["policy"]["name"]);
+                        assert_eq!(pe["off"]["values"].as_array().unwrap().len(), 2, "{pe}");
+                    }
+                    assert!(policies[0]["answer_on"].is_null(), "the baseline has no answer");
+                    assert!(!policies[1]["off"]["ratio"].is_null(), "{}", policies[1]);
+                }
+                "not-present" => assert!(policies.is_empty()),
+                s => panic!("status {s}"),
+            }
+        }
+        let status = |name: &str| {
+            let m = e["mechanisms"].as_array().unwrap().iter().find(|m| m["mechanism"] == name);
+            m.unwrap()["status"].as_str().unwrap().to_string()
+        };
+        assert_eq!(status("guest"), "not-present", "icelake-server is bare metal");
+        assert_eq!(status("csd-queue"), "ran", "the csd queue is the kernel's own");
+    }
+    // madvise-busy shoots down 3 CPUs per madvise: the csd queue's costs are in its headline.
+    let busy = &parts[0]["explanation"]["mechanisms"][2];
+    assert_eq!(busy["mechanism"], "csd-queue");
+    assert_ne!(busy["policies"][0]["change"], 0.0, "{busy}");
+    // Without the explanations, the report is the one without --explain.
+    for p in r["parts"].as_array_mut().unwrap() {
+        p.as_object_mut().unwrap().remove("explanation");
+    }
+    let plain = stdout_of(["sim", "study", "s4", "--quick", "--seeds", "2", "--json"]);
+    let plain: Value = serde_json::from_slice(&plain).unwrap();
+    assert_eq!(r, plain);
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.contains("== each mechanism off in turn (--explain) =="), "{text}");
+    let tables = text.split("--explain) ==").nth(1).unwrap();
+    assert_eq!(tables.matches("headline:").count(), 5, "one table per part: {tables}");
+    for name in MECHANISMS {
+        assert_eq!(tables.matches(&format!("\n  {name}  ")).count(), 5, "{name}: {tables}");
+    }
 }
