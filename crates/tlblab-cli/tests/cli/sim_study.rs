@@ -358,8 +358,16 @@ fn s5_core_sweep_prints_the_slowdown_per_cpu_count() {
 }
 
 /// Every mechanism, in `tlblab sim mechanisms` order.
-const MECHANISMS: [&str; 7] =
-    ["guest", "idle-states", "csd-queue", "zap-batch", "mmap-lock", "working-set", "vma-merge"];
+const MECHANISMS: [&str; 8] = [
+    "guest",
+    "idle-states",
+    "csd-queue",
+    "zap-batch",
+    "mmap-lock",
+    "working-set",
+    "mlp",
+    "vma-merge",
+];
 
 /// `sim study --without` parses its names as `sim run --without` does, with the same error and
 /// exit status, before anything runs.

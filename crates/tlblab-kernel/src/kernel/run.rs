@@ -576,6 +576,7 @@ impl<O: Observer> Kernel<O> {
         let end = last.min(done + TOUCH_CHUNK);
         let start = done;
         let mut cycles = 0;
+        let mut translation = 0;
         let mut fault = None;
         let (now, ctx_id) = (self.queue.now(), self.mms[mm.0 as usize].ctx_id);
         let tag = if self.hw[c].cr4().pcide { pcid.get() } else { 0 };
@@ -604,14 +605,16 @@ impl<O: Observer> Kernel<O> {
                 fault = Some(index);
                 break;
             }
-            cycles += self.hw[c].access(&access, 1, &mut self.hw_stats[c]) + touch.cycles_per_page;
+            translation += self.hw[c].access(&access, 1, &mut self.hw_stats[c]);
             if let Some(ck) = self.check.as_mut().filter(|_| walks_pde) {
                 // The walk read this block's page table and cached the PDE pointing at it.
                 ck.pde_filled(cpu, tag, ctx_id, page.vpn.0 >> 9 << 9, now);
             }
             done += 1;
         }
-        self.tasks[t.0 as usize].report.work_cycles += (done - start) * touch.cycles_per_page;
+        let work = (done - start) * touch.cycles_per_page;
+        cycles += self.touch_cycles(touch.kind, done - start, translation, work);
+        self.tasks[t.0 as usize].report.work_cycles += work;
         if let Some(page) = fault {
             self.push_frame(t, Frame::Touch { touch, done });
             self.push_frame(t, Frame::Fault { touch, page, phase: Phase::Entry });
@@ -621,6 +624,23 @@ impl<O: Observer> Kernel<O> {
             self.push_frame(t, Frame::Touch { touch, done });
         }
         Step::Spend(cycles, Mode::User)
+    }
+
+    /// The time of `pages` page references of one touch whose translations took `translation`
+    /// cycles in all and whose work between references is `work`. Serially, the sum. With
+    /// memory-level parallelism (mechanism `mlp`), a stream of independent loads or stores
+    /// overlaps its STLB lookups and page walks, up to the preset's `page_walkers` at once, with
+    /// each other and with the work: the throughput bound `max(work, translation / walkers)`.
+    /// Instruction fetches stall the front end: serial.
+    fn touch_cycles(&self, kind: AccessKind, pages: u64, translation: u64, work: u64) -> u64 {
+        let overlaps = kind != AccessKind::Fetch
+            && pages > 1
+            && self.config.mechanisms.is_on(crate::mechanisms::Mechanism::Mlp);
+        if !overlaps {
+            return translation + work;
+        }
+        let walkers = u64::from(self.spec.raw().features.page_walkers.max(1));
+        work.max(translation.div_ceil(walkers))
     }
 
     /// Kernel entry from user mode (system call or exception); returns its cycles.
