@@ -923,6 +923,15 @@ impl<O: Observer> Kernel<O> {
         let report =
             KernelReport::new(self, hw.report(&self.spec), user_tasks.map(|(_, r)| r).collect());
         if cfg!(debug_assertions) {
+            // A task never exits holding or waiting for mmap_lock: once every user of an mm
+            // is gone, its lock is free.
+            for (i, m) in self.mms.iter().enumerate().filter(|(_, m)| m.users == 0) {
+                let l = &m.mmap_lock;
+                assert!(
+                    l.writer.is_none() && l.readers.is_empty() && l.waiters.is_empty(),
+                    "mm {i}: mmap_lock left held or waited on after its last user: {l:?}"
+                );
+            }
             for (c, t) in report.cpu_time.iter().enumerate() {
                 assert_eq!(
                     t.total(),

@@ -690,9 +690,9 @@ impl<O: Observer> Kernel<O> {
             Phase::Body => {
                 self.push_frame(t, Frame::Fault { touch, page, phase: Phase::Exit });
                 let write = touch.kind == AccessKind::Store;
-                // The same test as at entry: nothing the fault depends on changed while it
-                // waited (only this task writes its PTEs and anon_vma).
-                if self.fault_takes_mmap_lock(mm, touch.vma, write) {
+                // Released after the fault when it was taken at entry (the test there may
+                // not hold now: another thread's fault may have prepared the anon_vma since).
+                if self.mms[mm.0 as usize].mmap_lock.readers.contains(&t) {
                     self.push_frame(t, Frame::MmapUnlock { write: false });
                 }
                 let Some(vma) = self.mms[mm.0 as usize].vma_mut(touch.vma) else {
