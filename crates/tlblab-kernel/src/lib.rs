@@ -59,6 +59,6 @@ pub use kernel::{
     FlushRequest, FlushTlbInfo, Kernel, KernelConfig, KernelError, Violation, ViolationKind,
     FLUSH_ALL_END, PAGE_SHIFT,
 };
-pub use mechanisms::{Mechanism, Mechanisms};
+pub use mechanisms::{EffectStatus, Mechanism, Mechanisms};
 pub use observer::{NoObserver, Observer, TlbFlushEvent, TlbFlushReason, TraceLog};
 pub use policy::Policy;

@@ -121,6 +121,32 @@ impl Mechanism {
     }
 }
 
+/// What an explanation (`--explain`) did with a mechanism.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EffectStatus {
+    /// Run again with it off.
+    Ran,
+    /// The machine has nothing for it to act on ([`Mechanism::present_on`]): not run.
+    NotPresent,
+    /// Already off in every run (`--without`): not run.
+    Off,
+}
+
+impl Mechanism {
+    /// Whether an explanation runs `self` off, given the run's `base` set and whether the
+    /// mechanism is `present` on the machine.
+    pub fn effect_status(self, base: Mechanisms, present: bool) -> EffectStatus {
+        if !base.is_on(self) {
+            EffectStatus::Off
+        } else if !present {
+            EffectStatus::NotPresent
+        } else {
+            EffectStatus::Ran
+        }
+    }
+}
+
 impl fmt::Display for Mechanism {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

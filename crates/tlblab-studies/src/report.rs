@@ -122,17 +122,7 @@ pub struct MechanismEffect {
     pub policies: Vec<PolicyEffect>,
 }
 
-/// Whether a mechanism's runs were made.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum EffectStatus {
-    /// Run with it off.
-    Ran,
-    /// The part's machine has nothing for it to act on ([`Mechanism::present_on`]): not run.
-    NotPresent,
-    /// Already off in every run (`--without`): not run.
-    Off,
-}
+pub use tlblab_kernel::EffectStatus;
 
 /// One policy's headline with a mechanism off, against its runs with it on.
 #[derive(Clone, Debug, Serialize)]

@@ -325,13 +325,7 @@ fn explanation(
     let mechanisms = Mechanism::ALL
         .iter()
         .map(|&m| {
-            let status = if !base.is_on(m) {
-                EffectStatus::Off
-            } else if !explained.contains(&m) {
-                EffectStatus::NotPresent
-            } else {
-                EffectStatus::Ran
-            };
+            let status = m.effect_status(base, explained.contains(&m));
             let policies = if status == EffectStatus::Ran {
                 let runs = variants.next().expect("runs per explained mechanism");
                 effects(report, headline.key, &runs)

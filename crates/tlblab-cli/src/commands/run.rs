@@ -8,7 +8,7 @@ use serde::Serialize;
 use std::process::ExitCode;
 use tlblab_kernel::stats::KernelReport;
 use tlblab_kernel::workloads::{scenario, Params};
-use tlblab_kernel::{Mechanism, Policy};
+use tlblab_kernel::{EffectStatus, Mechanism, Policy};
 
 /// The JSON output of `tlblab sim run`.
 #[derive(Serialize)]
@@ -59,18 +59,6 @@ struct MechanismEffect {
     ratio: Option<tlblab_stats::RatioToBaseline>,
     /// Whether that CI excludes 1.
     significant: Option<bool>,
-}
-
-/// Whether a mechanism's runs were made.
-#[derive(Clone, Copy, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-enum EffectStatus {
-    /// Run with it off.
-    Ran,
-    /// The machine has nothing for it to act on: not run.
-    NotPresent,
-    /// Already off in every run (`--without`).
-    Off,
 }
 
 /// The ratio of `values` to `base` (paired by seed) and whether its CI excludes 1; `None`
@@ -133,13 +121,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             Mechanism::ALL
                 .iter()
                 .map(|&m| {
-                    let status = if !base.is_on(m) {
-                        EffectStatus::Off
-                    } else if !m.present_on(&spec) {
-                        EffectStatus::NotPresent
-                    } else {
-                        EffectStatus::Ran
-                    };
+                    let status = m.effect_status(base, m.present_on(&spec));
                     let off = if status == EffectStatus::Ran {
                         ran.next().expect("a run per mechanism that ran")
                     } else {
