@@ -87,3 +87,39 @@ pub fn counters_of(run: &Value) -> Value {
     }
     run
 }
+
+/// Every object key in `value`, at any depth, into `out`; the values under a key in `opaque`
+/// (tables whose keys are data, or nested documents described elsewhere) are not entered.
+pub fn json_keys(value: &Value, opaque: &[&str], out: &mut std::collections::BTreeSet<String>) {
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map {
+                out.insert(k.clone());
+                if !opaque.contains(&k.as_str()) {
+                    json_keys(v, opaque, out);
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| json_keys(v, opaque, out)),
+        _ => {}
+    }
+}
+
+/// docs/sim-output.md's text.
+pub fn sim_output_doc() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/sim-output.md");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The keys that `doc` does not name in code style, alone (`origin`) or as the last part of a
+/// path (`machine.origin`).
+pub fn undocumented<'a>(
+    keys: &'a std::collections::BTreeSet<String>,
+    doc: &str,
+) -> Vec<&'a String> {
+    let named = |k: &str| {
+        let tail = format!("{k}`");
+        doc.match_indices(&tail).any(|(i, _)| matches!(doc[..i].chars().last(), Some('`' | '.')))
+    };
+    keys.iter().filter(|k| !named(k)).collect()
+}

@@ -1,28 +1,16 @@
 //! docs/sim-output.md stays true: it names every JSON field the tool prints, and its text
 //! example is the tool's output for the golden fixture.
 
-use crate::common::{data, json_of, tlblab};
+use crate::common::{data, json_keys, json_of, sim_output_doc, tlblab, undocumented};
 use serde_json::Value;
 use std::collections::BTreeSet;
-use std::path::Path;
 
 fn doc() -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/sim-output.md");
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    sim_output_doc()
 }
 
-/// Every object key in `value`, at any depth.
 fn keys(value: &Value, out: &mut BTreeSet<String>) {
-    match value {
-        Value::Object(map) => {
-            for (k, v) in map {
-                out.insert(k.clone());
-                keys(v, out);
-            }
-        }
-        Value::Array(items) => items.iter().for_each(|v| keys(v, out)),
-        _ => {}
-    }
+    json_keys(value, &[], out);
 }
 
 #[test]
@@ -43,12 +31,7 @@ fn output_doc_names_every_json_field() {
     let demo = json_of(["sim", "demo", "--json", "--accesses", "100"]);
     keys(&demo, &mut all);
     let text = doc();
-    // Named in code style, alone (`origin`) or as the last part of a path (`machine.origin`).
-    let named = |k: &str| {
-        let tail = format!("{k}`");
-        text.match_indices(&tail).any(|(i, _)| matches!(text[..i].chars().last(), Some('`' | '.')))
-    };
-    let missing: Vec<_> = all.iter().filter(|k| !named(k)).collect();
+    let missing = undocumented(&all, &text);
     assert!(missing.is_empty(), "docs/sim-output.md does not describe {missing:?}");
     assert!(text.contains("`tlblab.sim.trace/1`") && text.contains("`tlblab.sim.demo/1`"));
 }

@@ -1,6 +1,8 @@
 //! `tlblab sim run`: scenarios under policies on the kernel model.
 
-use crate::common::{json_of, one_error, stdout_of, tlblab};
+use crate::common::{
+    json_keys, json_of, one_error, sim_output_doc, stdout_of, tlblab, undocumented,
+};
 
 /// The S2 mechanism, end to end, on S2's machine (a KVM guest with idle=poll, so no idle state
 /// makes 4.13's idle CPU leave the mm): with 4.13's lazy mode every madvise interrupts the CPU
@@ -247,20 +249,6 @@ fn mechanisms_lists_every_switch_with_its_doc() {
 /// in `runs` aside).
 #[test]
 fn run_json_fields_are_documented() {
-    fn keys(value: &serde_json::Value, out: &mut std::collections::BTreeSet<String>) {
-        match value {
-            serde_json::Value::Object(map) => {
-                for (k, v) in map {
-                    out.insert(k.clone());
-                    if k != "runs" {
-                        keys(v, out);
-                    }
-                }
-            }
-            serde_json::Value::Array(items) => items.iter().for_each(|v| keys(v, out)),
-            _ => {}
-        }
-    }
     let r = json_of([
         "sim",
         "run",
@@ -280,14 +268,9 @@ fn run_json_fields_are_documented() {
         "--json",
     ]);
     let mut all = std::collections::BTreeSet::new();
-    keys(&r, &mut all);
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/sim-output.md");
-    let text = std::fs::read_to_string(path).unwrap();
-    let named = |k: &str| {
-        let tail = format!("{k}`");
-        text.match_indices(&tail).any(|(i, _)| matches!(text[..i].chars().last(), Some('`' | '.')))
-    };
-    let missing: Vec<_> = all.iter().filter(|k| !named(k)).collect();
+    json_keys(&r, &["runs"], &mut all);
+    let text = sim_output_doc();
+    let missing = undocumented(&all, &text);
     assert!(missing.is_empty(), "docs/sim-output.md does not describe {missing:?}");
     assert!(text.contains("`tlblab.sim.run/1`"));
 }

@@ -3,10 +3,9 @@
 //! Each study runs `--quick --seeds 2 --json` twice, with 1 and with 2 threads: the bytes must
 //! be the same, and the results must show the mechanism the study is about.
 
-use crate::common::{one_error, stdout_of, tlblab};
+use crate::common::{json_keys, one_error, sim_output_doc, stdout_of, tlblab, undocumented};
 use serde_json::Value;
 use std::collections::BTreeSet;
-use std::path::Path;
 
 const STUDIES: [(&str, &str); 5] = [
     ("s1-pti", "S1"),
@@ -288,22 +287,10 @@ fn s5_quick_is_deterministic_and_deferral_trades_ipis_for_exposure() {
 /// docs/sim-output.md names every field of the study JSON.
 #[test]
 fn study_json_fields_are_documented() {
-    fn keys(value: &Value, out: &mut BTreeSet<String>) {
-        match value {
-            Value::Object(map) => {
-                for (k, v) in map {
-                    // Reason names of the tlb:tlb_flush tracepoint, and instruction names, are
-                    // values of a table rather than fields.
-                    if k != "tlb_flush" && k != "invalidations" {
-                        keys(v, out);
-                    }
-                    out.insert(k.clone());
-                }
-            }
-            Value::Array(items) => items.iter().for_each(|v| keys(v, out)),
-            _ => {}
-        }
-    }
+    // Reason names of the tlb:tlb_flush tracepoint, and instruction names, are values of a
+    // table rather than fields.
+    let keys =
+        |v: &Value, out: &mut BTreeSet<String>| json_keys(v, &["tlb_flush", "invalidations"], out);
     let mut all = BTreeSet::new();
     let base = ["sim", "study", "--quick", "--seeds", "2", "--json"];
     for extra in [&["s2", "--explain", "--without", "zap-batch"][..], &["s4"]] {
@@ -311,13 +298,8 @@ fn study_json_fields_are_documented() {
         keys(&serde_json::from_slice(&out).unwrap(), &mut all);
     }
     assert!(all.contains("explanation") && all.contains("answer_changes"), "{all:?}");
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/sim-output.md");
-    let text = std::fs::read_to_string(path).unwrap();
-    let named = |k: &str| {
-        let tail = format!("{k}`");
-        text.match_indices(&tail).any(|(i, _)| matches!(text[..i].chars().last(), Some('`' | '.')))
-    };
-    let missing: Vec<_> = all.iter().filter(|k| !named(k)).collect();
+    let text = sim_output_doc();
+    let missing = undocumented(&all, &text);
     assert!(missing.is_empty(), "docs/sim-output.md does not describe {missing:?}");
     assert!(text.contains("`tlblab.sim.study/1`") && text.contains("`tlblab.sim.study-all/1`"));
 }

@@ -79,30 +79,7 @@ fn the_buckets_add_up_to_the_window_at_every_moment() {
 #[test]
 fn a_cpu_with_calls_queued_gets_one_ipi_and_runs_them_all() {
     let mut k = kernel("linux-6.18", 3);
-    let flusher = |compute| {
-        script(vec![
-            Step::Mmap(2),
-            Step::Store(0, 0, 2),
-            Step::Compute(compute),
-            Step::Madvise(0, 0, 1),
-        ])
-    };
-    let main = k.spawn_process(
-        script(vec![
-            Step::Mmap(4),
-            Step::Store(0, 0, 4),
-            Step::Compute(400_000),
-            Step::Madvise(0, 0, 1),
-        ]),
-        C0,
-        true,
-    );
-    k.run_until(Cycles(100_000));
-    k.spawn_thread(main, script(vec![Step::IrqsOff(2_000_000)]), C1, true);
-    k.spawn_thread(main, flusher(300_000), CpuId(2), true);
-    // Until CPU 1 has drained its queue (its section ends at about 2.04 M cycles), before the
-    // last exit's flush (2.17 M).
-    k.run_until(Cycles(2_100_000));
+    calls_queued_behind_irqs_off(&mut k);
     let r = k.report();
     // CPU 1 ran both calls in one interrupt (its TLB row counts each; the second found CPU 1
     // caught up by the first's full flush and traced nothing) but was sent one IPI: the second

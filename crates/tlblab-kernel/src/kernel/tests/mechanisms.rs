@@ -119,19 +119,7 @@ fn csd_queue_off_sends_an_ipi_per_call() {
         Kernel::new(&spec, &Policy::named("linux-6.18").unwrap(), config, TraceLog::default())
             .unwrap();
     k.set_max_cstate(1);
-    let flusher = |compute| {
-        script(vec![
-            Step::Mmap(2),
-            Step::Store(0, 0, 2),
-            Step::Compute(compute),
-            Step::Madvise(0, 0, 1),
-        ])
-    };
-    let main = k.spawn_process(flusher(400_000), C0, true);
-    k.run_until(Cycles(100_000));
-    k.spawn_thread(main, script(vec![Step::IrqsOff(2_000_000)]), C1, true);
-    k.spawn_thread(main, flusher(300_000), CpuId(2), true);
-    k.run_until(Cycles(2_100_000));
+    calls_queued_behind_irqs_off(&mut k);
     let r = k.report();
     // As in a_cpu_with_calls_queued_gets_one_ipi_and_runs_them_all, with one more IPI: the
     // second call to CPU 1 is sent its own.

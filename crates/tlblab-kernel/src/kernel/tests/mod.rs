@@ -103,6 +103,33 @@ fn kernel_on(machine: &str, policy: &Policy, cpus: usize) -> Kernel<TraceLog> {
     k
 }
 
+/// The csd-queue worked example on a 3-CPU kernel `k`: CPU 1 runs with interrupts off while
+/// CPUs 0 and 2 each DONTNEED a page of their shared mm, so two flush calls queue for CPU 1;
+/// run until CPU 1 has drained them (its section ends at about 2.04 M cycles), before the last
+/// exit's flush (2.17 M).
+fn calls_queued_behind_irqs_off(k: &mut Kernel<TraceLog>) {
+    let main = k.spawn_process(
+        script(vec![
+            Step::Mmap(4),
+            Step::Store(0, 0, 4),
+            Step::Compute(400_000),
+            Step::Madvise(0, 0, 1),
+        ]),
+        CpuId(0),
+        true,
+    );
+    k.run_until(Cycles(100_000));
+    k.spawn_thread(main, script(vec![Step::IrqsOff(2_000_000)]), CpuId(1), true);
+    let flusher = script(vec![
+        Step::Mmap(2),
+        Step::Store(0, 0, 2),
+        Step::Compute(300_000),
+        Step::Madvise(0, 0, 1),
+    ]);
+    k.spawn_thread(main, flusher, CpuId(2), true);
+    k.run_until(Cycles(2_100_000));
+}
+
 /// As [`kernel_on`] on skylake, with every idle state of the machine.
 fn kernel_with_all_cstates(policy: &Policy, cpus: usize) -> Kernel<TraceLog> {
     booted(&tlblab_sim::machine::builtin("skylake").unwrap(), policy, cpus)
