@@ -136,6 +136,22 @@ pub struct HwStats {
     pub walk_refs: [u64; 5],
     /// Invalidating instructions by kind (`OpKind::index`).
     pub ops: [OpStats; OpKind::COUNT],
+    /// The host side of walks under nested paging (zero without it).
+    pub nested: NestedStats,
+}
+
+/// The host side of two-dimensional walks (docs/hardware-model.md, "Nested paging (EPT/NPT)").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct NestedStats {
+    /// Guest-physical addresses translated by walks (each guest table a walk references, and
+    /// each walk's final address).
+    pub translations: u64,
+    /// Host (EPT/NPT) table references made for them.
+    pub memory_references: u64,
+    /// Cycles of those references (included in the walks' cycles).
+    pub cycles: u64,
+    /// The nested-translation cache's counters.
+    pub cache: StructureStats,
 }
 
 impl HwStats {
@@ -203,6 +219,13 @@ impl HwStats {
                 .iter()
                 .map(|k| (k.name().to_string(), self.ops[k.index()]))
                 .collect(),
+            nested_paging: spec.nested().map(|n| NestedReport {
+                host_page_size: n.host_page_size.name(),
+                host_levels: n.host_levels,
+                cache_entries: n.cache_entries,
+                cache_ways: n.cache_ways,
+                stats: self.nested,
+            }),
         }
     }
 }
@@ -232,6 +255,11 @@ impl AddAssign<&HwStats> for HwStats {
         for (a, b) in self.walk_refs.iter_mut().zip(rhs.walk_refs) {
             *a += b;
         }
+        let n = &mut self.nested;
+        n.translations += rhs.nested.translations;
+        n.memory_references += rhs.nested.memory_references;
+        n.cycles += rhs.nested.cycles;
+        n.cache += rhs.nested.cache;
         for (a, b) in self.ops.iter_mut().zip(rhs.ops) {
             a.count += b.count;
             a.cycles += b.cycles;
@@ -324,4 +352,24 @@ pub struct HwReport {
     pub paging_structure_caches: Vec<PscReport>,
     /// Invalidating instructions by name.
     pub invalidations: std::collections::BTreeMap<String, OpStats>,
+    /// The host side of walks, only when nested paging is in force (absent otherwise, so that
+    /// other machines' output is unchanged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nested_paging: Option<NestedReport>,
+}
+
+/// Nested paging's counters with its configuration.
+#[derive(Clone, Debug, Serialize)]
+pub struct NestedReport {
+    /// `4k`, `2m` or `1g`: the host page size backing guest memory.
+    pub host_page_size: &'static str,
+    /// Host table levels.
+    pub host_levels: u8,
+    /// Nested-translation cache entries.
+    pub cache_entries: usize,
+    /// Its ways.
+    pub cache_ways: usize,
+    /// Counters.
+    #[serde(flatten)]
+    pub stats: NestedStats,
 }

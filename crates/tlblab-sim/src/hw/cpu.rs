@@ -8,12 +8,15 @@
 //! 2. on a miss, the STLB structure for the kind and size (if any) is looked up, costing
 //!    `latency.stlb_hit`; a hit ends the translation;
 //! 3. on a miss, the page walk probes the paging-structure caches from the deepest level up, then
-//!    references every level below the deepest hit, each costing its `latency.walk_*`.
+//!    references every level below the deepest hit, each costing its `latency.walk_*`; under
+//!    nested paging each of those references and the final address also need a host
+//!    translation (`super::nested`).
 //!
 //! Every structure that missed (L1, STLB, and each paging-structure cache probed) is filled with
 //! the translation. Structures are independent and non-inclusive: an eviction from one never
 //! removes an entry from another, so the model fills each right after its own miss.
 
+use super::nested::Nested;
 use super::structure::{Displaced, Outcome, Replacement, Structure};
 use crate::machine::{MachineSpec, PscLevel, PscScope};
 use crate::stats::{HwStats, OpKind, StructureStats};
@@ -79,6 +82,8 @@ pub struct Cpu {
     invlpgb_count_max: u32,
     invlpg_psc_scope: PscScope,
     cr4: Cr4,
+    /// The host side of walks, when nested paging is in force.
+    nested: Option<Box<Nested>>,
 }
 
 /// The paging-structure-cache key for the entry at `level` (0 = PML5E … 3 = PDE) used to
@@ -88,7 +93,7 @@ const fn psc_prefix(vpn: Vpn, level: usize) -> u64 {
 }
 
 /// The paging level (2 = PDPT, 3 = PD, 4 = PT) whose entry maps a page of this size.
-const fn leaf_level(size: PageSize) -> usize {
+pub(super) const fn leaf_level(size: PageSize) -> usize {
     match size {
         PageSize::Size4K => 4,
         PageSize::Size2M => 3,
@@ -122,6 +127,13 @@ impl Cpu {
         let l = &raw.latency;
         // An instruction the machine lacks faults before it is charged.
         let op_cycles = OpKind::ALL.map(|k| raw.cost.for_op(k).map_or(0, |f| f.cycles));
+        let walk_latency = [
+            l.walk_pml5.cycles,
+            l.walk_pml4.cycles,
+            l.walk_pdpt.cycles,
+            l.walk_pd.cycles,
+            l.walk_pt.cycles,
+        ];
         Cpu {
             tlbs: spec
                 .structures()
@@ -134,13 +146,7 @@ impl Cpu {
             route,
             psc,
             stlb_latency: l.stlb_hit.cycles,
-            walk_latency: [
-                l.walk_pml5.cycles,
-                l.walk_pml4.cycles,
-                l.walk_pdpt.cycles,
-                l.walk_pd.cycles,
-                l.walk_pt.cycles,
-            ],
+            walk_latency,
             top_level: if spec.paging_levels() == 5 { 0 } else { 1 },
             op_cycles,
             has_pcid: raw.features.pcid,
@@ -149,6 +155,7 @@ impl Cpu {
             invlpgb_count_max: raw.features.invlpgb_count_max.unwrap_or(0),
             invlpg_psc_scope: spec.invlpg_psc_scope(),
             cr4: Cr4 { pge: true, pcide: raw.features.pcid },
+            nested: Nested::new(spec, &walk_latency).map(Box::new),
         }
     }
 
@@ -307,6 +314,9 @@ impl Cpu {
             cycles += self.walk_latency[level];
             stats.walk_refs[level] += weight;
         }
+        if let Some(nested) = &mut self.nested {
+            cycles += nested.walk(page.vpn, start, leaf, weight, stats);
+        }
         cycles
     }
 
@@ -431,6 +441,9 @@ impl Cpu {
     pub fn lose_translations(&mut self, stats: &mut HwStats) -> u64 {
         let tlb = self.drop_tlb(stats, |_, _| true);
         self.drop_psc(stats, |_| true);
+        if let Some(nested) = &mut self.nested {
+            nested.clear(stats);
+        }
         tlb
     }
 
@@ -561,13 +574,16 @@ impl Cpu {
         for c in self.psc.iter().flatten() {
             c.debug_assert_invariants();
         }
+        if let Some(nested) = &self.nested {
+            nested.debug_assert_invariants();
+        }
     }
 }
 
 /// Counts one access to a TLB structure or paging-structure cache in `st`; returns whether it
 /// hit.
 #[inline(always)]
-fn record(st: &mut StructureStats, outcome: Outcome, weight: u64) -> bool {
+pub(super) fn record(st: &mut StructureStats, outcome: Outcome, weight: u64) -> bool {
     match outcome {
         Outcome::Hit => {
             st.hits += weight;

@@ -3,6 +3,7 @@
 
 mod cpu;
 mod lanes;
+mod nested;
 mod set16;
 mod set_assoc;
 mod structure;

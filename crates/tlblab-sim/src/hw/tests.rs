@@ -391,3 +391,142 @@ fn a_powered_down_core_loses_every_translation() {
     // (`cached` probes by accessing, which refills: checked last.)
     assert!(!f.cached(CUR, X) && !f.cached(OTHER, X) && !f.cached(CUR, G));
 }
+
+/// skylake (4-level paging, every walk reference 20 cycles) as a guest under nested paging
+/// backed by `host` pages, with a nested-translation cache of `entries` in `ways`.
+fn nested_skylake(host: &str, entries: u32, ways: u32) -> MachineSpec {
+    let text = crate::machine::BUILTIN_PRESETS.iter().find(|(n, _)| *n == "skylake").unwrap().1;
+    let section = format!(
+        "\n[guest]\nhypervisor = {{ value = \"kvm\", source = \"test\" }}\n\
+         [guest.nested]\npaging = {{ value = true, source = \"test\" }}\n\
+         host_page_size = {{ value = \"{host}\", source = \"test\" }}\n\
+         host_levels = {{ value = 4, source = \"test\" }}\n\
+         cache = {{ entries = {entries}, ways = {ways}, source = \"test\" }}\n"
+    );
+    MachineSpec::from_toml(&format!("{text}{section}"), "test").unwrap()
+}
+
+/// `(guest references, host references, walk cycles)` added by one access.
+fn walk_refs(f: &mut Fixture, vpn: u64) -> (u64, u64, u64) {
+    let before =
+        (f.stats.walk_refs.iter().sum::<u64>(), f.stats.nested.memory_references, walk_cycles(f));
+    f.cpu.access(&access(CUR, vpn, false), 1, &mut f.stats);
+    f.cpu.debug_assert_invariants();
+    (
+        f.stats.walk_refs.iter().sum::<u64>() - before.0,
+        f.stats.nested.memory_references - before.1,
+        walk_cycles(f) - before.2,
+    )
+}
+
+fn walk_cycles(f: &Fixture) -> u64 {
+    f.stats.misses.iter().map(|m| m.walk_active_cycles).sum()
+}
+
+/// The worked example of a two-dimensional walk with every cache cold: 4 guest levels under 4
+/// host levels make (g+1)(h+1)−1 = 24 references (Bhargava et al., ASPLOS 2008): the 4 guest
+/// entries, and a 4-reference host walk for each of the 4 guest tables and the final address.
+#[test]
+fn a_cold_nested_walk_makes_24_references() {
+    let spec = nested_skylake("4k", 16, 4);
+    let mut f = Fixture { cpu: Cpu::new(&spec), stats: new_stats(&spec) };
+    let (guest, host, cycles) = walk_refs(&mut f, X);
+    assert_eq!((guest, host), (4, 20));
+    assert_eq!(guest + host, (4 + 1) * (4 + 1) - 1);
+    assert_eq!(cycles, 24 * 20, "every reference costs skylake's 20-cycle walk latency");
+    assert_eq!(f.stats.nested.translations, 5);
+    assert_eq!((f.stats.nested.cache.misses, f.stats.nested.cache.hits), (5, 0));
+}
+
+/// With guest memory backed by 2 MiB host pages each host walk ends at its PDE (h' = 3): a
+/// cold walk makes (g+1)·h' + g = 5 × 3 + 4 = 19 references.
+#[test]
+fn host_2m_pages_shorten_every_host_walk_to_three_references() {
+    let spec = nested_skylake("2m", 16, 4);
+    let mut f = Fixture { cpu: Cpu::new(&spec), stats: new_stats(&spec) };
+    let (guest, host, _) = walk_refs(&mut f, X);
+    assert_eq!((guest, host), (4, 5 * 3));
+    assert_eq!(guest + host, 19);
+    let spec = nested_skylake("1g", 16, 4);
+    let mut f = Fixture { cpu: Cpu::new(&spec), stats: new_stats(&spec) };
+    assert_eq!(walk_refs(&mut f, X), (4, 5 * 2, 14 * 20), "1 GiB: h' = 2");
+}
+
+/// The next page of the same 2 MiB region: the guest's PDE cache leaves one guest reference
+/// (its PTE), whose table's host translation is cached; only the final address is new, a host
+/// walk with 4 KiB backing and a cache hit with 2 MiB backing (the same host page).
+#[test]
+fn nested_cache_hits_cut_host_references() {
+    for (host, expected) in [("4k", (1, 4)), ("2m", (1, 0))] {
+        let spec = nested_skylake(host, 16, 4);
+        let mut f = Fixture { cpu: Cpu::new(&spec), stats: new_stats(&spec) };
+        walk_refs(&mut f, X);
+        let (guest, refs, _) = walk_refs(&mut f, X_NEIGHBOUR);
+        assert_eq!((guest, refs), expected, "{host} host pages");
+    }
+    // A one-entry cache keeps only the last translation (the final address): the neighbour's
+    // PT table must be walked again.
+    let spec = nested_skylake("4k", 1, 1);
+    let mut f = Fixture { cpu: Cpu::new(&spec), stats: new_stats(&spec) };
+    walk_refs(&mut f, X);
+    assert_eq!(walk_refs(&mut f, X_NEIGHBOUR), (1, 8, 9 * 20));
+}
+
+/// Guest INVLPG drops the guest's TLB and paging-structure-cache entries but not the
+/// guest-physical translations (only INVEPT does: SDM vol. 3C §29.4.3.1): the walk that
+/// follows is a full guest walk with every host translation cached. A core that powers down
+/// loses them too.
+#[test]
+fn guest_invalidations_keep_nested_translations_and_power_down_drops_them() {
+    let spec = nested_skylake("4k", 16, 4);
+    let mut f = Fixture { cpu: Cpu::new(&spec), stats: new_stats(&spec) };
+    walk_refs(&mut f, X);
+    f.cpu.execute(&invlpg(CUR, X), &mut f.stats).unwrap();
+    assert_eq!(walk_refs(&mut f, X), (4, 0, 4 * 20));
+    f.cpu.lose_translations(&mut f.stats);
+    assert_eq!(f.stats.nested.cache.invalidated, 5);
+    assert_eq!(walk_refs(&mut f, X), (4, 20, 24 * 20));
+}
+
+/// A preset whose `[guest.nested]` says no EPT/NPT, and a spec with nested paging switched off,
+/// walk exactly as the machine without the section; the report has no `nested_paging` block.
+#[test]
+fn nested_paging_off_is_the_native_walk() {
+    let native = builtin("skylake").unwrap();
+    let off = nested_skylake("4k", 16, 4).without_nested();
+    let run = |spec: &MachineSpec| {
+        let mut f = Fixture { cpu: Cpu::new(spec), stats: new_stats(spec) };
+        for vpn in [X, X_NEIGHBOUR, G, FAR, FAR_NEIGHBOUR, X] {
+            walk_refs(&mut f, vpn);
+        }
+        let report = f.stats.report(spec).nested_paging.is_some();
+        (f.stats, report)
+    };
+    let (a, b) = (run(&native), run(&off));
+    assert_eq!(a, b);
+    assert!(!a.1, "no nested_paging block");
+    let on = run(&nested_skylake("4k", 16, 4));
+    assert!(on.1 && on.0 != a.0);
+    // Deterministic: the same accesses give the same counters.
+    assert_eq!(on, run(&nested_skylake("4k", 16, 4)));
+}
+
+#[test]
+fn bad_nested_sections_are_refused() {
+    let text = crate::machine::BUILTIN_PRESETS.iter().find(|(n, _)| *n == "skylake").unwrap().1;
+    let with = |levels: u32, entries: u32, ways: u32| {
+        let section = format!(
+            "\n[guest.nested]\npaging = {{ value = true, source = \"t\" }}\n\
+             host_page_size = {{ value = \"2m\", source = \"t\" }}\n\
+             host_levels = {{ value = {levels}, source = \"t\" }}\n\
+             cache = {{ entries = {entries}, ways = {ways}, source = \"t\" }}\n"
+        );
+        MachineSpec::from_toml(&format!("{text}{section}"), "t")
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    };
+    assert!(with(4, 16, 4).is_ok());
+    assert!(with(3, 16, 4).unwrap_err().contains("host_levels"));
+    assert!(with(4, 10, 4).unwrap_err().contains("[guest.nested] cache"));
+    assert!(with(4, 0, 1).is_err());
+}

@@ -6,9 +6,11 @@
 //! repository's `presets/` folder, embedded in the binary.
 
 mod builtin;
+pub mod nested;
 pub mod raw;
 mod spec;
 
 pub use builtin::{builtin, builtin_names, BUILTIN_PRESETS};
+pub use nested::NestedSpec;
 pub use raw::{PscLevel, PscScope};
 pub use spec::{MachineError, MachineSpec, StructureSpec};

@@ -323,6 +323,10 @@ pub struct RawGuest {
     /// something else on its vCPU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steal_time: Option<GuestFact<bool>>,
+    /// Nested paging (EPT/NPT) and its caches (`[guest.nested]`; docs/hardware-model.md,
+    /// "Nested paging (EPT/NPT)"). Absent: walks are modelled as native.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nested: Option<super::nested::RawNested>,
 }
 
 impl RawGuest {

@@ -1,5 +1,6 @@
 //! The checked machine description.
 
+use super::nested::NestedSpec;
 use super::raw::{
     resolve_kernel_figures, CyclesFigure, PscLevel, PscScope, RawGuest, RawIdle, RawKernel,
     RawMachine,
@@ -82,6 +83,8 @@ pub struct MachineSpec {
     origin: String,
     structures: Vec<StructureSpec>,
     paging_levels: u8,
+    /// Nested paging is in force (the preset's `[guest.nested]` says so and the run kept it).
+    nested: Option<NestedSpec>,
 }
 
 impl MachineSpec {
@@ -95,7 +98,9 @@ impl MachineSpec {
             |message: String| MachineError::Invalid { origin: origin.to_string(), message };
         let structures = check(&raw).map_err(invalid)?;
         resolve_kernel_figures(&mut raw).map_err(invalid)?;
-        Ok(MachineSpec { raw, origin: origin.to_string(), structures, paging_levels: 4 })
+        let nested =
+            raw.guest.as_ref().and_then(|g| g.nested.as_ref()).and_then(NestedSpec::from_raw);
+        Ok(MachineSpec { raw, origin: origin.to_string(), structures, paging_levels: 4, nested })
     }
 
     /// Reads a preset file.
@@ -133,6 +138,19 @@ impl MachineSpec {
         }
         self.paging_levels = levels;
         Ok(self)
+    }
+
+    /// The machine with walks modelled as native even if its `[guest.nested]` says EPT/NPT
+    /// (the `nested-paging` mechanism off).
+    pub fn without_nested(mut self) -> MachineSpec {
+        self.nested = None;
+        self
+    }
+
+    /// Nested paging in force: `[guest.nested]` says the guest runs under EPT/NPT, and it was
+    /// not switched off ([`MachineSpec::without_nested`]).
+    pub fn nested(&self) -> Option<&NestedSpec> {
+        self.nested.as_ref()
     }
 
     /// The preset's name.
@@ -263,6 +281,9 @@ fn check(raw: &RawMachine) -> Result<Vec<StructureSpec>, String> {
     if let Some(idle) = &raw.idle {
         check_idle(idle)?;
     }
+    if let Some(nested) = raw.guest.as_ref().and_then(|g| g.nested.as_ref()) {
+        super::nested::check(nested)?;
+    }
     let mut seen = Vec::new();
     for psc in &raw.psc {
         let what = format!("[[psc]] {:?}", psc.level);
@@ -337,7 +358,7 @@ fn check_idle(idle: &RawIdle) -> Result<(), String> {
     Ok(())
 }
 
-fn check_geometry(what: &str, entries: u32, ways: u32) -> Result<(), String> {
+pub(super) fn check_geometry(what: &str, entries: u32, ways: u32) -> Result<(), String> {
     if entries == 0 || ways == 0 || ways > 128 || !entries.is_multiple_of(ways) || entries > 1 << 20
     {
         return Err(format!(
