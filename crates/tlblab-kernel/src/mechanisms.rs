@@ -90,6 +90,11 @@ mechanisms! {
         "mmap(MAP_FIXED_NOREPLACE) beside a region merges the two VMAs, and a munmap of the new pages alone splits the merged VMA (kernel.split_vma)",
         "docs/kernel-model.md, \"Memory management\" (item 2)",
         "every mapping is a VMA of its own (placed beside when asked), and no munmap splits one";
+    /// Two-dimensional (EPT/NPT) page walks of a guest (`tlblab_sim` `hw/nested.rs`).
+    NestedPaging => "nested-paging",
+        "a guest's page walks under EPT/NPT: each guest table referenced and the final address translated through the host's tables (shorter with 2M/1G host pages), cut by a nested-translation cache",
+        "docs/hardware-model.md, \"Nested paging (EPT/NPT)\"",
+        "walks as on bare metal, as a preset without [guest.nested]";
 }
 
 impl Mechanism {
@@ -106,8 +111,8 @@ impl Mechanism {
 
     /// Whether the mechanism has anything to act on on `spec`: a guest needs a `[guest]` with
     /// an exit cost, idle states an `[idle]` table, the zap batch and VMA merging their
-    /// `[kernel]` figure (a preset that gives 0 holds the cost in other figures); the csd queue
-    /// is the kernel's own.
+    /// `[kernel]` figure (a preset that gives 0 holds the cost in other figures), nested paging
+    /// a `[guest.nested]` that says EPT/NPT is in use; the csd queue is the kernel's own.
     pub fn present_on(self, spec: &MachineSpec) -> bool {
         match self {
             Mechanism::Guest => crate::kernel::guest::Guest::from_spec(spec).is_some(),
@@ -117,6 +122,7 @@ impl Mechanism {
             }
             Mechanism::ZapBatch => spec.kernel_costs().is_some_and(|k| k.zap_batch.cycles > 0),
             Mechanism::VmaMerge => spec.kernel_costs().is_some_and(|k| k.split_vma.cycles > 0),
+            Mechanism::NestedPaging => spec.nested().is_some(),
         }
     }
 }

@@ -482,6 +482,7 @@ impl<O: Observer> Kernel<O> {
         let pcid = policy.pcid && features.pcid;
         let n = config.nr_cpus;
         let on = |m| config.mechanisms.is_on(m);
+        let spec = if on(Mechanism::NestedPaging) { spec } else { spec.without_nested() };
         let idle_states = idle::idle_states(&spec, costs.clock.mhz, on(Mechanism::IdleStates));
         let guest = guest::Guest::from_spec(&spec).filter(|_| on(Mechanism::Guest));
         let mut k = Kernel {

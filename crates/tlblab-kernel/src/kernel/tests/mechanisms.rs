@@ -298,3 +298,28 @@ fn mlp_overlaps_refills_and_changes_nothing_without_misses() {
     let (on, off) = (user(16, "linux-4.14", &[]), user(16, "linux-4.14", &[Mechanism::Mlp]));
     assert!((off - on) * 20 < off, "{on} {off}: the first round trips only");
 }
+
+/// Nested paging: skylake-kvm's guest walks under EPT make host references and cost more; off,
+/// the run is exactly the preset without `[guest.nested]`; on bare metal it is not present and
+/// off changes nothing.
+#[test]
+fn nested_paging_off_is_the_preset_without_it() {
+    let kvm = preset_without("skylake-kvm", None);
+    assert!(Mechanism::NestedPaging.present_on(&kvm));
+    let on = madv_migrate(&kvm, &[]);
+    let off = madv_migrate(&kvm, &[Mechanism::NestedPaging]);
+    let native = madv_migrate(&preset_without("skylake-kvm", Some("[guest.nested]")), &[]);
+    assert_eq!(json(&off), json(&native));
+    assert!(
+        !Mechanism::NestedPaging.present_on(&preset_without("skylake-kvm", Some("[guest.nested]")))
+    );
+    let nested = on.hw.nested_paging.as_ref().expect("a nested_paging block under EPT");
+    assert!(off.hw.nested_paging.is_none());
+    assert!(nested.stats.memory_references > 0);
+    assert!(nested.stats.translations > on.hw.page_walks.walks, "≥ 2 per walk");
+    assert!(on.hw.page_walks.cycles > off.hw.page_walks.cycles);
+    let skylake = preset_without("skylake", None);
+    assert!(!Mechanism::NestedPaging.present_on(&skylake));
+    let on = madv_migrate(&skylake, &[]);
+    assert_eq!(json(&on), json(&madv_migrate(&skylake, &[Mechanism::NestedPaging])));
+}
