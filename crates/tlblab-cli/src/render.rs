@@ -117,6 +117,20 @@ pub fn hw_report(r: &HwReport, indent: usize) -> String {
         "{pad}walk memory references: {}\n",
         if refs.is_empty() { "none".into() } else { refs.join(" · ") }
     );
+    if let Some(n) = &r.nested_paging {
+        let c = &n.stats.cache;
+        out += &format!(
+            "{pad}nested paging ({} host pages, {} levels): {} host references, {} cycles; \
+             {} guest-physical translations, {} from the {}-entry nested cache\n",
+            n.host_page_size,
+            n.host_levels,
+            group(n.stats.memory_references),
+            group(n.stats.cycles),
+            group(n.stats.translations),
+            group(c.hits),
+            n.cache_entries
+        );
+    }
     let translation: u64 = [&r.dtlb_load_misses, &r.dtlb_store_misses, &r.itlb_misses]
         .iter()
         .map(|m| m.translation_cycles)

@@ -120,11 +120,14 @@ pub fn build(facts: &HostFacts) -> Result<HostPreset, HostError> {
         None => None,
     };
     let mhz = kernel.as_ref().map_or(0, |k| k.clock.mhz);
-    let guest = if kernel.is_some() {
+    let mut guest = if kernel.is_some() {
         crate::guest::section(facts, dump, derivation.as_ref(), mhz, &cache, &mut prov)
     } else {
         None
     };
+    if let Some(g) = guest.as_mut() {
+        g.nested = crate::guest::nested(id.vendor.is_amd_like(), &mut prov);
+    }
     let raw = RawMachine {
         name: HOST_PRESET_NAME.to_owned(),
         description: description(&id, cpus, virtualised, preset_name, derivation.is_some()),
