@@ -30,6 +30,19 @@ fn output_doc_names_every_json_field() {
     keys(&trace, &mut all);
     let demo = json_of(["sim", "demo", "--json", "--accesses", "100"]);
     keys(&demo, &mut all);
+    // A guest under EPT adds `nested_paging`.
+    let output = tlblab()
+        .args(["sim", "trace", "--json", "--machine", "skylake-kvm"])
+        .arg(data("golden.lackey"))
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let kvm: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(
+        kvm["runs"][0]["total"]["nested_paging"]["cache"]["misses"].as_u64().unwrap() > 0,
+        "{kvm}"
+    );
+    keys(&kvm, &mut all);
     let text = doc();
     let missing = undocumented(&all, &text);
     assert!(missing.is_empty(), "docs/sim-output.md does not describe {missing:?}");
