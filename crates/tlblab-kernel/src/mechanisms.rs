@@ -90,6 +90,16 @@ mechanisms! {
         "mmap(MAP_FIXED_NOREPLACE) beside a region merges the two VMAs, and a munmap of the new pages alone splits the merged VMA (kernel.split_vma)",
         "docs/kernel-model.md, \"Memory management\" (item 2)",
         "every mapping is a VMA of its own (placed beside when asked), and no munmap splits one";
+    /// The host preempting vCPUs (`kernel/vcpu.rs`).
+    VcpuPreemption => "vcpu-preemption",
+        "an overcommitted host takes each vCPU away for other threads' host slices (seeded): it runs nothing meanwhile, time is steal, its interrupts wait",
+        "docs/kernel-model.md, \"Virtualisation\"",
+        "dedicated pCPUs, as a preset with overcommit = 1 (no preemption, and so no PV flush)";
+    /// KVM's paravirtual TLB flush (`kernel/vcpu.rs`, `kvm_flush_tlb_multi()`).
+    PvTlbFlush => "pv-tlb-flush",
+        "kvm_flush_tlb_multi(): a flush aimed at a preempted vCPU sets KVM_VCPU_FLUSH_TLB instead of an IPI; the host flushes its whole TLB at its next entry",
+        "docs/kernel-model.md, \"Virtualisation\"",
+        "native_flush_tlb_multi() IPIs preempted vCPUs too, as a preset with pv_tlb_flush = false";
 }
 
 impl Mechanism {
@@ -117,6 +127,8 @@ impl Mechanism {
             }
             Mechanism::ZapBatch => spec.kernel_costs().is_some_and(|k| k.zap_batch.cycles > 0),
             Mechanism::VmaMerge => spec.kernel_costs().is_some_and(|k| k.split_vma.cycles > 0),
+            Mechanism::VcpuPreemption => crate::kernel::guest::Guest::preempts(spec),
+            Mechanism::PvTlbFlush => crate::kernel::guest::Guest::pv_flushes(spec),
         }
     }
 }
