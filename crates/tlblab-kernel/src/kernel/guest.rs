@@ -47,6 +47,8 @@ pub(crate) struct HostPreemption {
     pub overcommit: f64,
     /// The host scheduler's slice, cycles.
     pub slice: u64,
+    /// The host's tick, cycles.
+    pub tick: u64,
 }
 
 impl Guest {
@@ -54,10 +56,13 @@ impl Guest {
     pub(crate) fn from_spec(spec: &MachineSpec) -> Option<Guest> {
         let g = spec.guest()?;
         let vm_exit = g.vm_exit.as_ref()?.cycles;
-        let preemption = match (&g.overcommit, &g.host_slice) {
-            (Some(o), Some(s)) if o.value.0 > 1.0 => {
-                Some(HostPreemption { overcommit: o.value.0, slice: s.cycles })
-            }
+        let mhz = spec.kernel_costs().map_or(0, |k| k.clock.mhz);
+        let preemption = match (&g.overcommit, &g.host_slice, &g.host_hz) {
+            (Some(o), Some(s), Some(hz)) if o.value.0 > 1.0 => Some(HostPreemption {
+                overcommit: o.value.0,
+                slice: s.cycles,
+                tick: mhz * 1_000_000 / hz.value.max(1),
+            }),
             _ => None,
         };
         Some(Guest {

@@ -6,11 +6,14 @@
 //! runs each for its slice in turn: EEVDF gives every runnable task a request of
 //! `sysctl_sched_base_slice` (0.75 ms × (1 + ilog2(min(ncpus, 8))), kernel/sched/fair.c,
 //! 6.6+); CFS gave each `sysctl_sched_latency / nr_running` (6 ms × the same factor, at least
-//! `sysctl_sched_min_granularity`). So a vCPU runs one `host_slice`, then waits while `k` other
-//! threads run theirs: `k × host_slice` of steal. `k` is `⌊overcommit − 1⌋`, plus one with
-//! probability `frac(overcommit − 1)`, drawn per slice from the run's seed (its own stream, so
-//! that nothing else draws differently); the first slice's end is uniform in `[0, host_slice)`.
-//! The vCPU's share is then `1 / overcommit` on average, as a fair scheduler gives it.
+//! `sysctl_sched_min_granularity`). Without `HRTICK` (a scheduler feature off by default) the
+//! host notices a used slice at its next tick (`task_tick_fair()` → `update_curr()`), so a run
+//! lasts `host_slice` plus a uniform part of a host tick (`1 / host_hz`). A vCPU runs one such
+//! slice, then waits while `k` other threads run theirs: steal. `k` is `⌊overcommit − 1⌋`, plus
+//! one with probability `frac(overcommit − 1)`, drawn per slice from the run's seed (its own
+//! stream, so that nothing else draws differently); the first slice's end is uniform within a
+//! slice. The vCPU's share is then `1 / overcommit` on average, as a fair scheduler gives it.
+//! (The tick's part also keeps the vCPUs from locking into one phase, as exact slices would.)
 //!
 //! While preempted a vCPU runs nothing: its step, interrupt handlers and the acknowledgements it
 //! waits for all wait for the end of the preemption, which is steal time
@@ -60,10 +63,13 @@ pub(super) struct HostSched {
     vcpus: Vec<VcpuState>,
     /// Preemptions begun, and their cycles, all vCPUs.
     pub preemptions: u64,
-    /// Flushes left to the host (`KVM_VCPU_FLUSH_TLB` set), and done at an entry.
+    /// Flushes left to the host (`KVM_VCPU_FLUSH_TLB` set).
     pub pv_marked: u64,
     /// Full flushes the host did at a vCPU's entry (`kvm_vcpu_flush_tlb_guest()`).
     pub pv_flushed: u64,
+    /// Tests: a host that marks but never flushes (the checker must catch it).
+    #[cfg(test)]
+    pub skip_host_flush: bool,
 }
 
 /// One vCPU as the host sees it.
@@ -89,6 +95,8 @@ impl HostSched {
             preemptions: 0,
             pv_marked: 0,
             pv_flushed: 0,
+            #[cfg(test)]
+            skip_host_flush: false,
         }
     }
 
@@ -100,14 +108,23 @@ impl HostSched {
         let more = self.rng.random_range(0.0..1.0) < extra - whole;
         whole as u64 + u64::from(more)
     }
+
+    /// One thread's run on the host: its slice, until the host's next tick.
+    fn run_length(&mut self) -> u64 {
+        self.host.slice.max(1) + self.rng.random_range(0..self.host.tick.max(1))
+    }
 }
 
 impl<O: Observer> Kernel<O> {
     /// Schedules every vCPU's first slice end (at boot).
     pub(super) fn start_host_sched(&mut self) {
         let Some(h) = self.host_sched.as_mut() else { return };
-        let slice = h.host.slice.max(1);
-        let firsts: Vec<u64> = (0..h.vcpus.len()).map(|_| h.rng.random_range(0..slice)).collect();
+        let firsts: Vec<u64> = (0..h.vcpus.len())
+            .map(|_| {
+                let run = h.run_length();
+                h.rng.random_range(0..run)
+            })
+            .collect();
         for (c, at) in firsts.into_iter().enumerate() {
             self.push(Cycles(at), Event::VcpuPreempt { cpu: CpuId(c as u16) });
         }
@@ -119,13 +136,13 @@ impl<O: Observer> Kernel<O> {
         let c = usize::from(cpu.0);
         let now = self.queue.now();
         let Some(h) = self.host_sched.as_mut() else { return };
-        let slice = h.host.slice.max(1);
         let k = h.competitors();
         if k == 0 {
-            self.push(Cycles(now.0 + slice), Event::VcpuPreempt { cpu });
+            let run = h.run_length();
+            self.push(Cycles(now.0 + run), Event::VcpuPreempt { cpu });
             return;
         }
-        let len = k * slice;
+        let len = (0..k).map(|_| h.run_length()).sum::<u64>();
         h.preemptions += 1;
         // Laid after a handler still running (as every insertion is): the preemption starts
         // where the CPU's running insertions end.
@@ -147,13 +164,17 @@ impl<O: Observer> Kernel<O> {
         let c = usize::from(cpu.0);
         let now = self.queue.now();
         let Some(h) = self.host_sched.as_mut() else { return };
-        let slice = h.host.slice.max(1);
+        let run = h.run_length();
         if std::mem::take(&mut h.vcpus[c].flush_on_entry) {
             h.pv_flushed += 1;
             // kvm_vcpu_flush_tlb_guest(): INVVPID single-context, globals included.
+            #[cfg(test)]
+            if h.skip_host_flush {
+                return self.push(Cycles(now.0 + run), Event::VcpuPreempt { cpu });
+            }
             self.hw[c].lose_translations(&mut self.hw_stats[c]);
         }
-        self.push(Cycles(now.0 + slice), Event::VcpuPreempt { cpu });
+        self.push(Cycles(now.0 + run), Event::VcpuPreempt { cpu });
         self.queue_drain(cpu);
     }
 
@@ -193,5 +214,11 @@ impl<O: Observer> Kernel<O> {
     /// preemption).
     pub fn vcpu_counts(&self) -> (u64, u64, u64) {
         self.host_sched.as_ref().map_or((0, 0, 0), |h| (h.preemptions, h.pv_marked, h.pv_flushed))
+    }
+
+    /// Tests: the host marks but never flushes.
+    #[cfg(test)]
+    pub(super) fn skip_host_flush(&mut self) {
+        self.host_sched.as_mut().expect("an overcommitted guest").skip_host_flush = true;
     }
 }

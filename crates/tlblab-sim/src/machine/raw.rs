@@ -334,6 +334,10 @@ pub struct RawGuest {
     /// `sysctl_sched_latency / nr_running` before). Needed when `overcommit` > 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_slice: Option<KernelFigure>,
+    /// The host kernel's `CONFIG_HZ`: without `HRTICK` (off by default) the host notices a used
+    /// slice at its next tick. Needed when `overcommit` > 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_hz: Option<GuestFact<u64>>,
 }
 
 /// A non-negative real number of a preset (finite: checked where it is used).
@@ -388,7 +392,16 @@ impl RawGuest {
                  runs each thread sharing a physical CPU"
             ));
         }
-        Ok(())
+        match self.host_hz.as_ref().map(|f| f.value) {
+            None if r > 1.0 => Err(format!(
+                "`[guest] overcommit = {r}` needs `host_hz`: the host's CONFIG_HZ, whose tick \
+                 ends a slice"
+            )),
+            Some(hz) if !(100..=10_000).contains(&hz) => {
+                Err(format!("`[guest] host_hz = {hz}`: CONFIG_HZ is from 100 to 10000"))
+            }
+            _ => Ok(()),
+        }
     }
 }
 
