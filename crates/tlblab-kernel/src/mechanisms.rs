@@ -116,8 +116,9 @@ impl Mechanism {
 
     /// Whether the mechanism has anything to act on on `spec`: a guest needs a `[guest]` with
     /// an exit cost, idle states an `[idle]` table, the zap batch and VMA merging their
-    /// `[kernel]` figure (a preset that gives 0 holds the cost in other figures); the csd queue
-    /// is the kernel's own.
+    /// `[kernel]` figure (a preset that gives 0 holds the cost in other figures); vCPU preemption
+    /// an overcommitted guest (`overcommit` > 1), and PV TLB flush that and `pv_tlb_flush`; the
+    /// csd queue is the kernel's own.
     pub fn present_on(self, spec: &MachineSpec) -> bool {
         match self {
             Mechanism::Guest => crate::kernel::guest::Guest::from_spec(spec).is_some(),
