@@ -174,8 +174,9 @@ fn guest_overcommit_is_checked() {
     let spec = load(&guest(&format!("{}{slice}\n{hz}\n", oc("1.5")))).unwrap();
     let g = spec.guest().unwrap();
     assert_eq!(g.overcommit.as_ref().unwrap().value.0, 1.5);
-    assert_eq!(g.host_slice.as_ref().unwrap().cycles, 12_000_000); // 3 ms at skylake's 4 GHz
-                                                                  // Dedicated needs neither.
+    // 3 ms at skylake's 4 GHz.
+    assert_eq!(g.host_slice.as_ref().unwrap().cycles, 12_000_000);
+    // Dedicated needs neither.
     assert!(load(&guest(&oc("1.0"))).is_ok());
     for (r, want) in
         [("0.5", "from 1 (dedicated)"), ("65.0", "to 64"), ("nan", "from 1"), ("inf", "from 1")]
