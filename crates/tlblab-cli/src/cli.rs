@@ -682,8 +682,8 @@ pub struct RunArgs {
 /// `--without`, the same for `sim run` and `sim study` (parsed by `WithoutArg::mechanisms`).
 #[derive(Debug, Args)]
 pub struct WithoutArg {
-    /// Switch these model mechanisms off in every run (comma-separated: guest, idle-states,
-    /// csd-queue, zap-batch, vma-merge, nested-paging; `tlblab sim mechanisms` describes them).
+    /// Switch these model mechanisms off in every run (comma-separated names, e.g. guest,mlp;
+    /// `tlblab sim mechanisms` lists and describes them all).
     #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
     pub without: Vec<String>,
 }

@@ -2,8 +2,9 @@
 
 use crate::cpuid::CpuidDump;
 use crate::facts::{
-    paging_config_lines, parse_vmalloc_total, CacheFact, HostFacts, BASE_FREQUENCY_PATH, CACHE_DIR,
-    CMDLINE_PATH, CONFIG_PATH, CPUIDLE_DRIVER_PATH, MEASURE_ENV, ONLINE_PATH, POSSIBLE_PATH,
+    paging_config_lines, parse_proc_stat_cpu, parse_vmalloc_total, CacheFact, HostFacts,
+    StealSample, BASE_FREQUENCY_PATH, CACHE_DIR, CMDLINE_PATH, CONFIG_PATH, CPUIDLE_DRIVER_PATH,
+    MEASURE_ENV, ONLINE_PATH, POSSIBLE_PATH, PROC_STAT_PATH,
 };
 use std::io::Read as _;
 use std::path::Path;
@@ -47,8 +48,26 @@ impl HostFacts {
             path_costs: measure_paths(),
             cpuidle_driver: read_text(CPUIDLE_DRIVER_PATH).map(|t| t.trim().to_owned()),
             cmdline: read_text(CMDLINE_PATH).map(|t| t.trim().to_owned()),
+            steal: sample_steal(std::time::Duration::from_secs(1)),
         }
     }
+}
+
+/// Steal time over `window`: `/proc/stat` read before and after.
+fn sample_steal(window: std::time::Duration) -> Source<StealSample> {
+    let read = || read_text(PROC_STAT_PATH).and_then(|t| parse_proc_stat_cpu(&t));
+    let (steal0, total0) = match read() {
+        Source::Available(v) => v,
+        Source::Unavailable { reason } => return Source::unavailable(reason),
+    };
+    let start = std::time::Instant::now();
+    std::thread::sleep(window);
+    let window_ms = start.elapsed().as_millis() as u64;
+    read().map(|(steal1, total1)| StealSample {
+        window_ms,
+        steal_ticks: steal1.saturating_sub(steal0),
+        total_ticks: total1.saturating_sub(total0),
+    })
 }
 
 /// This machine's kernel-path costs: from the cache, else measured (a few seconds, once per

@@ -3,12 +3,14 @@
 //! IPI round trips.
 
 use crate::cpuid::{identity, CpuidDump, HYPERVISOR_BASE};
-use crate::facts::{HostFacts, CMDLINE_PATH, CPUIDLE_DRIVER_PATH};
+use crate::facts::{HostFacts, StealSample, CMDLINE_PATH, CPUIDLE_DRIVER_PATH, PROC_STAT_PATH};
 use crate::kernel_costs::{figure_of, Derivation, Derived};
 use crate::provenance::{Origin, Provenance};
 use tlblab_env::hypervisor;
 use tlblab_sim::machine::nested::RawNested;
-use tlblab_sim::machine::raw::{GuestFact, GuestIdle, KernelFigure, RawGuest};
+use tlblab_sim::machine::raw::{
+    GuestFact, GuestIdle, KernelFigure, Ratio, RawGuest, Scales, WrittenCost, MAX_OVERCOMMIT,
+};
 
 /// KVM feature bits of CPUID 0x4000_0001 EAX (Linux UAPI `asm/kvm_para.h`).
 const KVM_FEATURE_STEAL_TIME: u32 = hypervisor::KVM_FEATURE_STEAL_TIME;
@@ -55,6 +57,9 @@ pub(crate) fn section(
     if let Some((idle, source)) = idle(facts) {
         fact("idle", idle.name().into(), Origin::Read, source.clone());
         g.idle = Some(GuestFact { value: idle, source, unverified: false });
+    }
+    if let Some(s) = facts.steal.available() {
+        preemption(&mut g, s, mhz, &mut fact);
     }
     if let Some(d) = derivation {
         g.vm_exit = timed(&mut fact, "vm_exit", d.vm_exit.as_ref(), mhz, cache);
@@ -103,6 +108,49 @@ pub(crate) fn nested(amd: bool, prov: &mut Vec<Provenance>) -> Option<RawNested>
         ));
     }
     Some(n)
+}
+
+/// `overcommit` from the steal share `f` measured over a short window: a fair host scheduler
+/// gives a vCPU `1 / r` of its pCPU when `r` threads share it, so `r = 1 / (1 − f)`. With
+/// preemption, the host's slice and tick cannot be seen from the guest: assumed.
+fn preemption(
+    g: &mut RawGuest,
+    s: &StealSample,
+    mhz: u64,
+    fact: &mut impl FnMut(&str, String, Origin, String),
+) {
+    let Some(share) = s.share() else { return };
+    let r = (1.0 / (1.0 - share).max(1.0 / MAX_OVERCOMMIT) * 100.0).round() / 100.0;
+    let source = format!(
+        "{PROC_STAT_PATH}: steal {} of {} ticks ({:.1}%) over {} ms, all CPUs: overcommit = \
+         1 / (1 − steal share) (a fair host scheduler's share; one short window: 0 on a quiet \
+         dedicated host)",
+        s.steal_ticks,
+        s.total_ticks,
+        100.0 * share,
+        s.window_ms
+    );
+    fact("overcommit", format!("{r}"), Origin::Measured, source.clone());
+    g.overcommit = Some(GuestFact { value: Ratio(r), source, unverified: true });
+    if r > 1.0 {
+        let source = "assumption: EEVDF's sysctl_sched_base_slice on a host of 8 or more CPUs, \
+                      0.75 ms × (1 + ilog2(8)) = 3 ms (kernel/sched/fair.c, 6.6+); the host's \
+                      scheduler cannot be seen from the guest"
+            .to_string();
+        let written = WrittenCost {
+            ns: Some(3_000_000.0),
+            at_mhz: Some(mhz),
+            scales: Some(Scales::Time),
+            ..WrittenCost::default()
+        };
+        fact("host_slice", "3 ms".into(), Origin::Informative, source.clone());
+        g.host_slice = Some(KernelFigure { cycles: 0, written, source, unverified: true });
+        let source = "assumption: CONFIG_HZ=1000 (RHEL, Fedora, Ubuntu since 24.04); the host's \
+                      kernel cannot be seen from the guest"
+            .to_string();
+        fact("host_hz", "1000".into(), Origin::Informative, source.clone());
+        g.host_hz = Some(GuestFact { value: 1000, source, unverified: true });
+    }
 }
 
 fn timed(

@@ -79,7 +79,7 @@ pub mod tlb;
 
 pub use assemble::{build, HostPreset, HOST_ORIGIN, HOST_PRESET_NAME, VMALLOC_5LEVEL_KIB};
 pub use error::HostError;
-pub use facts::{CacheFact, HostFacts};
+pub use facts::{CacheFact, HostFacts, StealSample};
 pub use gather::{BASIC_LEAVES, EXTENDED_LEAVES, HYPERVISOR_LEAVES};
 pub use provenance::{Origin, Provenance};
 /// The kernel-path measurements [`HostFacts::path_costs`] holds.

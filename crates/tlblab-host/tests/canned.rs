@@ -3,7 +3,7 @@
 
 use tlblab_env::Source;
 use tlblab_host::cpuid::{CpuidDump, Regs};
-use tlblab_host::{build, HostFacts, HostPreset, Origin, Provenance};
+use tlblab_host::{build, HostFacts, HostPreset, Origin, Provenance, StealSample};
 use tlblab_sim::machine::raw::{PscScope, RawTlb};
 use tlblab_sim::workload::Workload;
 use tlblab_sim::System;
@@ -38,6 +38,7 @@ fn facts(cpuid: CpuidDump, cpuinfo: Option<&str>, online: &str) -> HostFacts {
         path_costs: missing("not in this fixture"),
         cpuidle_driver: missing("not in this fixture"),
         cmdline: missing("not in this fixture"),
+        steal: missing("not in this fixture"),
     }
 }
 
@@ -402,6 +403,8 @@ fn measured_kernel_paths_and_the_guest_section() {
     f.path_costs = Source::Available(cached);
     f.cpuidle_driver = Source::Available("haltpoll".into());
     f.cmdline = Source::Available("console=ttyS0 reboot=k".into());
+    // A quiet dedicated host: no steal.
+    f.steal = Source::Available(StealSample { window_ms: 1000, steal_ticks: 0, total_ticks: 200 });
     let host = build(&f).unwrap();
     let k = host.spec.kernel_costs().unwrap();
     assert_eq!(k.clock.mhz, 2300);
@@ -440,6 +443,22 @@ fn measured_kernel_paths_and_the_guest_section() {
     assert!(g.ipi_round_trip.is_none());
     assert!(provenance(&host, "guest.ipi_round_trip").source.contains("0.99 IPIs"));
     assert!(host.toml.contains("[guest.vm_exit]") || host.toml.contains("[guest]"));
+    assert_eq!(g.overcommit.as_ref().unwrap().value.0, 1.0);
+    assert!(g.host_slice.is_none() && g.host_hz.is_none(), "no preemption to describe");
+    let p = provenance(&host, "guest.overcommit");
+    assert_eq!(p.origin, Origin::Measured);
+    assert!(p.source.contains("steal 0 of 200 ticks (0.0%) over 1000 ms"), "{}", p.source);
+    let again = tlblab_sim::machine::MachineSpec::from_toml(&host.toml, "again").unwrap();
+    assert_eq!(again.raw(), host.spec.raw());
+    simulates(&host);
+    // A quarter of the time stolen: a fair host gives 3/4 of a pCPU with 4/3 threads on it,
+    // and the host's slice and tick are assumed.
+    f.steal = Source::Available(StealSample { window_ms: 1000, steal_ticks: 50, total_ticks: 200 });
+    let host = build(&f).unwrap();
+    let g = host.spec.guest().unwrap();
+    assert_eq!(g.overcommit.as_ref().unwrap().value.0, 1.33);
+    assert_eq!(g.host_slice.as_ref().unwrap().cycles, 6_900_000); // 3 ms at 2.3 GHz
+    assert_eq!(g.host_hz.as_ref().unwrap().value, 1000);
     let again = tlblab_sim::machine::MachineSpec::from_toml(&host.toml, "again").unwrap();
     assert_eq!(again.raw(), host.spec.raw());
     simulates(&host);

@@ -95,6 +95,16 @@ mechanisms! {
         "a guest's page walks under EPT/NPT: each guest table referenced and the final address translated through the host's tables (shorter with 2M/1G host pages), cut by a nested-translation cache",
         "docs/hardware-model.md, \"Nested paging (EPT/NPT)\"",
         "walks as on bare metal, as a preset without [guest.nested]";
+    /// The host preempting vCPUs (`kernel/vcpu.rs`).
+    VcpuPreemption => "vcpu-preemption",
+        "an overcommitted host takes each vCPU away for other threads' host slices (seeded): it runs nothing meanwhile, time is steal, its interrupts wait",
+        "docs/kernel-model.md, \"Virtualisation\"",
+        "dedicated pCPUs, as a preset with overcommit = 1 (no preemption, and so no PV flush)";
+    /// KVM's paravirtual TLB flush (`kernel/vcpu.rs`, `kvm_flush_tlb_multi()`).
+    PvTlbFlush => "pv-tlb-flush",
+        "kvm_flush_tlb_multi(): a flush aimed at a preempted vCPU sets KVM_VCPU_FLUSH_TLB instead of an IPI; the host flushes its whole TLB at its next entry",
+        "docs/kernel-model.md, \"Virtualisation\"",
+        "native_flush_tlb_multi() IPIs preempted vCPUs too, as a preset with pv_tlb_flush = false";
 }
 
 impl Mechanism {
@@ -112,7 +122,9 @@ impl Mechanism {
     /// Whether the mechanism has anything to act on on `spec`: a guest needs a `[guest]` with
     /// an exit cost, idle states an `[idle]` table, the zap batch and VMA merging their
     /// `[kernel]` figure (a preset that gives 0 holds the cost in other figures), nested paging
-    /// a `[guest.nested]` that says EPT/NPT is in use; the csd queue is the kernel's own.
+    /// a `[guest.nested]` that says EPT/NPT is in use, vCPU preemption an overcommitted guest
+    /// (`overcommit` > 1), and PV TLB flush that and `pv_tlb_flush`; the csd queue is the
+    /// kernel's own.
     pub fn present_on(self, spec: &MachineSpec) -> bool {
         match self {
             Mechanism::Guest => crate::kernel::guest::Guest::from_spec(spec).is_some(),
@@ -123,6 +135,8 @@ impl Mechanism {
             Mechanism::ZapBatch => spec.kernel_costs().is_some_and(|k| k.zap_batch.cycles > 0),
             Mechanism::VmaMerge => spec.kernel_costs().is_some_and(|k| k.split_vma.cycles > 0),
             Mechanism::NestedPaging => spec.nested().is_some(),
+            Mechanism::VcpuPreemption => crate::kernel::guest::Guest::preempts(spec),
+            Mechanism::PvTlbFlush => crate::kernel::guest::Guest::pv_flushes(spec),
         }
     }
 }

@@ -67,12 +67,25 @@ pub struct CpuTime {
     /// Disturbances of the safety checker's perturbed schedules (another thread, or an
     /// interrupts-off window); 0 otherwise.
     pub other_cycles: u64,
+    /// Steal: the host ran something else on the vCPU (vCPU preemption, docs/kernel-model.md,
+    /// "Virtualisation"); 0 otherwise, and then left out of the JSON.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub steal_cycles: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl CpuTime {
     /// Every bucket added up: the measurement window.
     pub fn total(&self) -> u64 {
-        self.user_cycles + self.sys_cycles + self.irq_cycles + self.idle_cycles + self.other_cycles
+        self.user_cycles
+            + self.sys_cycles
+            + self.irq_cycles
+            + self.idle_cycles
+            + self.other_cycles
+            + self.steal_cycles
     }
 }
 

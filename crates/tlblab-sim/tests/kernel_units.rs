@@ -164,6 +164,39 @@ steal_time = { value = true, source = "bit 5" }
     assert!(e.contains("mwait") || e.contains("idle"), "{e}");
 }
 
+/// `overcommit` is from 1 to 64, and above 1 needs a non-zero `host_slice` and a `host_hz`.
+#[test]
+fn guest_overcommit_is_checked() {
+    let guest = |lines: &str| format!("{}\n[guest]\n{lines}", skylake_text());
+    let slice = r#"host_slice = { ns = 3000000, at_mhz = 2300, scales = "time", source = "t" }"#;
+    let hz = r#"host_hz = { value = 1000, source = "t" }"#;
+    let oc = |r: &str| format!("overcommit = {{ value = {r}, source = \"t\" }}\n");
+    let spec = load(&guest(&format!("{}{slice}\n{hz}\n", oc("1.5")))).unwrap();
+    let g = spec.guest().unwrap();
+    assert_eq!(g.overcommit.as_ref().unwrap().value.0, 1.5);
+    // 3 ms at skylake's 4 GHz.
+    assert_eq!(g.host_slice.as_ref().unwrap().cycles, 12_000_000);
+    // Dedicated needs neither.
+    assert!(load(&guest(&oc("1.0"))).is_ok());
+    for (r, want) in
+        [("0.5", "from 1 (dedicated)"), ("65.0", "to 64"), ("nan", "from 1"), ("inf", "from 1")]
+    {
+        let e = error(&guest(&format!("{}{slice}\n{hz}\n", oc(r))));
+        assert!(e.contains("`[guest] overcommit") && e.contains(want), "{r}: {e}");
+    }
+    let e = error(&guest(&format!("{}{hz}\n", oc("2.0"))));
+    assert!(e.contains("needs a non-zero `host_slice`"), "{e}");
+    let e = error(&guest(&format!("{}{slice}\n", oc("2.0"))));
+    assert!(e.contains("needs `host_hz`"), "{e}");
+    let e = error(&guest(&format!(
+        "{}{slice}\nhost_hz = {{ value = 5, source = \"t\" }}\n",
+        oc("2.0")
+    )));
+    assert!(e.contains("`[guest] host_hz = 5`"), "{e}");
+    let e = error(&guest(&oc("\"two\"")));
+    assert!(e.contains("overcommit"), "{e}");
+}
+
 #[test]
 fn the_shared_repro_files_are_errors_not_panics() {
     // ../shared/repro/machine-*.toml: a zero clock, a migrate cost of u64::MAX, a syscall of

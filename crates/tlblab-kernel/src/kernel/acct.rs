@@ -1,12 +1,12 @@
-//! Where each CPU's time goes: user, system, interrupt, idle and other (docs/kernel-model.md,
-//! "Where time goes").
+//! Where each CPU's time goes: user, system, interrupt, idle, other and steal
+//! (docs/kernel-model.md, "Where time goes").
 //!
 //! A CPU's timeline is a sequence of *activities* (a task's steps in user or kernel mode, a
 //! spin waiting for acknowledgements, idle) into which interrupt handlers and disturbances are
 //! *inserted*: an insertion delays the activity under way by its length. An activity is
 //! closed when it ends, and its length less the insertions made during it goes to its bucket
 //! (and, for a task's activity, to the task). So per CPU, at any time T,
-//! `user + sys + irq + idle + other = T − start of the measurement`: the accounting invariant,
+//! `user + sys + irq + idle + other + steal = T − start of the measurement`: the accounting invariant,
 //! checked by every report in debug builds.
 
 use super::{Kernel, TaskId};
@@ -33,6 +33,8 @@ pub(super) enum Inserted {
     /// A disturbance of the safety checker (another thread, an interrupts-off window): system
     /// time of nobody the report follows.
     Other,
+    /// The host ran something else on the vCPU (`kernel/vcpu.rs`): steal time.
+    Steal,
 }
 
 /// A CPU's accounting state.
@@ -94,6 +96,7 @@ impl Acct {
         match self.last_kind {
             Inserted::Irq => t.irq_cycles -= after.min(t.irq_cycles),
             Inserted::Other => t.other_cycles -= after.min(t.other_cycles),
+            Inserted::Steal => t.steal_cycles -= after.min(t.steal_cycles),
         }
         t
     }
@@ -110,6 +113,7 @@ impl Acct {
         self.time = match self.last_kind {
             Inserted::Irq => CpuTime { irq_cycles: rest, ..CpuTime::default() },
             Inserted::Other => CpuTime { other_cycles: rest, ..CpuTime::default() },
+            Inserted::Steal => CpuTime { steal_cycles: rest, ..CpuTime::default() },
         };
         self.since = now;
         self.inserted_mark = self.inserted - rest.min(self.inserted);
@@ -150,9 +154,10 @@ impl<O: Observer> Kernel<O> {
     }
 
     /// Inserts `cycles` of `kind` into `cpu`'s timeline from now (after any insertion still
-    /// running). Interrupt time is also charged to the interrupted task, in the mode it was
-    /// interrupted in, as tick-based accounting charges it (`KernelReport::time_as_reported`).
-    pub(super) fn acct_insert(&mut self, cpu: CpuId, cycles: u64, kind: Inserted) {
+    /// running); returns where it starts. Interrupt time is also charged to the interrupted
+    /// task, in the mode it was interrupted in, as tick-based accounting charges it
+    /// (`KernelReport::time_as_reported`).
+    pub(super) fn acct_insert(&mut self, cpu: CpuId, cycles: u64, kind: Inserted) -> Cycles {
         let now = self.queue.now();
         let a = &mut self.cpus[usize::from(cpu.0)].acct;
         let start = a.inserted_until.max(now);
@@ -162,6 +167,7 @@ impl<O: Observer> Kernel<O> {
         match kind {
             Inserted::Irq => a.time.irq_cycles += cycles,
             Inserted::Other => a.time.other_cycles += cycles,
+            Inserted::Steal => a.time.steal_cycles += cycles,
         }
         if kind == Inserted::Irq {
             let (activity, task) = (a.activity, a.task);
@@ -172,6 +178,7 @@ impl<O: Observer> Kernel<O> {
                 Activity::Idle => {}
             }
         }
+        start
     }
 
     /// `cpu`'s time since the start of the measurement, up to now.

@@ -319,6 +319,13 @@ impl<O: Observer> Kernel<O> {
     pub(crate) fn native_flush_tlb_multi(&mut self, cpu: CpuId, call: CallId) -> u64 {
         let info = self.calls[call.0 as usize].info;
         let mm = info.mm.expect("mm flushes: the mm's cpumask");
+        if self.pv_tlb_flush() {
+            // kvm_flush_tlb_multi() first (kernel/vcpu.rs), on a copy of the mask.
+            let mut mask = self.mms[mm.0 as usize].cpumask.clone();
+            self.kvm_flush_tlb_multi(cpu, &mut mask);
+            let (targets, local) = self.flush_targets(cpu, &info, &mask);
+            return self.flush_multi(cpu, call, &targets, local);
+        }
         let (targets, local) = self.flush_targets(cpu, &info, &self.mms[mm.0 as usize].cpumask);
         self.flush_multi(cpu, call, &targets, local)
     }
@@ -331,6 +338,12 @@ impl<O: Observer> Kernel<O> {
         mask: &crate::cpumask::CpuMask,
     ) -> u64 {
         let info = self.calls[call.0 as usize].info;
+        if self.pv_tlb_flush() {
+            let mut mask = mask.clone();
+            self.kvm_flush_tlb_multi(cpu, &mut mask);
+            let (targets, local) = self.flush_targets(cpu, &info, &mask);
+            return self.flush_multi(cpu, call, &targets, local);
+        }
         let (targets, local) = self.flush_targets(cpu, &info, mask);
         self.flush_multi(cpu, call, &targets, local)
     }

@@ -13,8 +13,11 @@
 //!   (or `haltpoll` with no guest polling) it exits, and waking it is a host wake-up, which the
 //!   preset's `[idle]` table describes as the state's exit latency.
 //!
-//! Not modelled yet: the host preempting vCPUs (steal time) and with it KVM's PV TLB flush,
-//! which only differs from a native IPI for a preempted vCPU; 2-D (EPT/NPT) page walks.
+//! - **vCPU preemption** (`kernel/vcpu.rs`): an overcommitted host takes vCPUs away for whole
+//!   host slices; and with it **KVM's PV TLB flush**, which leaves a preempted vCPU's flush to
+//!   the host, at its next VM entry.
+//!
+//! Not modelled yet: 2-D (EPT/NPT) page walks.
 
 use super::Kernel;
 use crate::observer::Observer;
@@ -29,6 +32,23 @@ pub(crate) struct Guest {
     pub pv_send_ipi: bool,
     /// A running vCPU takes an interrupt without an exit.
     pub posted_interrupts: bool,
+    /// How the host takes vCPUs away, when it does (`overcommit` > 1).
+    pub preemption: Option<HostPreemption>,
+    /// The guest uses KVM's PV TLB flush (`pv_tlb_flush_supported()`: the feature and steal
+    /// time).
+    pub pv_tlb_flush: bool,
+}
+
+/// An overcommitted host's scheduling of the vCPU threads (docs/kernel-model.md,
+/// "Virtualisation").
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct HostPreemption {
+    /// Runnable host threads per physical CPU, > 1.
+    pub overcommit: f64,
+    /// The host scheduler's slice, cycles.
+    pub slice: u64,
+    /// The host's tick, cycles.
+    pub tick: u64,
 }
 
 impl Guest {
@@ -36,11 +56,36 @@ impl Guest {
     pub(crate) fn from_spec(spec: &MachineSpec) -> Option<Guest> {
         let g = spec.guest()?;
         let vm_exit = g.vm_exit.as_ref()?.cycles;
+        let mhz = spec.kernel_costs().map_or(0, |k| k.clock.mhz);
+        let preemption = match (&g.overcommit, &g.host_slice, &g.host_hz) {
+            (Some(o), Some(s), Some(hz)) if o.value.0 > 1.0 => Some(HostPreemption {
+                overcommit: o.value.0,
+                slice: s.cycles,
+                tick: mhz * 1_000_000 / hz.value.max(1),
+            }),
+            _ => None,
+        };
         Some(Guest {
             vm_exit,
             pv_send_ipi: g.pv_send_ipi.as_ref().is_some_and(|f| f.value),
             posted_interrupts: g.posted_interrupts.as_ref().is_some_and(|f| f.value),
+            preemption,
+            // pv_tlb_flush_supported() (arch/x86/kernel/kvm.c) also wants steal time, which
+            // carries the flag: an unknown steal_time is taken as offered (KVM offers both).
+            pv_tlb_flush: g.pv_tlb_flush.as_ref().is_some_and(|f| f.value)
+                && g.steal_time.as_ref().is_none_or(|f| f.value),
         })
+    }
+
+    /// The mechanism `vcpu-preemption` has something to act on: the host is overcommitted.
+    pub(crate) fn preempts(spec: &MachineSpec) -> bool {
+        Guest::from_spec(spec).is_some_and(|g| g.preemption.is_some())
+    }
+
+    /// The mechanism `pv-tlb-flush` has something to act on: the guest uses it and vCPUs are
+    /// preempted (on dedicated pCPUs no vCPU is ever seen preempted, so it never acts).
+    pub(crate) fn pv_flushes(spec: &MachineSpec) -> bool {
+        Guest::from_spec(spec).is_some_and(|g| g.pv_tlb_flush && g.preemption.is_some())
     }
 }
 

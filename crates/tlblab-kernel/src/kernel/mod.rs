@@ -10,7 +10,10 @@
 //!    arrives on the cycle a step ends is taken first;
 //! 1. acknowledgement of an IPI at its initiator;
 //! 2. a CPU's next step;
-//! 3. timer tick.
+//! 3. timer tick (and the end of a vCPU's host slice).
+//!
+//! The end of a vCPU's preemption is class 0 and pushed when the preemption begins, so the
+//! host's flush at entry comes before anything the vCPU runs at that time.
 
 mod acct;
 mod check;
@@ -27,6 +30,7 @@ mod process;
 mod reclaim;
 mod run;
 mod switch;
+mod vcpu;
 mod xpfo;
 
 pub use check::{Violation, ViolationKind};
@@ -140,15 +144,26 @@ enum Event {
         cpu: CpuId,
         end: disturb::Disturbance,
     },
+    /// A vCPU's host slice ends (`kernel/vcpu.rs`): the host may preempt it.
+    VcpuPreempt {
+        cpu: CpuId,
+    },
+    /// The host runs a preempted vCPU again.
+    VcpuResume {
+        cpu: CpuId,
+    },
 }
 
 impl Event {
     fn class(&self) -> u8 {
         match self {
-            Event::Ipi { .. } | Event::IrqDrain { .. } | Event::DisturbEnd { .. } => 0,
+            Event::Ipi { .. }
+            | Event::IrqDrain { .. }
+            | Event::DisturbEnd { .. }
+            | Event::VcpuResume { .. } => 0,
             Event::Ack { .. } => 1,
             Event::Resume { .. } => 2,
-            Event::Tick { .. } | Event::Disturb { .. } => 3,
+            Event::Tick { .. } | Event::Disturb { .. } | Event::VcpuPreempt { .. } => 3,
         }
     }
 }
@@ -373,6 +388,8 @@ pub struct Kernel<O: Observer> {
     idle_states: Vec<idle::IdleState>,
     /// The machine's virtualisation costs when it is a guest.
     guest: Option<guest::Guest>,
+    /// The host's preemption of the vCPUs, when it is overcommitted (`vcpu-preemption`).
+    host_sched: Option<Box<vcpu::HostSched>>,
     policy: Policy,
     /// PCIDs are in use (policy and CPU).
     pcid: bool,
@@ -485,9 +502,18 @@ impl<O: Observer> Kernel<O> {
         let spec = if on(Mechanism::NestedPaging) { spec } else { spec.without_nested() };
         let idle_states = idle::idle_states(&spec, costs.clock.mhz, on(Mechanism::IdleStates));
         let guest = guest::Guest::from_spec(&spec).filter(|_| on(Mechanism::Guest));
+        let host_sched = guest
+            .as_ref()
+            .and_then(|g| Some((g.preemption?, g.pv_tlb_flush)))
+            .filter(|_| on(Mechanism::VcpuPreemption))
+            .map(|(p, pv)| {
+                let pv = pv && on(Mechanism::PvTlbFlush);
+                Box::new(vcpu::HostSched::new(p, pv, n, config.seed))
+            });
         let mut k = Kernel {
             idle_states,
             guest,
+            host_sched,
             costs,
             policy: policy.clone(),
             pcid,
@@ -577,6 +603,7 @@ impl<O: Observer> Kernel<O> {
                 Event::Tick { cpu },
             );
         }
+        k.start_host_sched();
         Ok(k)
     }
 
@@ -808,6 +835,10 @@ impl<O: Observer> Kernel<O> {
     /// (it would be loaded with NOFLUSH); a global ASID's; and with PTI the user PCID of each of
     /// those whose `user_pcid_flush_mask` bit is clear.
     fn pcids_usable_without_flush(&self, c: usize, f: &check::FreedTable) -> Vec<Pcid> {
+        if self.vcpu_flush_on_entry(c) {
+            // The host flushes everything before the vCPU runs again (KVM_VCPU_FLUSH_TLB).
+            return Vec::new();
+        }
         let st = &self.cpus[c].tlb;
         let mut asids = Vec::new();
         if let LoadedMm::Mm(m) = st.loaded_mm {
@@ -937,7 +968,7 @@ impl<O: Observer> Kernel<O> {
                 assert_eq!(
                     t.total(),
                     report.elapsed_cycles,
-                    "cpu{c}: user + sys + irq + idle + other ≠ the window: {t:?}"
+                    "cpu{c}: user + sys + irq + idle + other + steal ≠ the window: {t:?}"
                 );
             }
         }

@@ -56,6 +56,8 @@ impl<O: Observer> Kernel<O> {
                 Event::Tick { cpu } => self.tick(cpu),
                 Event::Disturb { cpu } => self.disturb_now(cpu),
                 Event::DisturbEnd { cpu, end } => self.disturbance_ends(cpu, end),
+                Event::VcpuPreempt { cpu } => self.vcpu_slice_ends(cpu),
+                Event::VcpuResume { cpu } => self.vcpu_resumes(cpu),
             }
         }
         self.essential_left == 0
@@ -68,7 +70,9 @@ impl<O: Observer> Kernel<O> {
             | Event::Resume { cpu, .. }
             | Event::Tick { cpu }
             | Event::Disturb { cpu }
-            | Event::DisturbEnd { cpu, .. } => cpu.0,
+            | Event::DisturbEnd { cpu, .. }
+            | Event::VcpuPreempt { cpu }
+            | Event::VcpuResume { cpu } => cpu.0,
             Event::Ack { call } => self.calls[call.0 as usize].info.initiating_cpu.0,
         };
         self.queue.push(at, event.class(), u32::from(cpu), event);
@@ -406,8 +410,10 @@ impl<O: Observer> Kernel<O> {
         let now = self.queue.now();
         self.push(Cycles(now.0 + self.tick_cycles), Event::Tick { cpu });
         let curr = self.cpus[c].curr;
-        if curr == self.cpus[c].idle || self.cpus[c].irqs_off {
-            return; // NO_HZ idle; a tick with interrupts off is taken late, at no extra cost here
+        if curr == self.cpus[c].idle || self.cpus[c].irqs_off || self.vcpu_preempted(cpu) {
+            // NO_HZ idle; a tick with interrupts off, or on a preempted vCPU, is taken late, at
+            // no extra cost here.
+            return;
         }
         let cycles = self.costs.timer_tick.cycles + self.latr_tick(cpu);
         self.acct_insert(cpu, cycles, Inserted::Irq);

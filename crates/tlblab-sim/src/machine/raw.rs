@@ -327,22 +327,85 @@ pub struct RawGuest {
     /// "Nested paging (EPT/NPT)"). Absent: walks are modelled as native.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nested: Option<super::nested::RawNested>,
+    /// Host overcommit: runnable host threads per physical CPU the vCPUs run on, on average
+    /// (1: dedicated pCPUs, no preemption). The host scheduler shares a pCPU among them, so a
+    /// vCPU runs `host_slice`, then waits while others run theirs (docs/kernel-model.md,
+    /// "Virtualisation", vCPU preemption).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overcommit: Option<GuestFact<Ratio>>,
+    /// The host scheduler's slice: how long a vCPU thread, and each thread it shares its pCPU
+    /// with, runs before the host switches (EEVDF's `sysctl_sched_base_slice` since 6.6; CFS's
+    /// `sysctl_sched_latency / nr_running` before). Needed when `overcommit` > 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_slice: Option<KernelFigure>,
+    /// The host kernel's `CONFIG_HZ`: without `HRTICK` (off by default) the host notices a used
+    /// slice at its next tick. Needed when `overcommit` > 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_hz: Option<GuestFact<u64>>,
 }
+
+/// A non-negative real number of a preset (finite: checked where it is used).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Ratio(pub f64);
+
+// A preset's ratios are checked finite, so equality is reflexive.
+impl Eq for Ratio {}
+
+/// The largest `[guest] overcommit`: far beyond any host that still runs a guest usefully.
+pub const MAX_OVERCOMMIT: f64 = 64.0;
 
 impl RawGuest {
     /// The timed figures, named as in the file.
     pub fn figures(&self) -> Vec<(&'static str, &KernelFigure)> {
-        [("vm_exit", &self.vm_exit), ("ipi_round_trip", &self.ipi_round_trip)]
-            .into_iter()
-            .filter_map(|(n, f)| f.as_ref().map(|f| (n, f)))
-            .collect()
+        [
+            ("vm_exit", &self.vm_exit),
+            ("ipi_round_trip", &self.ipi_round_trip),
+            ("host_slice", &self.host_slice),
+        ]
+        .into_iter()
+        .filter_map(|(n, f)| f.as_ref().map(|f| (n, f)))
+        .collect()
     }
 
     fn figures_mut(&mut self) -> Vec<(&'static str, &mut KernelFigure)> {
-        [("vm_exit", &mut self.vm_exit), ("ipi_round_trip", &mut self.ipi_round_trip)]
-            .into_iter()
-            .filter_map(|(n, f)| f.as_mut().map(|f| (n, f)))
-            .collect()
+        [
+            ("vm_exit", &mut self.vm_exit),
+            ("ipi_round_trip", &mut self.ipi_round_trip),
+            ("host_slice", &mut self.host_slice),
+        ]
+        .into_iter()
+        .filter_map(|(n, f)| f.as_mut().map(|f| (n, f)))
+        .collect()
+    }
+
+    /// Checks `overcommit` (finite, 1 to [`MAX_OVERCOMMIT`]) and that an overcommitted guest
+    /// gives a non-zero `host_slice` (resolved: call after the figures are).
+    fn check_preemption(&self) -> Result<(), String> {
+        let Some(o) = &self.overcommit else { return Ok(()) };
+        let r = o.value.0;
+        if !(1.0..=MAX_OVERCOMMIT).contains(&r) {
+            return Err(format!(
+                "`[guest] overcommit = {r}`: runnable host threads per physical CPU must be \
+                 from 1 (dedicated) to {MAX_OVERCOMMIT}"
+            ));
+        }
+        if r > 1.0 && self.host_slice.as_ref().is_none_or(|s| s.cycles == 0) {
+            return Err(format!(
+                "`[guest] overcommit = {r}` needs a non-zero `host_slice`: how long the host \
+                 runs each thread sharing a physical CPU"
+            ));
+        }
+        match self.host_hz.as_ref().map(|f| f.value) {
+            None if r > 1.0 => Err(format!(
+                "`[guest] overcommit = {r}` needs `host_hz`: the host's CONFIG_HZ, whose tick \
+                 ends a slice"
+            )),
+            Some(hz) if !(100..=10_000).contains(&hz) => {
+                Err(format!("`[guest] host_hz = {hz}`: CONFIG_HZ is from 100 to 10000"))
+            }
+            _ => Ok(()),
+        }
     }
 }
 
@@ -615,6 +678,7 @@ pub(crate) fn resolve_kernel_figures(raw: &mut RawMachine) -> Result<(), String>
             figure.cycles =
                 figure.written.resolve(mhz).map_err(|e| format!("`[guest] {name}`: {e}"))?;
         }
+        g.check_preemption()?;
     }
     Ok(())
 }

@@ -465,6 +465,7 @@ mod mechanisms;
 mod munmap;
 mod process;
 mod reclaim;
+mod vcpu;
 mod xpfo;
 
 /// Runs scenario `name` to its end on `cpus` CPUs of `spec` under `policy` (seed `seed`, the
