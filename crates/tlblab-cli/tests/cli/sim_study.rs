@@ -349,6 +349,8 @@ const MECHANISMS: [&str; 8] = [
     "working-set",
     "mlp",
     "vma-merge",
+    "xpfo-events",
+    "xpfo-direct-map-4k",
 ];
 
 /// `sim study --without` parses its names as `sim run --without` does, with the same error and
