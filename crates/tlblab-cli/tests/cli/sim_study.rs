@@ -340,7 +340,7 @@ fn s5_core_sweep_prints_the_slowdown_per_cpu_count() {
 }
 
 /// Every mechanism, in `tlblab sim mechanisms` order.
-const MECHANISMS: [&str; 8] = [
+const MECHANISMS: [&str; 10] = [
     "guest",
     "idle-states",
     "csd-queue",
