@@ -38,8 +38,8 @@
 //! `xpfo_flush_kernel_tlb()`'s `lookup_address()`, and under `xpfo-deferred` the shared
 //! `pending_xpfo_flush` cache line, written by every unmap (`cpumask_or()`) and by every CPU's
 //! every `switch_mm_irqs_off()` (`cpumask_test_and_clear_cpu()`, a locked bit operation that
-//! takes the line even when the bit is clear: NOTE Dave Hansen's review asked for a test
-//! first).
+//! takes the line even when the bit is clear: NOTE Peter Zijlstra's review of 12/13, "an
+//! unconditional RmW", asked for a test first).
 //!
 //! Not modelled: the split of a 2 MiB / 1 GiB direct-map page the first time a page in it
 //! is unmapped (`set_kpte()` → `__split_large_page()`, whose `flush_tlb_all()` interrupts every
