@@ -105,6 +105,17 @@ mechanisms! {
         "kvm_flush_tlb_multi(): a flush aimed at a preempted vCPU sets KVM_VCPU_FLUSH_TLB instead of an IPI; the host flushes its whole TLB at its next entry",
         "docs/kernel-model.md, \"Virtualisation\"",
         "native_flush_tlb_multi() IPIs preempted vCPUs too, as a preset with pv_tlb_flush = false";
+    /// XPFO's events besides the unmap at allocation (`kernel/xpfo.rs`).
+    XpfoEvents => "xpfo-events",
+        "XPFO v9's whole event set: xpfo_kmap/xpfo_kunmap around the kernel's zeroing and copying of user pages (each kunmap an unmap with its flush), exec's copies, the per-page lock, mapcount and flag atomics, set_kpte's page-table lookups, and pending_xpfo_flush's cache line",
+        "docs/kernel-model.md, \"How time is modelled\" (XPFO)",
+        "only the unmap at allocation, with its flush (the model before this mechanism)";
+    /// XPFO's 4 KiB direct map (`Kernel::xpfo_direct_map_touch`).
+    #[serde(rename = "xpfo-direct-map-4k")]
+    XpfoDirectMap4k => "xpfo-direct-map-4k",
+        "under XPFO the direct map is split to 4 KiB pages: the kernel's reference to each kmapped user page (zeroing, copying) is translated at 4 KiB, and walks since the unmap flushed it",
+        "docs/kernel-model.md, \"How time is modelled\" (XPFO)",
+        "the kernel's references to the direct map are not modelled, as with its 1 GiB / 2 MiB pages, which they hit";
 }
 
 impl Mechanism {
@@ -129,9 +140,12 @@ impl Mechanism {
         match self {
             Mechanism::Guest => crate::kernel::guest::Guest::from_spec(spec).is_some(),
             Mechanism::IdleStates => spec.raw().idle.is_some(),
-            Mechanism::CsdQueue | Mechanism::MmapLock | Mechanism::WorkingSet | Mechanism::Mlp => {
-                true
-            }
+            Mechanism::CsdQueue
+            | Mechanism::MmapLock
+            | Mechanism::WorkingSet
+            | Mechanism::Mlp
+            | Mechanism::XpfoEvents
+            | Mechanism::XpfoDirectMap4k => true,
             Mechanism::ZapBatch => spec.kernel_costs().is_some_and(|k| k.zap_batch.cycles > 0),
             Mechanism::VmaMerge => spec.kernel_costs().is_some_and(|k| k.split_vma.cycles > 0),
             Mechanism::NestedPaging => spec.nested().is_some(),
@@ -263,7 +277,10 @@ mod tests {
     fn names_are_unique_kebab_case_and_parse_back() {
         for &m in Mechanism::ALL {
             assert_eq!(Mechanism::from_name(m.name()), Ok(m));
-            assert!(m.name().chars().all(|c| c.is_ascii_lowercase() || c == '-'), "{m}");
+            assert!(
+                m.name().chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+                "{m}"
+            );
             assert!(!m.description().is_empty() && m.doc().starts_with("docs/"));
             let json = serde_json::to_string(&m).unwrap();
             assert_eq!(json, format!("\"{}\"", m.name()));

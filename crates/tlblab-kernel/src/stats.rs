@@ -122,6 +122,30 @@ pub struct XpfoReport {
     pub full_flushes: u64,
     /// IPIs XPFO sent (`on_each_cpu()` kernel-range flushes).
     pub ipis: u64,
+    /// What XPFO did besides the unmaps, with mechanism `xpfo-events` (else absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub events: Option<XpfoEventCounts>,
+}
+
+/// XPFO's events (mechanism `xpfo-events`). Each unmap counted here is also one of
+/// [`XpfoReport::kernel_unmaps`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct XpfoEventCounts {
+    /// Unmaps at allocation (`xpfo_alloc_pages()`).
+    pub alloc_unmaps: u64,
+    /// `xpfo_kmap()`s that mapped a user page back (no flush).
+    pub kmaps: u64,
+    /// `xpfo_kunmap()`s that unmapped it again (each an unmap with its flush).
+    pub kunmaps: u64,
+    /// Pages mapped back when freed (`xpfo_free_pages()`, no flush).
+    pub frees: u64,
+    /// Transfers of `pending_xpfo_flush`'s cache line from another CPU (`xpfo-deferred`).
+    pub mask_transfers: u64,
+    /// Kernel references to kmapped pages through the 4 KiB direct map
+    /// (`xpfo-direct-map-4k`).
+    pub direct_map_refs: u64,
+    /// Their translation cycles.
+    pub direct_map_cycles: u64,
 }
 
 /// Everything a run reports.

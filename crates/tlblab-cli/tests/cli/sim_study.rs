@@ -340,7 +340,7 @@ fn s5_core_sweep_prints_the_slowdown_per_cpu_count() {
 }
 
 /// Every mechanism, in `tlblab sim mechanisms` order.
-const MECHANISMS: [&str; 11] = [
+const MECHANISMS: [&str; 13] = [
     "guest",
     "idle-states",
     "csd-queue",
@@ -352,6 +352,8 @@ const MECHANISMS: [&str; 11] = [
     "nested-paging",
     "vcpu-preemption",
     "pv-tlb-flush",
+    "xpfo-events",
+    "xpfo-direct-map-4k",
 ];
 
 /// `sim study --without` parses its names as `sim run --without` does, with the same error and

@@ -1026,7 +1026,7 @@ impl<O: Observer> Kernel<O> {
 
     /// XPFO's kernel unmaps and their exposure windows (`None` without XPFO).
     pub(crate) fn xpfo_report(&self) -> Option<crate::stats::XpfoReport> {
-        (self.policy.xpfo != crate::policy::Xpfo::Off).then(|| self.xpfo.report(self.cpus.len()))
+        (self.policy.xpfo != crate::policy::Xpfo::Off).then(|| self.xpfo_report_now())
     }
 
     /// Runs `n` run-time tests of 5-level paging in page-table helpers (`la57-runtime`

@@ -82,6 +82,8 @@ impl<O: Observer> Kernel<O> {
         task.last = Outcome::None;
         let mut cycles = self.costs.exec.cycles + self.switch_mm_irqs_off(cpu, new);
         self.push_frame(t, Frame::Syscall { call: None, phase: Phase::Exit });
+        // Above the exit: XPFO's flushes run before the call returns.
+        cycles += self.xpfo_exec(cpu, t);
         cycles += self.mmput(t, old);
         Step::Spend(cycles, Mode::Sys)
     }

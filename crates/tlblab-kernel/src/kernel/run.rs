@@ -725,7 +725,7 @@ impl<O: Observer> Kernel<O> {
                 let mut cycles = cost + self.la57_checks(LA57_CHECKS_FAULT);
                 self.counters.page_faults += 1;
                 if new == Pte::Present && old != Pte::Present {
-                    cycles += self.xpfo_alloc(cpu, t);
+                    cycles += self.xpfo_fault(cpu, t, old);
                 }
                 Step::Spend(cycles, Mode::Sys)
             }
@@ -783,16 +783,18 @@ impl<O: Observer> Kernel<O> {
 
     /// Zapping `n` present PTEs in one `mmu_gather`: each PTE's `zap_pte`, and once for the
     /// gather when it freed any page, `zap_batch` (`lru_add_drain()` and the batched free).
-    pub(super) fn zap_cycles(&self, n: u64) -> u64 {
+    pub(super) fn zap_cycles(&mut self, n: u64) -> u64 {
+        // XPFO maps the freed pages back (xpfo_free_pages()).
+        let xpfo = self.xpfo_free_cycles();
         if n == 0 {
-            return 0;
+            return xpfo;
         }
         let batch = if self.config.mechanisms.is_on(Mechanism::ZapBatch) {
             self.costs.zap_batch.cycles
         } else {
             0
         };
-        n * self.costs.zap_pte.cycles + batch
+        n * self.costs.zap_pte.cycles + batch + xpfo
     }
 
     /// Pushes the system call's exit and, below the call's remaining work, the release of
@@ -1029,6 +1031,9 @@ impl<O: Observer> Kernel<O> {
         let mut cleared = Vec::new();
         for i in first..first.saturating_add(pages).min(v.pages()) {
             if v.ptes[i as usize] != Pte::None {
+                // NOTE: XPFO frees every private page the zap drops, even one a fork still
+                // shares.
+                self.xpfo.unfreed += u64::from(v.ptes[i as usize] == Pte::Present);
                 v.ptes[i as usize] = Pte::None;
                 n += 1;
                 lo = lo.min(v.start.0 + i);
