@@ -155,6 +155,20 @@ impl Mechanism {
     }
 }
 
+impl Mechanism {
+    /// Whether the mechanism has anything to act on in runs of `policies` on `spec`:
+    /// [`Mechanism::present_on`], and for XPFO's mechanisms a policy with XPFO (without one
+    /// they have no event to act on, so `--explain` need not run them off).
+    pub fn present_for<'a>(
+        self,
+        spec: &MachineSpec,
+        mut policies: impl Iterator<Item = &'a crate::Policy>,
+    ) -> bool {
+        let xpfo = matches!(self, Mechanism::XpfoEvents | Mechanism::XpfoDirectMap4k);
+        self.present_on(spec) && (!xpfo || policies.any(|p| p.xpfo != crate::policy::Xpfo::Off))
+    }
+}
+
 /// What an explanation (`--explain`) did with a mechanism.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]

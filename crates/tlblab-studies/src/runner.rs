@@ -106,7 +106,9 @@ pub fn run(study: &'static Study, options: &Options) -> Result<StudyReport, Stud
             prepared.explained = Mechanism::ALL
                 .iter()
                 .copied()
-                .filter(|&m| base.is_on(m) && m.present_on(&prepared.spec))
+                .filter(|&m| {
+                    base.is_on(m) && m.present_for(&prepared.spec, prepared.policies.iter())
+                })
                 .collect();
         }
     }

@@ -82,7 +82,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         variants.extend(
             Mechanism::ALL
                 .iter()
-                .filter(|&&m| base.is_on(m) && m.present_on(&spec))
+                .filter(|&&m| base.is_on(m) && m.present_for(&spec, policies.iter()))
                 .map(|&m| (Some(m), base.without(m))),
         );
     }
@@ -121,7 +121,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             Mechanism::ALL
                 .iter()
                 .map(|&m| {
-                    let status = m.effect_status(base, m.present_on(&spec));
+                    let status = m.effect_status(base, m.present_for(&spec, policies.iter()));
                     let off = if status == EffectStatus::Ran {
                         ran.next().expect("a run per mechanism that ran")
                     } else {
