@@ -125,6 +125,9 @@ pub fn build(facts: &HostFacts) -> Result<HostPreset, HostError> {
     } else {
         None
     };
+    let mitigations = kernel
+        .as_ref()
+        .and_then(|k| crate::mitigations::section(facts, k, derivation.as_ref(), &mut prov));
     let raw = RawMachine {
         name: HOST_PRESET_NAME.to_owned(),
         description: description(&id, cpus, virtualised, preset_name, derivation.is_some()),
@@ -149,6 +152,7 @@ pub fn build(facts: &HostFacts) -> Result<HostPreset, HostError> {
             })
         }),
         guest,
+        mitigations,
     };
     let body = toml::to_string(&raw).map_err(|e| HostError::Serialize(e.to_string()))?;
     let mut text = String::new();

@@ -56,6 +56,9 @@ pub struct HostFacts {
     /// `/proc/cmdline`.
     #[serde(default = "not_gathered")]
     pub cmdline: Source<String>,
+    /// `/sys/devices/system/cpu/vulnerabilities/*`: issue name to state line.
+    #[serde(default = "not_gathered")]
+    pub vulnerabilities: Source<std::collections::BTreeMap<String, String>>,
 }
 
 fn not_gathered<T>() -> Source<T> {

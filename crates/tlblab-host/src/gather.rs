@@ -47,6 +47,10 @@ impl HostFacts {
             path_costs: measure_paths(),
             cpuidle_driver: read_text(CPUIDLE_DRIVER_PATH).map(|t| t.trim().to_owned()),
             cmdline: read_text(CMDLINE_PATH).map(|t| t.trim().to_owned()),
+            vulnerabilities: tlblab_env::vulnerabilities::read_vulnerability_dir(
+                std::path::Path::new("/sys/devices/system/cpu/vulnerabilities"),
+            )
+            .into(),
         }
     }
 }

@@ -38,6 +38,7 @@ fn facts(cpuid: CpuidDump, cpuinfo: Option<&str>, online: &str) -> HostFacts {
         path_costs: missing("not in this fixture"),
         cpuidle_driver: missing("not in this fixture"),
         cmdline: missing("not in this fixture"),
+        vulnerabilities: missing("not in this fixture"),
     }
 }
 

@@ -90,6 +90,11 @@ mechanisms! {
         "mmap(MAP_FIXED_NOREPLACE) beside a region merges the two VMAs, and a munmap of the new pages alone splits the merged VMA (kernel.split_vma)",
         "docs/kernel-model.md, \"Memory management\" (item 2)",
         "every mapping is a VMA of its own (placed beside when asked), and no munmap splits one";
+    /// CPU-vulnerability mitigations (`kernel/mitigations.rs`).
+    Mitigations => "mitigations",
+        "the preset's [mitigations]: retpolines, Safe RET's return thunk, UNTRAIN_RET at entry, VERW at exit and the RSB fill at context switch inside the measured paths; IBPB in cond_mitigation() at a switch to another user mm",
+        "docs/kernel-model.md, \"Mitigations\"",
+        "the base paths: every [kernel] figure less its mitigation events ([mitigations.paths]), no IBPB";
 }
 
 impl Mechanism {
@@ -117,6 +122,9 @@ impl Mechanism {
             }
             Mechanism::ZapBatch => spec.kernel_costs().is_some_and(|k| k.zap_batch.cycles > 0),
             Mechanism::VmaMerge => spec.kernel_costs().is_some_and(|k| k.split_vma.cycles > 0),
+            Mechanism::Mitigations => {
+                spec.raw().mitigations.as_ref().is_some_and(|m| m.costs_anything())
+            }
         }
     }
 }

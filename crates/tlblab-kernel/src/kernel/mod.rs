@@ -22,6 +22,7 @@ mod idle;
 mod invlpgb;
 mod kflush;
 mod latr;
+mod mitigations;
 mod mmap_lock;
 mod process;
 mod reclaim;
@@ -373,6 +374,8 @@ pub struct Kernel<O: Observer> {
     idle_states: Vec<idle::IdleState>,
     /// The machine's virtualisation costs when it is a guest.
     guest: Option<guest::Guest>,
+    /// IBPB's mode and each CPU's last user mm (`kernel/mitigations.rs`).
+    mitigations: mitigations::Mitigations,
     policy: Policy,
     /// PCIDs are in use (policy and CPU).
     pcid: bool,
@@ -484,9 +487,19 @@ impl<O: Observer> Kernel<O> {
         let on = |m| config.mechanisms.is_on(m);
         let idle_states = idle::idle_states(&spec, costs.clock.mhz, on(Mechanism::IdleStates));
         let guest = guest::Guest::from_spec(&spec).filter(|_| on(Mechanism::Guest));
+        let mut costs = costs;
+        let raw_mitigations = spec.raw().mitigations.as_ref();
+        if let (Some(m), false) = (raw_mitigations, on(Mechanism::Mitigations)) {
+            mitigations::base_costs(&mut costs, m);
+        }
+        let mitigations = mitigations::Mitigations::new(
+            raw_mitigations.filter(|_| on(Mechanism::Mitigations)),
+            n,
+        );
         let mut k = Kernel {
             idle_states,
             guest,
+            mitigations,
             costs,
             policy: policy.clone(),
             pcid,
