@@ -708,6 +708,7 @@ impl<O: Observer> Kernel<O> {
             ..Counters::default()
         };
         self.flush_sizes = FlushSizes::default();
+        self.mitigations.ibpbs = vec![0; n];
         self.xpfo.start_measuring();
         for s in &mut self.hw_stats {
             *s = new_stats(&self.spec);
