@@ -246,3 +246,57 @@ pub(crate) fn section(
     }
     Some(m)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn files(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn this_project_vm_runs_retpolines_safe_ret_and_the_rsb_fill() {
+        let v = files(&[
+            ("spectre_v2", "Mitigation: Retpolines; STIBP: disabled; RSB filling; PBRSB-eIBRS: Not affected; BHI: Not affected"),
+            ("spec_rstack_overflow", "Vulnerable: Safe RET, no microcode"),
+            ("mds", "Not affected"),
+        ]);
+        let r = running(&v);
+        assert_eq!(
+            r,
+            Running {
+                retpoline: true,
+                safe_ret: true,
+                rsb_fill: true,
+                verw: false,
+                ibpb: IbpbMode::Off
+            }
+        );
+    }
+
+    #[test]
+    fn an_intel_kernel_with_ibrs_ibpb_and_buffer_clearing() {
+        let v = files(&[
+            ("spectre_v2", "Mitigation: Enhanced / Automatic IBRS; IBPB: conditional; RSB filling; PBRSB-eIBRS: SW sequence; BHI: BHI_DIS_S"),
+            ("mds", "Mitigation: Clear CPU buffers; SMT vulnerable"),
+            ("spec_rstack_overflow", "Not affected"),
+        ]);
+        let r = running(&v);
+        assert!(!r.retpoline && !r.safe_ret && r.rsb_fill && r.verw);
+        assert_eq!(r.ibpb, IbpbMode::Conditional);
+        let v = files(&[("spectre_v2", "Mitigation: Retpolines; IBPB: always-on; STIBP: forced")]);
+        assert_eq!(running(&v).ibpb, IbpbMode::Always);
+    }
+
+    #[test]
+    fn every_estimated_path_is_a_kernel_figure() {
+        let k = tlblab_sim::machine::builtin("zen4").unwrap();
+        let names: Vec<&str> =
+            k.kernel_costs().unwrap().figures().iter().map(|(n, _)| *n).collect();
+        for (path, _) in EVENTS {
+            assert!(names.contains(&path), "{path}");
+        }
+    }
+}

@@ -234,7 +234,8 @@ fn bad_mechanism_names_exit_2_with_the_known_names() {
     assert!(e.contains("did you mean \"idle-states\"?"), "{e}");
     assert!(e.contains("guest, idle-states, csd-queue"), "{e}");
     let e = one_error(tlblab().args(["sim", "run", "-s", "pingpong", "--without", "pcid"]), 2);
-    let known = "guest, idle-states, csd-queue, zap-batch, mmap-lock, working-set, mlp, vma-merge, \
+    let known =
+        "guest, idle-states, csd-queue, zap-batch, mmap-lock, working-set, mlp, vma-merge, \
                  mitigations";
     assert!(e.contains(&format!("unknown mechanism \"pcid\" (known: {known})")), "{e}");
 }
