@@ -683,7 +683,8 @@ pub struct RunArgs {
 #[derive(Debug, Args)]
 pub struct WithoutArg {
     /// Switch these model mechanisms off in every run (comma-separated: guest, idle-states,
-    /// csd-queue, zap-batch, vma-merge, mitigations; `tlblab sim mechanisms` describes them).
+    /// csd-queue, zap-batch, vma-merge, mitigations, mitigation-retpoline, …; `tlblab sim
+    /// mechanisms` describes them).
     #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
     pub without: Vec<String>,
 }

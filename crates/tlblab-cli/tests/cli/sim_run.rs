@@ -138,11 +138,20 @@ fn explain_runs_each_mechanism_off_and_is_byte_identical() {
     let e = r["policies"][0]["explanation"].as_array().unwrap();
     let names: Vec<&str> = e.iter().map(|m| m["mechanism"].as_str().unwrap()).collect();
     let all = ["guest", "idle-states", "csd-queue", "zap-batch", "mmap-lock", "working-set", "mlp"];
-    assert_eq!(names, [&all[..], &["vma-merge", "mitigations"]].concat());
+    let mitigations = [
+        "mitigations",
+        "mitigation-retpoline",
+        "mitigation-safe-ret",
+        "mitigation-untrain-ret",
+        "mitigation-verw",
+        "mitigation-rsb-fill",
+        "mitigation-ibpb",
+    ];
+    assert_eq!(names, [&all[..], &["vma-merge"], &mitigations[..]].concat());
     // skylake-kvm's zap_batch and split_vma are 0 (its madvise and munmap costs hold them).
     let status = |n: &str| e.iter().find(|m| m["mechanism"] == n).unwrap()["status"].clone();
     // skylake-kvm has no [mitigations]: its figures are taken as they are.
-    for n in ["zap-batch", "vma-merge", "mitigations"] {
+    for n in [&["zap-batch", "vma-merge"][..], &mitigations[..]].concat() {
         assert_eq!(status(n), "not-present", "{n}");
     }
     let ran: Vec<_> = e.iter().filter(|m| m["status"] == "ran").collect();
@@ -236,7 +245,8 @@ fn bad_mechanism_names_exit_2_with_the_known_names() {
     let e = one_error(tlblab().args(["sim", "run", "-s", "pingpong", "--without", "pcid"]), 2);
     let known =
         "guest, idle-states, csd-queue, zap-batch, mmap-lock, working-set, mlp, vma-merge, \
-                 mitigations";
+         mitigations, mitigation-retpoline, mitigation-safe-ret, mitigation-untrain-ret, \
+         mitigation-verw, mitigation-rsb-fill, mitigation-ibpb";
     assert!(e.contains(&format!("unknown mechanism \"pcid\" (known: {known})")), "{e}");
 }
 

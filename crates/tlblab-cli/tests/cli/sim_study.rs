@@ -340,7 +340,7 @@ fn s5_core_sweep_prints_the_slowdown_per_cpu_count() {
 }
 
 /// Every mechanism, in `tlblab sim mechanisms` order.
-const MECHANISMS: [&str; 9] = [
+const MECHANISMS: [&str; 15] = [
     "guest",
     "idle-states",
     "csd-queue",
@@ -350,6 +350,12 @@ const MECHANISMS: [&str; 9] = [
     "mlp",
     "vma-merge",
     "mitigations",
+    "mitigation-retpoline",
+    "mitigation-safe-ret",
+    "mitigation-untrain-ret",
+    "mitigation-verw",
+    "mitigation-rsb-fill",
+    "mitigation-ibpb",
 ];
 
 /// `sim study --without` parses its names as `sim run --without` does, with the same error and

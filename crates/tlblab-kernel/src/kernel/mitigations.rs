@@ -12,7 +12,7 @@
 use super::Kernel;
 use crate::ids::MmId;
 use crate::observer::Observer;
-use tlblab_sim::machine::mitigations::{IbpbMode, RawMitigations};
+use tlblab_sim::machine::mitigations::{IbpbMode, InPath, RawMitigations};
 use tlblab_sim::machine::raw::RawKernel;
 use tlblab_types::CpuId;
 
@@ -56,13 +56,27 @@ impl Mitigations {
     }
 }
 
-/// `costs` without the mitigation events its figures hold (`[mitigations.paths]`): the base
-/// paths. The preset's validation made sure no figure holds more than its cost.
-pub(crate) fn base_costs(costs: &mut RawKernel, m: &RawMitigations) {
+/// `costs` without the events of the mitigations `off` that its figures hold
+/// (`[mitigations.paths]`): with every one off, the base paths. The preset's validation made
+/// sure no figure holds more than its cost.
+pub(crate) fn base_costs(costs: &mut RawKernel, m: &RawMitigations, off: &[InPath]) {
     for (name, figure) in costs.figures_mut() {
         if let Some(events) = m.paths.get(name) {
-            figure.cycles = figure.cycles.saturating_sub(m.path_cycles(events));
+            let held: u64 = off.iter().map(|&k| m.path_cycles_of(events, k)).sum();
+            figure.cycles = figure.cycles.saturating_sub(held);
         }
+    }
+}
+
+/// The mechanism that switches mitigation `m` off on its own.
+pub(crate) fn mechanism_of(m: InPath) -> crate::mechanisms::Mechanism {
+    use crate::mechanisms::Mechanism;
+    match m {
+        InPath::Retpoline => Mechanism::MitigationRetpoline,
+        InPath::SafeRet => Mechanism::MitigationSafeRet,
+        InPath::UntrainRet => Mechanism::MitigationUntrainRet,
+        InPath::Verw => Mechanism::MitigationVerw,
+        InPath::RsbFill => Mechanism::MitigationRsbFill,
     }
 }
 

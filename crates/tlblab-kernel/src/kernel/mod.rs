@@ -32,6 +32,7 @@ mod xpfo;
 
 pub use check::{Violation, ViolationKind};
 pub use flush::{FlushRequest, FlushTlbInfo, FLUSH_ALL_END, PAGE_SHIFT};
+pub(crate) use mitigations::mechanism_of as mitigation_mechanism;
 
 use crate::ids::{Asid, MmId, TaskId};
 use crate::mechanisms::{Mechanism, Mechanisms};
@@ -489,11 +490,16 @@ impl<O: Observer> Kernel<O> {
         let guest = guest::Guest::from_spec(&spec).filter(|_| on(Mechanism::Guest));
         let mut costs = costs;
         let raw_mitigations = spec.raw().mitigations.as_ref();
-        if let (Some(m), false) = (raw_mitigations, on(Mechanism::Mitigations)) {
-            mitigations::base_costs(&mut costs, m);
+        if let Some(m) = raw_mitigations {
+            let all = on(Mechanism::Mitigations);
+            let off: Vec<_> = tlblab_sim::machine::mitigations::InPath::ALL
+                .into_iter()
+                .filter(|&k| !all || !on(mitigations::mechanism_of(k)))
+                .collect();
+            mitigations::base_costs(&mut costs, m, &off);
         }
         let mitigations = mitigations::Mitigations::new(
-            raw_mitigations.filter(|_| on(Mechanism::Mitigations)),
+            raw_mitigations.filter(|_| on(Mechanism::Mitigations) && on(Mechanism::MitigationIbpb)),
             n,
         );
         let mut k = Kernel {

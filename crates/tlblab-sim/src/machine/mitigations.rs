@@ -27,6 +27,28 @@ pub enum IbpbMode {
     Always,
 }
 
+/// A mitigation that runs inside measured paths (IBPB, charged on its own event, is not one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InPath {
+    /// Retpoline thunks (`retpoline`, per indirect branch).
+    Retpoline,
+    /// The SRSO return thunk (`safe_ret`, per `ret`, a retpoline thunk's included).
+    SafeRet,
+    /// `UNTRAIN_RET` (`untrain_ret`, per entry from user mode).
+    UntrainRet,
+    /// VERW (`verw`, per return to user mode).
+    Verw,
+    /// The RSB fill (`rsb_fill`, per context switch).
+    RsbFill,
+}
+
+impl InPath {
+    /// Every one, in the order of the file's keys.
+    pub const ALL: [InPath; 5] =
+        [InPath::Retpoline, InPath::SafeRet, InPath::UntrainRet, InPath::Verw, InPath::RsbFill];
+}
+
 /// The events one `[kernel]` figure holds, per occurrence of the path.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -114,18 +136,35 @@ impl RawMitigations {
     /// Cycles the mitigations add to one occurrence of a path with `events` (resolved figures).
     /// A retpoline thunk ends in a `ret`, which goes through the return thunk too.
     pub fn path_cycles(&self, events: &PathEvents) -> u64 {
-        let safe_ret = Self::cycles(&self.safe_ret);
-        u64::from(events.rets) * safe_ret
-            + u64::from(events.indirect) * (Self::cycles(&self.retpoline) + safe_ret)
-            + u64::from(events.entries)
-                * (Self::cycles(&self.untrain_ret) + Self::cycles(&self.verw))
-            + u64::from(events.switches) * Self::cycles(&self.rsb_fill)
+        InPath::ALL.iter().map(|&m| self.path_cycles_of(events, m)).sum()
+    }
+
+    /// The cycles of mitigation `m` alone in one occurrence of a path with `events`.
+    pub fn path_cycles_of(&self, events: &PathEvents, m: InPath) -> u64 {
+        match m {
+            InPath::Retpoline => u64::from(events.indirect) * Self::cycles(&self.retpoline),
+            InPath::SafeRet => {
+                u64::from(events.rets + events.indirect) * Self::cycles(&self.safe_ret)
+            }
+            InPath::UntrainRet => u64::from(events.entries) * Self::cycles(&self.untrain_ret),
+            InPath::Verw => u64::from(events.entries) * Self::cycles(&self.verw),
+            InPath::RsbFill => u64::from(events.switches) * Self::cycles(&self.rsb_fill),
+        }
+    }
+
+    /// Whether mitigation `m` costs anything on some listed path.
+    pub fn costs_anything_in(&self, m: InPath) -> bool {
+        self.paths.values().any(|e| self.path_cycles_of(e, m) > 0)
+    }
+
+    /// Whether IBPB is issued and costs anything.
+    pub fn ibpb_costs_anything(&self) -> bool {
+        self.ibpb_mode != IbpbMode::Off && Self::cycles(&self.ibpb) > 0
     }
 
     /// Whether any mitigation costs anything: some path holds a cost, or IBPB is issued.
     pub fn costs_anything(&self) -> bool {
-        self.paths.values().any(|e| self.path_cycles(e) > 0)
-            || (self.ibpb_mode != IbpbMode::Off && Self::cycles(&self.ibpb) > 0)
+        InPath::ALL.iter().any(|&m| self.costs_anything_in(m)) || self.ibpb_costs_anything()
     }
 }
 

@@ -199,3 +199,56 @@ fn bad_blocks_are_refused() {
     let e = err("ibpb_mode = \"always\"\n");
     assert!(e.contains("needs an `ibpb` figure"), "{e}");
 }
+
+/// Each per-mitigation switch takes out exactly its own events; all of them off is
+/// `mitigations` off; `mitigation-ibpb` off issues no IBPB and leaves the figures alone.
+#[test]
+fn each_mitigation_switch_takes_out_its_own_events() {
+    let spec = skylake_with("always", false, PATHS);
+    let full = spec.kernel_costs().unwrap().clone();
+    let kernel = |off: &[Mechanism]| {
+        let m = off.iter().fold(Mechanisms::all(), |s, &m| s.without(m));
+        Kernel::new(
+            &spec,
+            &Policy::named("linux-6.18").unwrap(),
+            KernelConfig::new(1, 7).with_mechanisms(m),
+            crate::observer::NoObserver,
+        )
+        .unwrap()
+    };
+    let cs = |off: &[Mechanism]| kernel(off).costs.context_switch.cycles;
+    let sys = |off: &[Mechanism]| kernel(off).costs.syscall.cycles;
+    let full_cs = full.context_switch.cycles;
+    assert_eq!(cs(&[Mechanism::MitigationRetpoline]), full_cs - 2 * RETPOLINE);
+    assert_eq!(cs(&[Mechanism::MitigationSafeRet]), full_cs - (10 + 2) * SAFE_RET);
+    assert_eq!(cs(&[Mechanism::MitigationRsbFill]), full_cs - RSB);
+    assert_eq!(cs(&[Mechanism::MitigationUntrainRet]), full_cs);
+    assert_eq!(sys(&[Mechanism::MitigationUntrainRet]), full.syscall.cycles - UNTRAIN);
+    assert_eq!(sys(&[Mechanism::MitigationVerw]), full.syscall.cycles - VERW);
+    let each = [
+        Mechanism::MitigationRetpoline,
+        Mechanism::MitigationSafeRet,
+        Mechanism::MitigationUntrainRet,
+        Mechanism::MitigationVerw,
+        Mechanism::MitigationRsbFill,
+        Mechanism::MitigationIbpb,
+    ];
+    assert_eq!(kernel(&each).costs, kernel(&[Mechanism::Mitigations]).costs);
+    for &m in &each {
+        assert!(m.present_on(&spec), "{m}");
+    }
+    assert!(!Mechanism::MitigationIbpb.present_on(&skylake_with("off", false, PATHS)));
+    assert!(!Mechanism::MitigationVerw.present_on(&skylake_with("off", false, "")));
+    // IBPB: a process pingpong with it always on, then off alone.
+    let p = Params { iterations: 50, ..Params::default() };
+    let ibpbs = |off: &[Mechanism]| {
+        let mut k = kernel(off);
+        let s = crate::workloads::scenario("pingpong").unwrap();
+        s.install(&mut k, &p).unwrap();
+        assert!(s.run(&mut k, &p));
+        (k.ibpbs().iter().sum::<u64>(), k.costs.switch_mm.cycles)
+    };
+    let (on, switch_mm) = ibpbs(&[]);
+    assert!(on >= 2 * 50 - 2, "{on}");
+    assert_eq!(ibpbs(&[Mechanism::MitigationIbpb]), (0, switch_mm));
+}
