@@ -114,6 +114,21 @@ pub struct RawMitigations {
 }
 
 impl RawMitigations {
+    /// Every per-event figure the preset gives, named as in the file.
+    pub fn figures(&self) -> Vec<(&'static str, &KernelFigure)> {
+        [
+            ("retpoline", self.retpoline.as_ref()),
+            ("safe_ret", self.safe_ret.as_ref()),
+            ("untrain_ret", self.untrain_ret.as_ref()),
+            ("rsb_fill", self.rsb_fill.as_ref()),
+            ("verw", self.verw.as_ref()),
+            ("ibpb", self.ibpb.as_ref()),
+        ]
+        .into_iter()
+        .filter_map(|(n, f)| f.map(|f| (n, f)))
+        .collect()
+    }
+
     /// Every per-event figure, named as in the file.
     pub fn figures_mut(&mut self) -> Vec<(&'static str, &mut KernelFigure)> {
         [
