@@ -24,7 +24,7 @@ pub fn parse_vulnerability_listing(text: &str) -> Result<BTreeMap<String, String
 
 /// Reads every file of a vulnerabilities directory into `name -> state`; the error is a reason
 /// naming the file.
-pub(crate) fn read_vulnerability_dir(dir: &Path) -> Result<BTreeMap<String, String>, String> {
+pub fn read_vulnerability_dir(dir: &Path) -> Result<BTreeMap<String, String>, String> {
     let mut map = BTreeMap::new();
     let entries = std::fs::read_dir(dir).map_err(|e| io_reason(dir, &e, ""))?;
     for entry in entries {

@@ -128,6 +128,9 @@ pub fn build(facts: &HostFacts) -> Result<HostPreset, HostError> {
     if let Some(g) = guest.as_mut() {
         g.nested = crate::guest::nested(id.vendor.is_amd_like(), &mut prov);
     }
+    let mitigations = kernel
+        .as_ref()
+        .and_then(|k| crate::mitigations::section(facts, k, derivation.as_ref(), &mut prov));
     let raw = RawMachine {
         name: HOST_PRESET_NAME.to_owned(),
         description: description(&id, cpus, virtualised, preset_name, derivation.is_some()),
@@ -152,6 +155,7 @@ pub fn build(facts: &HostFacts) -> Result<HostPreset, HostError> {
             })
         }),
         guest,
+        mitigations,
     };
     let body = toml::to_string(&raw).map_err(|e| HostError::Serialize(e.to_string()))?;
     let mut text = String::new();

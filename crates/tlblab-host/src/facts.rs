@@ -58,6 +58,9 @@ pub struct HostFacts {
     /// `/proc/cmdline`.
     #[serde(default = "not_gathered")]
     pub cmdline: Source<String>,
+    /// `/sys/devices/system/cpu/vulnerabilities/*`: issue name to state line.
+    #[serde(default = "not_gathered")]
+    pub vulnerabilities: Source<std::collections::BTreeMap<String, String>>,
     /// Steal time over a short window (a guest's vCPUs preempted by its host).
     #[serde(default = "not_gathered")]
     pub steal: Source<StealSample>,

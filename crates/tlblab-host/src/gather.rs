@@ -49,6 +49,10 @@ impl HostFacts {
             cpuidle_driver: read_text(CPUIDLE_DRIVER_PATH).map(|t| t.trim().to_owned()),
             cmdline: read_text(CMDLINE_PATH).map(|t| t.trim().to_owned()),
             steal: sample_steal(std::time::Duration::from_secs(1)),
+            vulnerabilities: tlblab_env::vulnerabilities::read_vulnerability_dir(
+                std::path::Path::new("/sys/devices/system/cpu/vulnerabilities"),
+            )
+            .into(),
         }
     }
 }

@@ -73,6 +73,7 @@ pub mod facts;
 mod gather;
 mod guest;
 pub mod kernel_costs;
+pub mod mitigations;
 pub mod nearest;
 pub mod provenance;
 pub mod tlb;

@@ -39,6 +39,7 @@ fn facts(cpuid: CpuidDump, cpuinfo: Option<&str>, online: &str) -> HostFacts {
         cpuidle_driver: missing("not in this fixture"),
         cmdline: missing("not in this fixture"),
         steal: missing("not in this fixture"),
+        vulnerabilities: missing("not in this fixture"),
     }
 }
 
@@ -462,4 +463,71 @@ fn measured_kernel_paths_and_the_guest_section() {
     let again = tlblab_sim::machine::MachineSpec::from_toml(&host.toml, "again").unwrap();
     assert_eq!(again.raw(), host.spec.raw());
     simulates(&host);
+}
+
+/// `[mitigations]` from the vulnerabilities files and the measured sequences: each running
+/// mitigation's cost is its sequence's extra over its baseline, every measured path gets its
+/// estimated events unless they would exceed its figure, and the `[kernel]` figures are the
+/// same as without the section.
+#[test]
+fn mitigations_from_the_vulnerabilities_files_and_the_sequences() {
+    use tlblab_pathcost::{names, sequences, CacheKey, Cached, Measurement, Outcome, PathCosts};
+    let m =
+        |ns: f64| Outcome::Measured(Measurement::of(&[ns * 0.98, ns, ns * 1.03], 3, 100).unwrap());
+    let results = [
+        (names::NULL_SYSCALL, m(100.0)),
+        (names::FAULT_ZERO, m(634.0)),
+        (names::FAULT_ANON, m(1497.0)),
+        (names::MADVISE_EMPTY, m(402.5)),
+        (names::THREAD_SWITCH, m(1_192.5)),
+        (sequences::PLAIN_CALL, m(1.0)),
+        (sequences::INDIRECT_CALL, m(3.0)),
+        (sequences::RETPOLINE, m(13.0)),
+        // 4 returns of 25 ns and the untraining: more than the 100 ns syscall.
+        (sequences::SAFE_RET, m(26.0)),
+        (sequences::UNTRAIN_RET, m(21.0)),
+        (sequences::RSB_FILL, Outcome::Failed("interrupted".into())),
+    ];
+    let cached = Cached {
+        costs: PathCosts {
+            key: CacheKey::from_parts("", "6.18.44-fc-v657"),
+            cpus: vec![0, 1],
+            seconds: 4.0,
+            results: results.into_iter().map(|(n, o)| (n.to_owned(), o)).collect(),
+        },
+        file: None,
+        from_cache: false,
+        notes: vec![],
+    };
+    let mut f =
+        facts(dump("cpuid-kvm-emerald-rapids.txt"), Some("cpuinfo-kvm-emerald-rapids.txt"), "0-1");
+    f.path_costs = Source::Available(cached);
+    let without = build(&f).unwrap();
+    assert!(without.spec.raw().mitigations.is_none());
+    f.vulnerabilities = Source::Available(
+        [
+            ("spectre_v2", "Mitigation: Retpolines; STIBP: disabled; RSB filling"),
+            ("spec_rstack_overflow", "Vulnerable: Safe RET, no microcode"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect(),
+    );
+    let host = build(&f).unwrap();
+    assert_eq!(host.spec.kernel_costs(), without.spec.kernel_costs());
+    let mit = host.spec.raw().mitigations.as_ref().unwrap();
+    assert_eq!(mit.retpoline.as_ref().unwrap().written.ns, Some(10.0)); // 13 − 3
+    assert_eq!(mit.safe_ret.as_ref().unwrap().written.ns, Some(25.0)); // 26 − 1
+    assert_eq!(mit.untrain_ret.as_ref().unwrap().written.ns, Some(20.0)); // 21 − 1
+    assert!(mit.rsb_fill.is_none() && mit.verw.is_none() && mit.ibpb.is_none());
+    assert!(provenance(&host, "mitigations.rsb_fill").source.contains("interrupted"));
+    assert_eq!(provenance(&host, "mitigations.verw").value, "not run");
+    // 4 × 25 + 20 ns > 100 ns: the syscall's estimate is left out, with the reason.
+    assert!(!mit.paths.contains_key("syscall"));
+    assert!(provenance(&host, "mitigations.paths.syscall").source.contains("exceed"));
+    assert!(mit.paths.contains_key("page_fault_anon") && mit.paths.contains_key("context_switch"));
+    // Only measured figures: flush_tlb_func is copied.
+    assert!(!mit.paths.contains_key("flush_tlb_func") && !mit.paths.contains_key("ipi_handler"));
+    let again = tlblab_sim::machine::MachineSpec::from_toml(&host.toml, "again").unwrap();
+    assert_eq!(again.raw(), host.spec.raw());
 }

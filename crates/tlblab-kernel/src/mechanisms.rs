@@ -116,6 +116,41 @@ mechanisms! {
         "under XPFO the direct map is split to 4 KiB pages: the kernel's reference to each kmapped user page (zeroing, copying) is translated at 4 KiB, and walks since the unmap flushed it",
         "docs/kernel-model.md, \"How time is modelled\" (XPFO)",
         "the kernel's references to the direct map are not modelled, as with its 1 GiB / 2 MiB pages, which they hit";
+    /// CPU-vulnerability mitigations (`kernel/mitigations.rs`).
+    Mitigations => "mitigations",
+        "the preset's [mitigations]: retpolines, Safe RET's return thunk, UNTRAIN_RET at entry, VERW at exit and the RSB fill at context switch inside the measured paths; IBPB in cond_mitigation() at a switch to another user mm",
+        "docs/kernel-model.md, \"Mitigations\"",
+        "the base paths: every [kernel] figure less its mitigation events ([mitigations.paths]), no IBPB";
+    /// Retpolines alone (`kernel/mitigations.rs`).
+    MitigationRetpoline => "mitigation-retpoline",
+        "retpoline thunks: the extra of each indirect branch of a measured path ([mitigations] retpoline)",
+        "docs/kernel-model.md, \"Mitigations\"",
+        "the figures less indirect × retpoline (the thunks' returns stay with mitigation-safe-ret)";
+    /// The SRSO return thunk alone (`kernel/mitigations.rs`).
+    MitigationSafeRet => "mitigation-safe-ret",
+        "SRSO Safe RET: every kernel ret of a measured path through srso_return_thunk, a retpoline thunk's included ([mitigations] safe_ret)",
+        "docs/kernel-model.md, \"Mitigations\"",
+        "the figures less (rets + indirect) × safe_ret";
+    /// `UNTRAIN_RET` at entry alone (`kernel/mitigations.rs`).
+    MitigationUntrainRet => "mitigation-untrain-ret",
+        "UNTRAIN_RET (srso_untrain_ret) at each entry from user mode of a measured path ([mitigations] untrain_ret)",
+        "docs/kernel-model.md, \"Mitigations\"",
+        "the figures less entries × untrain_ret";
+    /// VERW at exit alone (`kernel/mitigations.rs`).
+    MitigationVerw => "mitigation-verw",
+        "CLEAR_CPU_BUFFERS (VERW) at each return to user mode of a measured path ([mitigations] verw)",
+        "docs/kernel-model.md, \"Mitigations\"",
+        "the figures less entries × verw";
+    /// The RSB fill at context switch alone (`kernel/mitigations.rs`).
+    MitigationRsbFill => "mitigation-rsb-fill",
+        "FILL_RETURN_BUFFER in __switch_to_asm, per context switch of a measured path ([mitigations] rsb_fill)",
+        "docs/kernel-model.md, \"Mitigations\"",
+        "the figures less switches × rsb_fill";
+    /// IBPB in `cond_mitigation()` alone (`kernel/mitigations.rs`).
+    MitigationIbpb => "mitigation-ibpb",
+        "IBPB in cond_mitigation() at a context switch to another user mm ([mitigations] ibpb, ibpb_mode)",
+        "docs/kernel-model.md, \"Mitigations\"",
+        "no IBPB";
 }
 
 impl Mechanism {
@@ -151,6 +186,24 @@ impl Mechanism {
             Mechanism::NestedPaging => spec.nested().is_some(),
             Mechanism::VcpuPreemption => crate::kernel::guest::Guest::preempts(spec),
             Mechanism::PvTlbFlush => crate::kernel::guest::Guest::pv_flushes(spec),
+            Mechanism::Mitigations => {
+                spec.raw().mitigations.as_ref().is_some_and(|m| m.costs_anything())
+            }
+            Mechanism::MitigationIbpb => {
+                spec.raw().mitigations.as_ref().is_some_and(|m| m.ibpb_costs_anything())
+            }
+            Mechanism::MitigationRetpoline
+            | Mechanism::MitigationSafeRet
+            | Mechanism::MitigationUntrainRet
+            | Mechanism::MitigationVerw
+            | Mechanism::MitigationRsbFill => {
+                use tlblab_sim::machine::mitigations::InPath;
+                let kind = InPath::ALL
+                    .into_iter()
+                    .find(|&k| crate::kernel::mitigation_mechanism(k) == self)
+                    .expect("every per-mitigation switch has its kind");
+                spec.raw().mitigations.as_ref().is_some_and(|m| m.costs_anything_in(kind))
+            }
         }
     }
 }

@@ -28,6 +28,7 @@
 pub mod cache;
 mod error;
 pub mod measure;
+pub mod sequences;
 pub mod stats;
 mod sys;
 

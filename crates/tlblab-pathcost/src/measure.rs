@@ -62,7 +62,11 @@ pub fn measure_all(opts: &Options, key: CacheKey) -> PathCosts {
 }
 
 fn failed_all(reason: &str) -> BTreeMap<String, Outcome> {
-    names::ALL.iter().map(|n| (n.to_string(), Outcome::Failed(reason.to_owned()))).collect()
+    names::ALL
+        .iter()
+        .chain(crate::sequences::ALL.iter())
+        .map(|n| (n.to_string(), Outcome::Failed(reason.to_owned())))
+        .collect()
 }
 
 fn measure_on_this_thread(opts: &Options) -> (Vec<usize>, BTreeMap<String, Outcome>) {
@@ -178,6 +182,15 @@ fn measure_on_this_thread(opts: &Options) -> (Vec<usize>, BTreeMap<String, Outco
             Ok(t.elapsed())
         })
     });
+    for name in crate::sequences::ALL {
+        put(name, &mut || {
+            simple(opts, 1 << 26, &mut |ops| {
+                let t = Instant::now();
+                crate::sequences::run(name, ops)?;
+                Ok(t.elapsed())
+            })
+        });
+    }
     (cpus, results)
 }
 

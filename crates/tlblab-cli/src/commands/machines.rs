@@ -67,12 +67,18 @@ fn figures(raw: &RawMachine) -> Vec<(String, &CyclesFigure)> {
     latencies.chain(costs).collect()
 }
 
-/// Every kernel-path figure (`[kernel]`, then `[guest]`'s timed ones), named as in the file.
+/// Every kernel-path figure (`[kernel]`, then `[guest]`'s timed ones, then `[mitigations]`'s
+/// per-event costs), named as in the file.
 fn kernel_figures(raw: &RawMachine) -> Vec<(String, &KernelFigure)> {
     let kernel =
         raw.kernel.iter().flat_map(|k| k.figures()).map(|(n, f)| (format!("kernel.{n}"), f));
     let guest = raw.guest.iter().flat_map(|g| g.figures()).map(|(n, f)| (format!("guest.{n}"), f));
-    kernel.chain(guest).collect()
+    let mitigations = raw
+        .mitigations
+        .iter()
+        .flat_map(|m| m.figures())
+        .map(|(n, f)| (format!("mitigations.{n}"), f));
+    kernel.chain(guest).chain(mitigations).collect()
 }
 
 /// `[kernel]` and `[guest]`: each figure as written (unit, source clock, scaling rule) and its
@@ -111,6 +117,17 @@ fn kernel_tables(raw: &RawMachine) -> String {
         ]);
     }
     out += &t.render(0);
+    if let Some(m) = &raw.mitigations {
+        let paths: Vec<&str> = m.paths.keys().map(String::as_str).collect();
+        out += &format!(
+            "\nmitigations: {}\n  IBPB: {:?}{}; events held by: {} ({})\n",
+            m.source,
+            m.ibpb_mode,
+            if m.ibpb_opted_in { ", every task opted in" } else { "" },
+            if paths.is_empty() { "no figure".to_owned() } else { paths.join(", ") },
+            m.paths_source
+        );
+    }
     if let Some(g) = &raw.guest {
         out.push('\n');
         let mut t = Table::new(&["guest fact", "value", "", "source"]);

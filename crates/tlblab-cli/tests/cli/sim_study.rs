@@ -340,7 +340,7 @@ fn s5_core_sweep_prints_the_slowdown_per_cpu_count() {
 }
 
 /// Every mechanism, in `tlblab sim mechanisms` order.
-const MECHANISMS: [&str; 13] = [
+const MECHANISMS: [&str; 20] = [
     "guest",
     "idle-states",
     "csd-queue",
@@ -354,6 +354,13 @@ const MECHANISMS: [&str; 13] = [
     "pv-tlb-flush",
     "xpfo-events",
     "xpfo-direct-map-4k",
+    "mitigations",
+    "mitigation-retpoline",
+    "mitigation-safe-ret",
+    "mitigation-untrain-ret",
+    "mitigation-verw",
+    "mitigation-rsb-fill",
+    "mitigation-ibpb",
 ];
 
 /// `sim study --without` parses its names as `sim run --without` does, with the same error and

@@ -25,6 +25,7 @@ mod idle;
 mod invlpgb;
 mod kflush;
 mod latr;
+mod mitigations;
 mod mmap_lock;
 mod process;
 mod reclaim;
@@ -35,6 +36,7 @@ mod xpfo;
 
 pub use check::{Violation, ViolationKind};
 pub use flush::{FlushRequest, FlushTlbInfo, FLUSH_ALL_END, PAGE_SHIFT};
+pub(crate) use mitigations::mechanism_of as mitigation_mechanism;
 
 use crate::ids::{Asid, MmId, TaskId};
 use crate::mechanisms::{Mechanism, Mechanisms};
@@ -390,6 +392,8 @@ pub struct Kernel<O: Observer> {
     guest: Option<guest::Guest>,
     /// The host's preemption of the vCPUs, when it is overcommitted (`vcpu-preemption`).
     host_sched: Option<Box<vcpu::HostSched>>,
+    /// IBPB's mode and each CPU's last user mm (`kernel/mitigations.rs`).
+    mitigations: mitigations::Mitigations,
     policy: Policy,
     /// PCIDs are in use (policy and CPU).
     pcid: bool,
@@ -502,6 +506,20 @@ impl<O: Observer> Kernel<O> {
         let spec = if on(Mechanism::NestedPaging) { spec } else { spec.without_nested() };
         let idle_states = idle::idle_states(&spec, costs.clock.mhz, on(Mechanism::IdleStates));
         let guest = guest::Guest::from_spec(&spec).filter(|_| on(Mechanism::Guest));
+        let mut costs = costs;
+        let raw_mitigations = spec.raw().mitigations.as_ref();
+        if let Some(m) = raw_mitigations {
+            let all = on(Mechanism::Mitigations);
+            let off: Vec<_> = tlblab_sim::machine::mitigations::InPath::ALL
+                .into_iter()
+                .filter(|&k| !all || !on(mitigations::mechanism_of(k)))
+                .collect();
+            mitigations::base_costs(&mut costs, m, &off);
+        }
+        let mitigations = mitigations::Mitigations::new(
+            raw_mitigations.filter(|_| on(Mechanism::Mitigations) && on(Mechanism::MitigationIbpb)),
+            n,
+        );
         let host_sched = guest
             .as_ref()
             .and_then(|g| Some((g.preemption?, g.pv_tlb_flush)))
@@ -514,6 +532,7 @@ impl<O: Observer> Kernel<O> {
             idle_states,
             guest,
             host_sched,
+            mitigations,
             costs,
             policy: policy.clone(),
             pcid,
@@ -723,6 +742,7 @@ impl<O: Observer> Kernel<O> {
             ..Counters::default()
         };
         self.flush_sizes = FlushSizes::default();
+        self.mitigations.ibpbs = vec![0; n];
         self.xpfo.start_measuring();
         for s in &mut self.hw_stats {
             *s = new_stats(&self.spec);

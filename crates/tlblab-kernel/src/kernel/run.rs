@@ -185,7 +185,8 @@ impl<O: Observer> Kernel<O> {
                         switch::SwitchBegin::Reload(ns) => (SwitchPhase::Load(Some(ns)), 0),
                         switch::SwitchBegin::Switching => {
                             let checks = self.la57_checks(LA57_CHECKS_SWITCH_MM);
-                            (SwitchPhase::Load(None), self.costs.switch_mm.cycles + checks)
+                            let ibpb = self.cond_mitigation(cpu, mm);
+                            (SwitchPhase::Load(None), self.costs.switch_mm.cycles + checks + ibpb)
                         }
                     };
                     sw.phase = phase;

@@ -6,6 +6,7 @@
 //! repository's `presets/` folder, embedded in the binary.
 
 mod builtin;
+pub mod mitigations;
 pub mod nested;
 pub mod raw;
 mod spec;

@@ -445,6 +445,10 @@ pub struct RawMachine {
     /// (docs/kernel-model.md, "Virtualisation"). Absent for bare metal or when unknown.
     #[serde(default)]
     pub guest: Option<RawGuest>,
+    /// The CPU-vulnerability mitigations its kernel runs and what they cost
+    /// (docs/kernel-model.md, "Mitigations"); absent: the figures are taken as they are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mitigations: Option<super::mitigations::RawMitigations>,
 }
 
 /// How an idle CPU waits (docs/kernel-model.md, "Idle states").
@@ -667,6 +671,9 @@ pub(crate) fn resolve_kernel_figures(raw: &mut RawMachine) -> Result<(), String>
             figure.cycles =
                 figure.written.resolve(mhz).map_err(|e| format!("`[kernel] {name}`: {e}"))?;
         }
+    }
+    if let Some(m) = raw.mitigations.as_mut() {
+        super::mitigations::resolve(m, clock, raw.kernel.as_ref())?;
     }
     if let Some(g) = raw.guest.as_mut() {
         for (name, figure) in g.figures_mut() {

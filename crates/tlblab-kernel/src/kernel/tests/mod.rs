@@ -462,6 +462,7 @@ mod invlpgb;
 mod kflush;
 mod latr;
 mod mechanisms;
+mod mitigations;
 mod munmap;
 mod process;
 mod reclaim;
