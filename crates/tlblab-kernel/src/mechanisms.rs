@@ -90,6 +90,11 @@ mechanisms! {
         "mmap(MAP_FIXED_NOREPLACE) beside a region merges the two VMAs, and a munmap of the new pages alone splits the merged VMA (kernel.split_vma)",
         "docs/kernel-model.md, \"Memory management\" (item 2)",
         "every mapping is a VMA of its own (placed beside when asked), and no munmap splits one";
+    /// vfork()'s suspension of the parent until the child execs or exits (`kernel/process.rs`).
+    VforkWait => "vfork-wait",
+        "vfork()/posix_spawn() put the parent to sleep until the child execs or exits (wait_for_vfork_done()), a block and a wake-up per child",
+        "docs/kernel-model.md, \"Memory management\" (item 8)",
+        "the parent runs on after vfork() (the model before this mechanism)";
 }
 
 impl Mechanism {
@@ -112,9 +117,11 @@ impl Mechanism {
         match self {
             Mechanism::Guest => crate::kernel::guest::Guest::from_spec(spec).is_some(),
             Mechanism::IdleStates => spec.raw().idle.is_some(),
-            Mechanism::CsdQueue | Mechanism::MmapLock | Mechanism::WorkingSet | Mechanism::Mlp => {
-                true
-            }
+            Mechanism::CsdQueue
+            | Mechanism::MmapLock
+            | Mechanism::WorkingSet
+            | Mechanism::Mlp
+            | Mechanism::VforkWait => true,
             Mechanism::ZapBatch => spec.kernel_costs().is_some_and(|k| k.zap_batch.cycles > 0),
             Mechanism::VmaMerge => spec.kernel_costs().is_some_and(|k| k.split_vma.cycles > 0),
         }

@@ -138,14 +138,14 @@ fn explain_runs_each_mechanism_off_and_is_byte_identical() {
     let e = r["policies"][0]["explanation"].as_array().unwrap();
     let names: Vec<&str> = e.iter().map(|m| m["mechanism"].as_str().unwrap()).collect();
     let all = ["guest", "idle-states", "csd-queue", "zap-batch", "mmap-lock", "working-set", "mlp"];
-    assert_eq!(names, [&all[..], &["vma-merge"]].concat());
+    assert_eq!(names, [&all[..], &["vma-merge", "vfork-wait"]].concat());
     // skylake-kvm's zap_batch and split_vma are 0 (its madvise and munmap costs hold them).
     let status = |n: &str| e.iter().find(|m| m["mechanism"] == n).unwrap()["status"].clone();
     for n in ["zap-batch", "vma-merge"] {
         assert_eq!(status(n), "not-present", "{n}");
     }
     let ran: Vec<_> = e.iter().filter(|m| m["status"] == "ran").collect();
-    assert_eq!(ran.len(), 6);
+    assert_eq!(ran.len(), 7);
     assert!(ran.iter().all(|m| m["values"].as_array().unwrap().len() == 2));
     // 4.13 sends an IPI per iteration: without the guest's two exits each is cheaper.
     assert!(e[0]["change"].as_f64().unwrap() < 0.0, "{}", e[0]);
@@ -233,7 +233,7 @@ fn bad_mechanism_names_exit_2_with_the_known_names() {
     assert!(e.contains("did you mean \"idle-states\"?"), "{e}");
     assert!(e.contains("guest, idle-states, csd-queue"), "{e}");
     let e = one_error(tlblab().args(["sim", "run", "-s", "pingpong", "--without", "pcid"]), 2);
-    let known = "guest, idle-states, csd-queue, zap-batch, mmap-lock, working-set, mlp, vma-merge";
+    let known = "guest, idle-states, csd-queue, zap-batch, mmap-lock, working-set, mlp, vma-merge, vfork-wait";
     assert!(e.contains(&format!("unknown mechanism \"pcid\" (known: {known})")), "{e}");
 }
 

@@ -340,7 +340,7 @@ fn s5_core_sweep_prints_the_slowdown_per_cpu_count() {
 }
 
 /// Every mechanism, in `tlblab sim mechanisms` order.
-const MECHANISMS: [&str; 8] = [
+const MECHANISMS: [&str; 9] = [
     "guest",
     "idle-states",
     "csd-queue",
@@ -349,6 +349,7 @@ const MECHANISMS: [&str; 8] = [
     "working-set",
     "mlp",
     "vma-merge",
+    "vfork-wait",
 ];
 
 /// `sim study --without` parses its names as `sim run --without` does, with the same error and

@@ -5,6 +5,7 @@ use super::run::Step;
 use super::{Frame, Kernel, Mode, Phase, TaskState, FLUSH_ALL_END, LA57_CHECKS_WALK};
 use crate::ids::{MmId, TaskId};
 use crate::kernel::flush::FlushRequest;
+use crate::mechanisms::Mechanism;
 use crate::mm::{Pte, VmaId};
 use crate::observer::Observer;
 use crate::program::{Outcome, Program, Syscall};
@@ -65,7 +66,34 @@ impl<O: Observer> Kernel<O> {
         self.enqueue(child);
         self.tasks[t.0 as usize].last = Outcome::Spawned(child);
         self.push_frame(t, Frame::Syscall { call: None, phase: Phase::Exit });
+        if self.config.mechanisms.is_on(Mechanism::VforkWait) {
+            // kernel_clone(): CLONE_VFORK waits in wait_for_vfork_done() once the child is
+            // woken (after the fork's cost).
+            self.tasks[child.0 as usize].vfork_parent = Some(t);
+            self.push_frame(t, Frame::VforkWait { child });
+        }
         Step::Spend(self.costs.fork.cycles, Mode::Sys)
+    }
+
+    /// `wait_for_vfork_done()`: the parent sleeps until its vfork child has exec'd or exited
+    /// (the child clears `vfork_parent` and wakes it).
+    pub(super) fn vfork_wait_step(&mut self, cpu: CpuId, t: TaskId, child: TaskId) -> Step {
+        if self.tasks[child.0 as usize].vfork_parent != Some(t) {
+            return Step::Next;
+        }
+        self.push_frame(t, Frame::VforkWait { child });
+        self.tasks[t.0 as usize].state = TaskState::Blocked;
+        self.schedule(cpu)
+    }
+
+    /// `mm_release()` → `complete_vfork_done()`: a vfork child that execs or exits wakes its
+    /// parent; returns the cycles of the wake-up.
+    pub(super) fn vfork_done(&mut self, child: TaskId) -> u64 {
+        let Some(parent) = self.tasks[child.0 as usize].vfork_parent.take() else { return 0 };
+        if self.tasks[parent.0 as usize].state == TaskState::Blocked {
+            self.enqueue(parent);
+        }
+        self.costs.wakeup.cycles
     }
 
     /// `execve()`: a fresh mm replaces the task's (`exec_mmap()` → `activate_mm()`), and the
@@ -82,6 +110,7 @@ impl<O: Observer> Kernel<O> {
         task.last = Outcome::None;
         let mut cycles = self.costs.exec.cycles + self.switch_mm_irqs_off(cpu, new);
         self.push_frame(t, Frame::Syscall { call: None, phase: Phase::Exit });
+        cycles += self.vfork_done(t);
         cycles += self.mmput(t, old);
         Step::Spend(cycles, Mode::Sys)
     }
