@@ -450,7 +450,8 @@ def excerpt(rundir, start_s, len_s, path):
         f"excerpt of {rundir.rstrip('/').split('/')[-1]}/build.flushtrace: {len_s} s from "
         f"{start_s} s after its first event, reduced to the build's process tree (switches "
         "with either side in the tree, the tree's flushes, task records of the pids used; "
-        "tools/calibrate/kbuild_switches.py excerpt)"]
+        "tools/calibrate/kbuild_switches.py excerpt)",
+        "build tree pids: " + " ".join(str(p) for p in sorted(used) if p in tree)]
     trailer = dict(r.trailer)
     trailer["duration_ns"] = hi - lo
     trailer["interrupts"] = None
