@@ -46,7 +46,7 @@ impl<O: Observer> Kernel<O> {
         let cycles = self.costs.fork.cycles
             + copied * self.costs.fork_pte.cycles
             + self.la57_checks(walks * LA57_CHECKS_WALK);
-        let target = self.least_loaded_cpu(cpu);
+        let target = self.least_loaded_cpu(cpu, false);
         let task = self.new_task(Some(child_mm), Some(program), target, false);
         self.enqueue(task);
         self.tasks[t.0 as usize].last = Outcome::Spawned(task);
@@ -61,7 +61,11 @@ impl<O: Observer> Kernel<O> {
     pub(super) fn sys_vfork(&mut self, cpu: CpuId, t: TaskId, program: Box<dyn Program>) -> Step {
         let mm = self.tasks[t.0 as usize].mm.expect("user task");
         self.mms[mm.0 as usize].users += 1;
-        let target = self.least_loaded_cpu(cpu);
+        // The parent is about to sleep until the child's exec: its CPU counts without it and
+        // wins ties (fork balancing sees the sleeping parent's low load; the model has no
+        // idle balancing to undo a placement beside a busy task).
+        let wait = self.config.mechanisms.is_on(Mechanism::VforkWait);
+        let target = self.least_loaded_cpu(cpu, wait);
         let child = self.new_task(Some(mm), Some(program), target, false);
         self.enqueue(child);
         self.tasks[t.0 as usize].last = Outcome::Spawned(child);
@@ -165,14 +169,18 @@ impl<O: Observer> Kernel<O> {
     }
 
     /// Where a new task goes (fork balancing): the CPU with the fewest tasks running or
-    /// queued, searching from the one after `from`, so ties spread the tasks.
-    fn least_loaded_cpu(&self, from: CpuId) -> CpuId {
+    /// queued, searching from the one after `from`, so ties spread the tasks. With
+    /// `caller_sleeps` (a vfork), the caller running on `from` is not counted and `from` is
+    /// searched first, so it wins ties.
+    fn least_loaded_cpu(&self, from: CpuId, caller_sleeps: bool) -> CpuId {
         let n = self.cpus.len();
-        (1..=n)
+        let first = usize::from(!caller_sleeps);
+        (first..first + n)
             .map(|i| (usize::from(from.0) + i) % n)
             .min_by_key(|&c| {
                 let cpu = &self.cpus[c];
-                cpu.rq.len() + usize::from(cpu.curr != cpu.idle || cpu.switch.is_some())
+                let load = cpu.rq.len() + usize::from(cpu.curr != cpu.idle || cpu.switch.is_some());
+                load - usize::from(caller_sleeps && c == usize::from(from.0) && load > 0)
             })
             .map_or(from, |c| CpuId(c as u16))
     }
