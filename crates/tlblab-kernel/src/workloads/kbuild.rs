@@ -272,9 +272,12 @@ impl Program for Slot {
                 store(heap, first, m.parent_writes, cycles)
             }
             1 => {
+                // A window's first job is under way: its compiler runs at once (its shell and
+                // driver are already waiting for it).
+                let under_way = self.first;
                 let job = self.draw(env);
                 let fork = env.rng.random::<f64>() < m.fork_share;
-                let what = if m.recipe { Role::Sh } else { Role::Cc1 };
+                let what = if m.recipe && !under_way { Role::Sh } else { Role::Cc1 };
                 let shell = Shell { shared: self.shared.clone(), job, what, step: 0 };
                 let program = Box::new(shell);
                 Action::Syscall(if fork {
