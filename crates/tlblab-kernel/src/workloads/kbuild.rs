@@ -267,7 +267,9 @@ impl Program for Slot {
                 }
                 self.shared.left.set(self.shared.left.get() - 1);
                 let first = env.rng.random_range(0..m.make_pages - m.parent_writes);
+                // make's work for a window's first job is done (the job is under way).
                 let work = (m.make_work_ms * 1000.0) as u64 * self.shared.clock_mhz;
+                let work = if self.first { 0 } else { work };
                 let cycles = m.ref_cycles.max(work / m.parent_writes.max(1));
                 store(heap, first, m.parent_writes, cycles)
             }
