@@ -60,5 +60,7 @@ pub use kernel::{
     FLUSH_ALL_END, PAGE_SHIFT,
 };
 pub use mechanisms::{EffectStatus, Mechanism, Mechanisms};
-pub use observer::{NoObserver, Observer, TlbFlushEvent, TlbFlushReason, TraceLog};
+pub use observer::{
+    NoObserver, Observer, SwitchEvent, SwitchedOut, TlbFlushEvent, TlbFlushReason, TraceLog,
+};
 pub use policy::Policy;

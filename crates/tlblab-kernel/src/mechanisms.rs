@@ -151,6 +151,11 @@ mechanisms! {
         "IBPB in cond_mitigation() at a context switch to another user mm ([mitigations] ibpb, ibpb_mode)",
         "docs/kernel-model.md, \"Mitigations\"",
         "no IBPB";
+    /// vfork()'s suspension of the parent until the child execs or exits (`kernel/process.rs`).
+    VforkWait => "vfork-wait",
+        "vfork()/posix_spawn() put the parent to sleep until the child execs or exits (wait_for_vfork_done()), a block and a wake-up per child",
+        "docs/kernel-model.md, \"Memory management\" (item 8)",
+        "the parent runs on after vfork() (the model before this mechanism)";
 }
 
 impl Mechanism {
@@ -180,7 +185,8 @@ impl Mechanism {
             | Mechanism::WorkingSet
             | Mechanism::Mlp
             | Mechanism::XpfoEvents
-            | Mechanism::XpfoDirectMap4k => true,
+            | Mechanism::XpfoDirectMap4k
+            | Mechanism::VforkWait => true,
             Mechanism::ZapBatch => spec.kernel_costs().is_some_and(|k| k.zap_batch.cycles > 0),
             Mechanism::VmaMerge => spec.kernel_costs().is_some_and(|k| k.split_vma.cycles > 0),
             Mechanism::NestedPaging => spec.nested().is_some(),

@@ -1,6 +1,7 @@
 //! What the model reports as it runs: the kernel's `tlb:tlb_flush` tracepoint through an
 //! [`Observer`] (a push-style sink, as ripgrep's `Sink`), and the counters the kernel keeps.
 
+use crate::ids::{MmId, TaskId};
 use serde::Serialize;
 use std::fmt;
 use tlblab_types::{CpuId, Cycles};
@@ -78,10 +79,49 @@ impl fmt::Display for TlbFlushEvent {
     }
 }
 
+/// How the previous task left the CPU at a context switch (`sched_switch`'s `prev_state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SwitchedOut {
+    /// Still runnable: preempted (`prev_state` R, involuntary).
+    Preempted,
+    /// Blocked (waiting for a child, an eventfd, …): `prev_state` S or D, voluntary.
+    Blocked,
+    /// It exited: its last switch (`prev_state` X or Z).
+    Exited,
+    /// The CPU's idle task, leaving for a task that woke up.
+    Idle,
+}
+
+/// One `sched:sched_switch` event: the scheduler chose another task for a CPU (fired where the
+/// kernel's tracepoint is, in `__schedule()` before `context_switch()`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct SwitchEvent {
+    /// When the switch was decided.
+    pub time: Cycles,
+    /// The CPU.
+    pub cpu: CpuId,
+    /// The task leaving.
+    pub prev: TaskId,
+    /// The task coming (the idle task when nothing else is runnable).
+    pub next: TaskId,
+    /// How `prev` left.
+    pub prev_state: SwitchedOut,
+    /// `prev`'s mm (`None`: the idle task or a kernel thread).
+    pub prev_mm: Option<MmId>,
+    /// `next`'s mm (`None`: the idle task or a kernel thread).
+    pub next_mm: Option<MmId>,
+    /// `next` is the CPU's idle task.
+    pub next_idle: bool,
+}
+
 /// A sink for what the model emits. Every method has an empty default.
 pub trait Observer {
     /// The `tlb:tlb_flush` tracepoint fired.
     fn tlb_flush(&mut self, _event: &TlbFlushEvent) {}
+
+    /// The `sched:sched_switch` tracepoint fired.
+    fn sched_switch(&mut self, _event: &SwitchEvent) {}
 }
 
 /// An observer that keeps nothing.

@@ -149,7 +149,8 @@ fn explain_runs_each_mechanism_off_and_is_byte_identical() {
         "mitigation-rsb-fill",
         "mitigation-ibpb",
     ];
-    assert_eq!(names, [&all[..], &rest[..], &xpfo[..], &mitigations[..]].concat());
+    let vfork = ["vfork-wait"];
+    assert_eq!(names, [&all[..], &rest[..], &xpfo[..], &mitigations[..], &vfork[..]].concat());
     // skylake-kvm's zap_batch and split_vma are 0 (its madvise and munmap costs hold them).
     let status = |n: &str| e.iter().find(|m| m["mechanism"] == n).unwrap()["status"].clone();
     // Its vCPUs are dedicated (overcommit 1): no preemption, so no PV flush either; XPFO's
@@ -160,7 +161,7 @@ fn explain_runs_each_mechanism_off_and_is_byte_identical() {
         assert_eq!(status(n), "not-present", "{n}");
     }
     let ran: Vec<_> = e.iter().filter(|m| m["status"] == "ran").collect();
-    assert_eq!(ran.len(), 7, "skylake-kvm runs under EPT: nested-paging is present");
+    assert_eq!(ran.len(), 8, "skylake-kvm runs under EPT: nested-paging is present");
     assert!(ran.iter().all(|m| m["values"].as_array().unwrap().len() == 2));
     // 4.13 sends an IPI per iteration: without the guest's two exits each is cheaper.
     assert!(e[0]["change"].as_f64().unwrap() < 0.0, "{}", e[0]);
@@ -252,7 +253,8 @@ fn bad_mechanism_names_exit_2_with_the_known_names() {
         "guest, idle-states, csd-queue, zap-batch, mmap-lock, working-set, mlp, vma-merge, \
                  nested-paging, vcpu-preemption, pv-tlb-flush, xpfo-events, xpfo-direct-map-4k, \
                  mitigations, mitigation-retpoline, mitigation-safe-ret, mitigation-untrain-ret, \
-                 mitigation-verw, mitigation-rsb-fill, mitigation-ibpb";
+                 mitigation-verw, mitigation-rsb-fill, mitigation-ibpb, \
+                 vfork-wait";
     assert!(e.contains(&format!("unknown mechanism \"pcid\" (known: {known})")), "{e}");
 }
 

@@ -340,7 +340,7 @@ fn s5_core_sweep_prints_the_slowdown_per_cpu_count() {
 }
 
 /// Every mechanism, in `tlblab sim mechanisms` order.
-const MECHANISMS: [&str; 20] = [
+const MECHANISMS: [&str; 21] = [
     "guest",
     "idle-states",
     "csd-queue",
@@ -361,6 +361,7 @@ const MECHANISMS: [&str; 20] = [
     "mitigation-verw",
     "mitigation-rsb-fill",
     "mitigation-ibpb",
+    "vfork-wait",
 ];
 
 /// `sim study --without` parses its names as `sim run --without` does, with the same error and

@@ -217,6 +217,8 @@ enum Frame {
     MmapUnlock { write: bool },
     /// `mmap_write_downgrade()`, then `cycles` of work under read.
     MmapDowngrade { cycles: u64 },
+    /// `wait_for_vfork_done()`: the parent of a vfork child sleeps until it execs or exits.
+    VforkWait { child: TaskId },
 }
 
 /// Entry, body, exit of a kernel entry.
@@ -289,6 +291,9 @@ struct Task {
     moving_to: Option<CpuId>,
     /// Tasks blocked in `waitpid()` on this one.
     waiters: Vec<TaskId>,
+    /// The parent blocked in `vfork()` until this child execs or exits (mechanism
+    /// `vfork-wait`).
+    vfork_parent: Option<TaskId>,
     report: TaskReport,
 }
 
@@ -649,6 +654,7 @@ impl<O: Observer> Kernel<O> {
             migrate_to: None,
             moving_to: None,
             waiters: Vec::new(),
+            vfork_parent: None,
             report: TaskReport::default(),
         });
         if essential {

@@ -5,6 +5,7 @@ use super::run::Step;
 use super::{Frame, Kernel, Mode, Phase, TaskState, FLUSH_ALL_END, LA57_CHECKS_WALK};
 use crate::ids::{MmId, TaskId};
 use crate::kernel::flush::FlushRequest;
+use crate::mechanisms::Mechanism;
 use crate::mm::{Pte, VmaId};
 use crate::observer::Observer;
 use crate::program::{Outcome, Program, Syscall};
@@ -45,7 +46,7 @@ impl<O: Observer> Kernel<O> {
         let cycles = self.costs.fork.cycles
             + copied * self.costs.fork_pte.cycles
             + self.la57_checks(walks * LA57_CHECKS_WALK);
-        let target = self.least_loaded_cpu(cpu);
+        let target = self.least_loaded_cpu(cpu, false);
         let task = self.new_task(Some(child_mm), Some(program), target, false);
         self.enqueue(task);
         self.tasks[t.0 as usize].last = Outcome::Spawned(task);
@@ -60,12 +61,43 @@ impl<O: Observer> Kernel<O> {
     pub(super) fn sys_vfork(&mut self, cpu: CpuId, t: TaskId, program: Box<dyn Program>) -> Step {
         let mm = self.tasks[t.0 as usize].mm.expect("user task");
         self.mms[mm.0 as usize].users += 1;
-        let target = self.least_loaded_cpu(cpu);
+        // The parent is about to sleep until the child's exec: its CPU counts without it and
+        // wins ties (fork balancing sees the sleeping parent's low load; the model has no
+        // idle balancing to undo a placement beside a busy task).
+        let wait = self.config.mechanisms.is_on(Mechanism::VforkWait);
+        let target = self.least_loaded_cpu(cpu, wait);
         let child = self.new_task(Some(mm), Some(program), target, false);
         self.enqueue(child);
         self.tasks[t.0 as usize].last = Outcome::Spawned(child);
         self.push_frame(t, Frame::Syscall { call: None, phase: Phase::Exit });
+        if self.config.mechanisms.is_on(Mechanism::VforkWait) {
+            // kernel_clone(): CLONE_VFORK waits in wait_for_vfork_done() once the child is
+            // woken (after the fork's cost).
+            self.tasks[child.0 as usize].vfork_parent = Some(t);
+            self.push_frame(t, Frame::VforkWait { child });
+        }
         Step::Spend(self.costs.fork.cycles, Mode::Sys)
+    }
+
+    /// `wait_for_vfork_done()`: the parent sleeps until its vfork child has exec'd or exited
+    /// (the child clears `vfork_parent` and wakes it).
+    pub(super) fn vfork_wait_step(&mut self, cpu: CpuId, t: TaskId, child: TaskId) -> Step {
+        if self.tasks[child.0 as usize].vfork_parent != Some(t) {
+            return Step::Next;
+        }
+        self.push_frame(t, Frame::VforkWait { child });
+        self.tasks[t.0 as usize].state = TaskState::Blocked;
+        self.schedule(cpu)
+    }
+
+    /// `mm_release()` → `complete_vfork_done()`: a vfork child that execs or exits wakes its
+    /// parent; returns the cycles of the wake-up.
+    pub(super) fn vfork_done(&mut self, child: TaskId) -> u64 {
+        let Some(parent) = self.tasks[child.0 as usize].vfork_parent.take() else { return 0 };
+        if self.tasks[parent.0 as usize].state == TaskState::Blocked {
+            self.enqueue(parent);
+        }
+        self.costs.wakeup.cycles
     }
 
     /// `execve()`: a fresh mm replaces the task's (`exec_mmap()` → `activate_mm()`), and the
@@ -84,6 +116,7 @@ impl<O: Observer> Kernel<O> {
         self.push_frame(t, Frame::Syscall { call: None, phase: Phase::Exit });
         // Above the exit: XPFO's flushes run before the call returns.
         cycles += self.xpfo_exec(cpu, t);
+        cycles += self.vfork_done(t);
         cycles += self.mmput(t, old);
         Step::Spend(cycles, Mode::Sys)
     }
@@ -138,14 +171,18 @@ impl<O: Observer> Kernel<O> {
     }
 
     /// Where a new task goes (fork balancing): the CPU with the fewest tasks running or
-    /// queued, searching from the one after `from`, so ties spread the tasks.
-    fn least_loaded_cpu(&self, from: CpuId) -> CpuId {
+    /// queued, searching from the one after `from`, so ties spread the tasks. With
+    /// `caller_sleeps` (a vfork), the caller running on `from` is not counted and `from` is
+    /// searched first, so it wins ties.
+    fn least_loaded_cpu(&self, from: CpuId, caller_sleeps: bool) -> CpuId {
         let n = self.cpus.len();
-        (1..=n)
+        let first = usize::from(!caller_sleeps);
+        (first..first + n)
             .map(|i| (usize::from(from.0) + i) % n)
             .min_by_key(|&c| {
                 let cpu = &self.cpus[c];
-                cpu.rq.len() + usize::from(cpu.curr != cpu.idle || cpu.switch.is_some())
+                let load = cpu.rq.len() + usize::from(cpu.curr != cpu.idle || cpu.switch.is_some());
+                load - usize::from(caller_sleeps && c == usize::from(from.0) && load > 0)
             })
             .map_or(from, |c| CpuId(c as u16))
     }

@@ -4,6 +4,7 @@ use super::acct::{Activity, Inserted};
 use super::kflush::{KernelFlush, VMALLOC_PAGE};
 use super::*;
 use crate::mm::{Pte, VmaId};
+use crate::observer::{SwitchEvent, SwitchedOut};
 use crate::policy::{FlushInfo, Pti};
 use crate::program::{Action, Env};
 use tlblab_types::{Access, AccessKind, Page, PageSize};
@@ -157,6 +158,25 @@ impl<O: Observer> Kernel<O> {
             self.tasks[next.0 as usize].state = TaskState::Running;
             return Step::Next;
         }
+        let prev = self.cpus[c].curr;
+        let idle = self.cpus[c].idle;
+        let prev_state = match self.tasks[prev.0 as usize].state {
+            _ if prev == idle => SwitchedOut::Idle,
+            TaskState::Runnable | TaskState::Running => SwitchedOut::Preempted,
+            TaskState::Blocked => SwitchedOut::Blocked,
+            TaskState::Dead => SwitchedOut::Exited,
+        };
+        let event = SwitchEvent {
+            time: self.queue.now(),
+            cpu,
+            prev,
+            next,
+            prev_state,
+            prev_mm: self.tasks[prev.0 as usize].mm,
+            next_mm: self.tasks[next.0 as usize].mm,
+            next_idle: next == idle,
+        };
+        self.observer.sched_switch(&event);
         self.cpus[c].switch = Some(Switch { next, phase: SwitchPhase::Start });
         Step::Next
     }
@@ -504,6 +524,7 @@ impl<O: Observer> Kernel<O> {
             Frame::MmapLock { write } => self.mmap_lock_step(cpu, t, write),
             Frame::MmapUnlock { write } => self.mmap_unlock_step(cpu, t, write),
             Frame::MmapDowngrade { cycles } => self.mmap_downgrade_step(cpu, t, cycles),
+            Frame::VforkWait { child } => self.vfork_wait_step(cpu, t, child),
         }
     }
 
@@ -1231,9 +1252,11 @@ impl<O: Observer> Kernel<O> {
                 Step::Spend(cycles, Mode::Sys)
             }
             Phase::Body => {
-                // exit_notify(): wake a parent blocked in waitpid().
+                // exit_notify(): wake a parent blocked in waitpid() (and mm_release(): one
+                // blocked in vfork(), if the child never exec'd).
                 self.push_frame(t, Frame::Exit { phase: Phase::Exit });
-                Step::Spend(self.wake_waiters(t), Mode::Sys)
+                let cycles = self.wake_waiters(t) + self.vfork_done(t);
+                Step::Spend(cycles, Mode::Sys)
             }
             Phase::Exit => {
                 self.op_completed(t);
