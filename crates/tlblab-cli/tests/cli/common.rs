@@ -123,3 +123,28 @@ pub fn undocumented<'a>(
     };
     keys.iter().filter(|k| !named(k)).collect()
 }
+
+/// Every mechanism, in `tlblab sim mechanisms` order.
+pub const MECHANISMS: [&str; 21] = [
+    "guest",
+    "idle-states",
+    "csd-queue",
+    "zap-batch",
+    "mmap-lock",
+    "working-set",
+    "mlp",
+    "vma-merge",
+    "nested-paging",
+    "vcpu-preemption",
+    "pv-tlb-flush",
+    "xpfo-events",
+    "xpfo-direct-map-4k",
+    "mitigations",
+    "mitigation-retpoline",
+    "mitigation-safe-ret",
+    "mitigation-untrain-ret",
+    "mitigation-verw",
+    "mitigation-rsb-fill",
+    "mitigation-ibpb",
+    "vfork-wait",
+];

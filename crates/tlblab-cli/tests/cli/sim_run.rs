@@ -1,7 +1,7 @@
 //! `tlblab sim run`: scenarios under policies on the kernel model.
 
 use crate::common::{
-    json_keys, json_of, one_error, sim_output_doc, stdout_of, tlblab, undocumented,
+    json_keys, json_of, one_error, sim_output_doc, stdout_of, tlblab, undocumented, MECHANISMS,
 };
 
 /// The S2 mechanism, end to end, on S2's machine (a KVM guest with idle=poll, so no idle state
@@ -137,20 +137,10 @@ fn explain_runs_each_mechanism_off_and_is_byte_identical() {
     assert_eq!(r["without"], serde_json::json!([]));
     let e = r["policies"][0]["explanation"].as_array().unwrap();
     let names: Vec<&str> = e.iter().map(|m| m["mechanism"].as_str().unwrap()).collect();
-    let all = ["guest", "idle-states", "csd-queue", "zap-batch", "mmap-lock", "working-set", "mlp"];
-    let rest = ["vma-merge", "nested-paging", "vcpu-preemption", "pv-tlb-flush"];
+    assert_eq!(names, MECHANISMS);
     let xpfo = ["xpfo-events", "xpfo-direct-map-4k"];
-    let mitigations = [
-        "mitigations",
-        "mitigation-retpoline",
-        "mitigation-safe-ret",
-        "mitigation-untrain-ret",
-        "mitigation-verw",
-        "mitigation-rsb-fill",
-        "mitigation-ibpb",
-    ];
-    let vfork = ["vfork-wait"];
-    assert_eq!(names, [&all[..], &rest[..], &xpfo[..], &mitigations[..], &vfork[..]].concat());
+    let mitigations: Vec<&str> =
+        MECHANISMS.into_iter().filter(|n| n.starts_with("mitigation")).collect();
     // skylake-kvm's zap_batch and split_vma are 0 (its madvise and munmap costs hold them).
     let status = |n: &str| e.iter().find(|m| m["mechanism"] == n).unwrap()["status"].clone();
     // Its vCPUs are dedicated (overcommit 1): no preemption, so no PV flush either; XPFO's
@@ -249,12 +239,7 @@ fn bad_mechanism_names_exit_2_with_the_known_names() {
     assert!(e.contains("did you mean \"idle-states\"?"), "{e}");
     assert!(e.contains("guest, idle-states, csd-queue"), "{e}");
     let e = one_error(tlblab().args(["sim", "run", "-s", "pingpong", "--without", "pcid"]), 2);
-    let known =
-        "guest, idle-states, csd-queue, zap-batch, mmap-lock, working-set, mlp, vma-merge, \
-                 nested-paging, vcpu-preemption, pv-tlb-flush, xpfo-events, xpfo-direct-map-4k, \
-                 mitigations, mitigation-retpoline, mitigation-safe-ret, mitigation-untrain-ret, \
-                 mitigation-verw, mitigation-rsb-fill, mitigation-ibpb, \
-                 vfork-wait";
+    let known = MECHANISMS.join(", ");
     assert!(e.contains(&format!("unknown mechanism \"pcid\" (known: {known})")), "{e}");
 }
 

@@ -3,7 +3,9 @@
 //! Each study runs `--quick --seeds 2 --json` twice, with 1 and with 2 threads: the bytes must
 //! be the same, and the results must show the mechanism the study is about.
 
-use crate::common::{json_keys, one_error, sim_output_doc, stdout_of, tlblab, undocumented};
+use crate::common::{
+    json_keys, one_error, sim_output_doc, stdout_of, tlblab, undocumented, MECHANISMS,
+};
 use serde_json::Value;
 use std::collections::BTreeSet;
 
@@ -338,31 +340,6 @@ fn s5_core_sweep_prints_the_slowdown_per_cpu_count() {
     let rows = text.lines().filter(|l| l.trim_start().starts_with("Amean  cpus-")).count();
     assert_eq!(rows, 3 * p["measures"].as_array().unwrap().len());
 }
-
-/// Every mechanism, in `tlblab sim mechanisms` order.
-const MECHANISMS: [&str; 21] = [
-    "guest",
-    "idle-states",
-    "csd-queue",
-    "zap-batch",
-    "mmap-lock",
-    "working-set",
-    "mlp",
-    "vma-merge",
-    "nested-paging",
-    "vcpu-preemption",
-    "pv-tlb-flush",
-    "xpfo-events",
-    "xpfo-direct-map-4k",
-    "mitigations",
-    "mitigation-retpoline",
-    "mitigation-safe-ret",
-    "mitigation-untrain-ret",
-    "mitigation-verw",
-    "mitigation-rsb-fill",
-    "mitigation-ibpb",
-    "vfork-wait",
-];
 
 /// `sim study --without` parses its names as `sim run --without` does, with the same error and
 /// exit status, before anything runs.

@@ -84,16 +84,7 @@ fn on_the_figures_are_charged_as_they_are() {
 fn off_each_figure_loses_exactly_its_events() {
     let spec = skylake_with("off", false, PATHS);
     let full = spec.kernel_costs().unwrap().clone();
-    let kernel = |off: &[Mechanism]| {
-        let m = off.iter().fold(Mechanisms::all(), |s, &m| s.without(m));
-        Kernel::new(
-            &spec,
-            &Policy::named("linux-6.18").unwrap(),
-            KernelConfig::new(1, 7).with_mechanisms(m),
-            crate::observer::NoObserver,
-        )
-        .unwrap()
-    };
+    let kernel = |off: &[Mechanism]| kernel_off(&spec, off);
     let on = kernel(&[]);
     let off = kernel(&[Mechanism::Mitigations]);
     assert_eq!(on.costs, full);
@@ -206,16 +197,7 @@ fn bad_blocks_are_refused() {
 fn each_mitigation_switch_takes_out_its_own_events() {
     let spec = skylake_with("always", false, PATHS);
     let full = spec.kernel_costs().unwrap().clone();
-    let kernel = |off: &[Mechanism]| {
-        let m = off.iter().fold(Mechanisms::all(), |s, &m| s.without(m));
-        Kernel::new(
-            &spec,
-            &Policy::named("linux-6.18").unwrap(),
-            KernelConfig::new(1, 7).with_mechanisms(m),
-            crate::observer::NoObserver,
-        )
-        .unwrap()
-    };
+    let kernel = |off: &[Mechanism]| kernel_off(&spec, off);
     let cs = |off: &[Mechanism]| kernel(off).costs.context_switch.cycles;
     let sys = |off: &[Mechanism]| kernel(off).costs.syscall.cycles;
     let full_cs = full.context_switch.cycles;
@@ -251,4 +233,16 @@ fn each_mitigation_switch_takes_out_its_own_events() {
     let (on, switch_mm) = ibpbs(&[]);
     assert!(on >= 2 * 50 - 2, "{on}");
     assert_eq!(ibpbs(&[Mechanism::MitigationIbpb]), (0, switch_mm));
+}
+
+/// A one-CPU linux-6.18 kernel on `spec` with the mechanisms `off` switched off.
+fn kernel_off(spec: &MachineSpec, off: &[Mechanism]) -> Kernel<crate::observer::NoObserver> {
+    let m = off.iter().fold(Mechanisms::all(), |s, &m| s.without(m));
+    Kernel::new(
+        spec,
+        &Policy::named("linux-6.18").unwrap(),
+        KernelConfig::new(1, 7).with_mechanisms(m),
+        crate::observer::NoObserver,
+    )
+    .unwrap()
 }
