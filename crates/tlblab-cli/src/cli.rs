@@ -65,6 +65,25 @@ pub enum Command {
     /// summarise a trace, import ftrace or perf text, remove left-over tracing instances.
     #[command(subcommand)]
     Trace(TraceCommand),
+    /// Print a shell completion script to standard output.
+    ///
+    /// Examples: `tlblab completions bash > /etc/bash_completion.d/tlblab`;
+    /// `tlblab completions zsh > "${fpath[1]}/_tlblab"`; `tlblab completions fish >
+    /// ~/.config/fish/completions/tlblab.fish`.
+    Completions {
+        /// The shell: bash, zsh, fish, elvish or powershell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write man pages (roff), one per command and subcommand (tlblab.1, tlblab-sim-run.1, …),
+    /// into DIR.
+    ///
+    /// Example: `tlblab man /usr/local/share/man/man1 && man tlblab-sim-run`.
+    Man {
+        /// The directory (created if missing). Existing pages of the same names are replaced.
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
     /// Internal: stops itself, then (once `tlblab trace record` has set up tracing and lets it
     /// continue) executes the command.
     #[command(hide = true)]

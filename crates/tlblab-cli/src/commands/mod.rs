@@ -5,6 +5,7 @@ mod check;
 mod compare;
 mod convert;
 mod demo;
+mod docs;
 mod lab;
 mod machines;
 mod replay;
@@ -50,6 +51,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Trace(TraceCommand::Import(args)) => tracer::import(&args),
         Command::Trace(TraceCommand::Cleanup) => tracer::cleanup(),
         Command::TraceExec { command } => tracer::exec(&command),
+        Command::Completions { shell } => docs::completions(shell),
+        Command::Man { dir } => docs::man_pages(&dir),
     }
 }
 

@@ -95,3 +95,49 @@ fn machines_help_names_show_and_its_toml_option() {
         "tlblab sim machines show",
     );
 }
+
+/// The bash completion script parses (`bash -n`) and completes the subcommands and a nested
+/// command's options; an unknown shell is a usage error (2).
+#[test]
+fn completions_are_valid_bash_and_name_the_commands() {
+    let script = String::from_utf8(stdout_of(["completions", "bash"])).unwrap();
+    for needle in ["sim", "study", "bench", "--without", "--explain"] {
+        assert!(script.contains(needle), "{needle}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tlblab.bash");
+    std::fs::write(&path, &script).unwrap();
+    let check = std::process::Command::new("bash").arg("-n").arg(&path).output().unwrap();
+    assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stderr));
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        assert!(!stdout_of(["completions", shell]).is_empty(), "{shell}");
+    }
+    let out = crate::common::tlblab().args(["completions", "tcsh"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// `tlblab man DIR` writes a roff page for every visible command, named after its path, and
+/// each page documents that command's own options; a DIR that is a file is refused.
+#[test]
+fn man_writes_a_page_per_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let listed = String::from_utf8(stdout_of(["man", dir.path().to_str().unwrap()])).unwrap();
+    let page = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap();
+    for name in ["tlblab.1", "tlblab-sim.1", "tlblab-sim-run.1", "tlblab-trace-record.1"] {
+        assert!(listed.contains(name), "{name}: {listed}");
+        assert!(page(name).starts_with(".ie") || page(name).contains(".TH"), "{name}");
+    }
+    assert!(page("tlblab-sim-run.1").contains("without"));
+    assert!(page("tlblab-trace-record.1").contains("events"));
+    // Hidden internal commands get no page, and nothing is left half-written.
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().all(|n| n.ends_with(".1") && !n.starts_with('.')), "{names:?}");
+    assert!(!names.iter().any(|n| n.contains("worker") || n.contains("exec")), "{names:?}");
+    let file = dir.path().join("tlblab.1");
+    let e =
+        crate::common::one_error(crate::common::tlblab().args(["man", file.to_str().unwrap()]), 1);
+    assert!(e.contains("is not a directory"), "{e}");
+}
