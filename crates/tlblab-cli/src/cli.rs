@@ -9,7 +9,12 @@ use std::path::PathBuf;
 /// the same scenarios on the running kernel (`bench`, `compare`), and records, summarises and
 /// replays the kernel's tlb:tlb_flush events (`trace`, `sim replay`).
 #[derive(Debug, Parser)]
-#[command(name = "tlblab", version, propagate_version = true, max_term_width = 100)]
+#[command(
+    name = "tlblab",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("TLBLAB_COMMIT"), ")"),
+    propagate_version = true,
+    max_term_width = 100
+)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]

@@ -21,6 +21,13 @@ fn top_level_help_names_the_sim_command() {
     assert_mentions(&text, &["Usage: tlblab <COMMAND>", "sim", "--version"], "tlblab");
     let version = String::from_utf8(stdout_of(["--version"])).unwrap();
     assert!(version.starts_with("tlblab "), "{version}");
+    // The commit it was built from (a hex hash, or `unknown` outside a git checkout).
+    let commit = version.split("(commit ").nth(1).and_then(|r| r.split(')').next()).unwrap();
+    let hash = commit.trim_end_matches("-dirty");
+    assert!(
+        hash == "unknown" || (hash.len() == 12 && hash.chars().all(|c| c.is_ascii_hexdigit())),
+        "{version}"
+    );
 }
 
 #[test]
