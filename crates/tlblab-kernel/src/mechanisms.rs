@@ -276,28 +276,9 @@ pub enum MechanismError {
     },
 }
 
-/// `; did you mean "x"?` for the known name closest to `name` within two edits.
+/// `; did you mean "x"?` for the known name closest to `name` (`tlblab_types::names`).
 fn did_you_mean(name: &str) -> String {
-    Mechanism::ALL
-        .iter()
-        .map(|m| (edit_distance(name, m.name()), m.name()))
-        .filter(|&(d, _)| d <= 2)
-        .min()
-        .map_or(String::new(), |(_, n)| format!("; did you mean {n:?}?"))
-}
-
-/// Levenshtein distance, by characters.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut row = vec![i + 1; b.len() + 1];
-        for (j, &cb) in b.iter().enumerate() {
-            row[j + 1] = (prev[j] + usize::from(ca != cb)).min(prev[j + 1] + 1).min(row[j] + 1);
-        }
-        prev = row;
-    }
-    prev[b.len()]
+    tlblab_types::names::did_you_mean(name, Mechanism::ALL.iter().map(|m| m.name()))
 }
 
 /// A set of mechanisms switched on; the default has them all.

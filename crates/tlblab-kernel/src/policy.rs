@@ -181,7 +181,7 @@ pub enum Defect {
 #[non_exhaustive]
 pub enum PolicyError {
     /// No policy or variant has this name.
-    #[error("unknown policy {name:?} (known: {known})")]
+    #[error("unknown policy {name:?}{hint} (known: {known})", hint = tlblab_types::names::did_you_mean(name, tlblab_types::names::listed(known)))]
     Unknown {
         /// The name asked for.
         name: String,

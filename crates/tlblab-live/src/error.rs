@@ -8,7 +8,7 @@ use thiserror::Error;
 #[non_exhaustive]
 pub enum LiveError {
     /// No live scenario has this name.
-    #[error("live: unknown scenario {name:?} (known: {known})")]
+    #[error("live: unknown scenario {name:?}{hint} (known: {known})", hint = tlblab_types::names::did_you_mean(name, tlblab_types::names::listed(known)))]
     UnknownScenario {
         /// The name asked for.
         name: String,

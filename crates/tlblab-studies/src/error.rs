@@ -8,7 +8,7 @@ use thiserror::Error;
 #[non_exhaustive]
 pub enum StudyError {
     /// No study has this name.
-    #[error("unknown study {name:?} (known: {known})")]
+    #[error("unknown study {name:?}{hint} (known: {known})", hint = tlblab_types::names::did_you_mean(name, tlblab_types::names::listed(known)))]
     Unknown {
         /// The name asked for.
         name: String,

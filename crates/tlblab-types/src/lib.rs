@@ -19,6 +19,7 @@
 pub mod cpulist;
 mod event;
 mod ids;
+pub mod names;
 mod page;
 
 pub use cpulist::{parse_cpu_list, CpuListError};

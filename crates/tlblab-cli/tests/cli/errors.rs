@@ -358,3 +358,23 @@ fn failed_write_to_standard_output_is_an_error_not_a_panic() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(stderr.contains("writing to standard output"), "{stderr}");
 }
+
+/// A mistyped scenario, policy (also after `+`), machine or study name is refused with the
+/// name it most probably meant; a name close to none gets no guess (issue 18: did-you-mean).
+#[test]
+fn mistyped_names_suggest_the_close_one() {
+    let cases: [(&[&str], &str); 6] = [
+        (&["sim", "run", "-s", "pingpon"], "pingpong"),
+        (&["sim", "run", "-s", "pingpong", "-p", "linux-6.1"], "linux-6.18"),
+        (&["sim", "run", "-s", "pingpong", "-p", "pti-deferred+la57-of"], "la57-off"),
+        (&["sim", "run", "-s", "pingpong", "-m", "skylak"], "skylake"),
+        (&["sim", "study", "s1-pt"], "s1-pti"),
+        (&["sim", "check", "-p", "linux-6.18", "-s", "lazy-reader"], "lazy-readers"),
+    ];
+    for (args, meant) in cases {
+        let e = one_error(tlblab().args(args), BAD_INPUT);
+        assert!(e.contains(&format!("; did you mean {meant:?}?")), "{args:?}: {e}");
+    }
+    let e = one_error(tlblab().args(["sim", "study", "s9"]), BAD_INPUT);
+    assert!(!e.contains("did you mean") && e.contains("s1-pti (s1)"), "{e}");
+}

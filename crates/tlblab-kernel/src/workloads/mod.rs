@@ -26,7 +26,7 @@ use tlblab_types::{AccessKind, CpuId};
 #[non_exhaustive]
 pub enum ScenarioError {
     /// No scenario has this name.
-    #[error("unknown scenario {0:?} (known: {known})", known = SCENARIOS.iter().map(|s| s.name).collect::<Vec<_>>().join(", "))]
+    #[error("unknown scenario {0:?}{hint} (known: {known})", hint = tlblab_types::names::did_you_mean(.0, SCENARIOS.iter().map(|s| s.name)), known = SCENARIOS.iter().map(|s| s.name).collect::<Vec<_>>().join(", "))]
     Unknown(String),
     /// The machine has too few CPUs.
     #[error("scenario {scenario} needs at least {needed} CPUs, the run has {got}")]

@@ -39,7 +39,7 @@ pub enum MachineError {
         message: String,
     },
     /// No built-in preset has this name.
-    #[error("no built-in machine preset named {name:?} (built-in: {known}; or give a path to a .toml file)")]
+    #[error("no built-in machine preset named {name:?}{hint} (built-in: {known}; or give a path to a .toml file)", hint = tlblab_types::names::did_you_mean(name, tlblab_types::names::listed(known)))]
     UnknownPreset {
         /// The name asked for.
         name: String,
