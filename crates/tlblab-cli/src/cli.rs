@@ -437,6 +437,17 @@ pub enum SimCommand {
     /// Each line: the name, what it models, and what the model does with it off
     /// (docs/kernel-model.md, "Mechanisms and their switches").
     Mechanisms,
+    /// List the built-in scenarios: what each does, its metric, and whether `tlblab bench`
+    /// also measures it on the running kernel.
+    ///
+    /// Example: `tlblab sim scenarios`, then `tlblab sim run -s tlb-flush2 --tasks 4`.
+    Scenarios,
+    /// List the built-in policies (kernel bases and variants), or show one's every switch.
+    ///
+    /// Examples: `tlblab sim policies`; `tlblab sim policies show linux-4.14`; `tlblab sim
+    /// policies show linux-6.18+pti-deferred --toml > mine.toml`, edit its `[set]`, then
+    /// `tlblab sim run -s pingpong -p mine.toml`.
+    Policies(PoliciesArgs),
     /// Look for stale translations a policy lets a CPU use (docs/safety.md).
     ///
     /// Runs the scenario under many perturbed schedules, deterministically from the seed, with
@@ -920,4 +931,26 @@ mod tests {
     fn command_line_definition_is_consistent() {
         Cli::command().debug_assert();
     }
+}
+
+/// `tlblab sim policies`.
+#[derive(Debug, Args)]
+pub struct PoliciesArgs {
+    /// `show NAME`: one policy's switches.
+    #[command(subcommand)]
+    pub show: Option<PoliciesCommand>,
+}
+
+/// `tlblab sim policies show`.
+#[derive(Debug, Subcommand)]
+pub enum PoliciesCommand {
+    /// Every switch of one policy (a built-in name, a `+` composition or a .toml file).
+    Show {
+        /// The policy.
+        name: String,
+        /// Print it as a policy file to edit: `base` is NAME and `[set]` lists every switch
+        /// with its value (`tlblab sim run -p FILE` reads it back).
+        #[arg(long)]
+        toml: bool,
+    },
 }

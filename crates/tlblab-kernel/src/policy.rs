@@ -496,23 +496,59 @@ impl Policy {
         let file: File = toml::from_str(text).map_err(|e| parse(e.to_string()))?;
         let base = Policy::named(&file.base)?;
         // Merge the changes into the base's own table, so that serde checks every key and type.
-        let mut table = toml::Table::try_from(&base).map_err(|e| parse(e.to_string()))?;
-        // A switch left out of the serialized form when off is still a switch.
-        table.entry("latr").or_insert(toml::Value::Boolean(base.latr));
+        let mut table = base.switch_table().map_err(parse)?;
+        let known = table.keys().cloned().collect::<Vec<_>>().join(", ");
         for (key, value) in file.set {
             if key == "name" || key == "mirrors" {
                 return Err(parse(format!("[set] cannot change {key:?}; set it at the top")));
             }
             if !table.contains_key(&key) {
-                return Err(parse(format!("[set] has unknown switch {key:?}")));
+                let hint =
+                    tlblab_types::names::did_you_mean(&key, table.keys().map(|k| k.as_str()));
+                return Err(parse(format!(
+                    "[set] has unknown switch {key:?}{hint} (switches: {known})"
+                )));
             }
             table.insert(key, value);
         }
+        table.insert("name".into(), toml::Value::String(base.name.clone()));
+        table.insert("mirrors".into(), toml::Value::String(base.mirrors.clone()));
         let mut policy: Policy =
             table.try_into().map_err(|e: toml::de::Error| parse(e.to_string()))?;
         policy.name = file.name;
         policy.mirrors = file.mirrors.unwrap_or_else(|| format!("{} (changed)", base.mirrors));
         Ok(policy)
+    }
+
+    /// Every switch (each field but `name` and `mirrors`), as a policy file's `[set]` names
+    /// them.
+    fn switch_table(&self) -> Result<toml::Table, String> {
+        let mut table = toml::Table::try_from(self).map_err(|e| e.to_string())?;
+        table.remove("name");
+        table.remove("mirrors");
+        // A switch left out of the serialized form when off is still a switch.
+        table.entry("latr").or_insert(toml::Value::Boolean(self.latr));
+        Ok(table)
+    }
+
+    /// Every switch and its value, in the policy file's spelling (`tlblab sim policies show`).
+    pub fn switches(&self) -> Vec<(String, String)> {
+        self.switch_table()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k, v.to_string()))
+            .collect()
+    }
+
+    /// A policy file (see [`Policy::from_toml`]) whose `base` is `base` (a name this policy was
+    /// loaded by) and whose `[set]` lists every switch with its value: a template to edit.
+    pub fn policy_file(&self, base: &str) -> String {
+        let mut file = toml::Table::new();
+        file.insert("name".into(), format!("{}-edited", self.name).into());
+        file.insert("base".into(), base.into());
+        file.insert("mirrors".into(), format!("{} (edited)", self.mirrors).into());
+        file.insert("set".into(), toml::Value::Table(self.switch_table().unwrap_or_default()));
+        toml::to_string(&file).unwrap_or_default()
     }
 
     /// A built-in name, or a path to a TOML file (ends in `.toml` or contains `/`).
@@ -532,6 +568,21 @@ fn known_names() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `tlblab sim policies show NAME --toml` is a template that reads back as NAME itself,
+    /// every switch included, for every built-in policy.
+    #[test]
+    fn a_policy_file_template_reads_back_as_its_policy() {
+        for name in Policy::builtin_names() {
+            let p = Policy::named(name).unwrap();
+            let mut back = Policy::from_toml(&p.policy_file(name), "template").unwrap();
+            assert_eq!(back.name, format!("{name}-edited"));
+            back.name = p.name.clone();
+            back.mirrors = p.mirrors.clone();
+            assert_eq!(back, p, "{name}");
+            assert!(p.switches().iter().any(|(k, v)| k == "pcid" && (v == "true" || v == "false")));
+        }
+    }
 
     #[test]
     fn every_builtin_name_resolves_and_says_what_it_mirrors() {

@@ -1,6 +1,7 @@
 //! One module per subcommand, and what they share: loading the machine, exit statuses.
 
 mod bench;
+mod catalogue;
 mod check;
 mod compare;
 mod convert;
@@ -38,6 +39,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Sim(SimCommand::Run(args)) => run::run(&args),
         Command::Sim(SimCommand::Check(args)) => check::run(&args),
         Command::Sim(SimCommand::Mechanisms) => run::list_mechanisms(),
+        Command::Sim(SimCommand::Scenarios) => catalogue::scenarios(),
+        Command::Sim(SimCommand::Policies(args)) => catalogue::policies(&args),
         Command::Sim(SimCommand::Study(args)) => study::run(&args),
         Command::Sim(SimCommand::Replay(args)) => replay::run(&args),
         Command::Compare(args) => compare::run(&args),

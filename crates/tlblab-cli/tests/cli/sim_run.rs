@@ -280,3 +280,36 @@ fn run_json_fields_are_documented() {
     assert!(missing.is_empty(), "docs/sim-output.md does not describe {missing:?}");
     assert!(text.contains("`tlblab.sim.run/1`"));
 }
+
+/// `sim scenarios` names every scenario and says which `tlblab bench` also runs; `sim policies`
+/// names every policy; `show NAME --toml` is a policy file that runs exactly as NAME does, and a
+/// misspelt switch in it is refused with the valid ones listed.
+#[test]
+fn scenarios_and_policies_are_listed_and_a_policy_template_runs_as_its_policy() {
+    let text = String::from_utf8(stdout_of(["sim", "scenarios"])).unwrap();
+    for needle in ["pingpong  (sim and live", "kbuild  (sim only", "tlb-flush2", "lazy-readers"] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+    let text = String::from_utf8(stdout_of(["sim", "policies"])).unwrap();
+    for needle in ["linux-4.13", "linux-6.18", "pti-deferred", "bad-no-switching-check"] {
+        assert!(text.contains(&format!("\n{needle}\n")), "{needle}: {text}");
+    }
+    let shown = String::from_utf8(stdout_of(["sim", "policies", "show", "linux-4.14"])).unwrap();
+    assert!(shown.contains("  pcid = true") && shown.contains("  lazy_cpumask = false"), "{shown}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mine.toml");
+    std::fs::write(&file, stdout_of(["sim", "policies", "show", "linux-4.14", "--toml"])).unwrap();
+    let run = |policy: &str| {
+        let args = ["sim", "run", "-s", "madv-migrate", "--seeds", "1", "--json", "-p", policy];
+        json_of(args)["policies"][0]["values"].clone()
+    };
+    assert_eq!(run(file.to_str().unwrap()), run("linux-4.14"));
+    let text = std::fs::read_to_string(&file).unwrap().replace("\npcid = ", "\npcidd = ");
+    std::fs::write(&file, text).unwrap();
+    let e =
+        one_error(tlblab().args(["sim", "run", "-s", "pingpong", "-p", file.to_str().unwrap()]), 2);
+    assert!(
+        e.contains("mine.toml") && e.contains("did you mean \"pcid\"?") && e.contains("switches: "),
+        "{e}"
+    );
+}
