@@ -43,6 +43,13 @@ pub fn policies(args: &PoliciesArgs) -> Result<ExitCode> {
         }
         Some(PoliciesCommand::Show { name, toml }) => {
             let policy = Policy::load(name)?;
+            if *toml && Policy::named(name).is_err() {
+                return Err(super::BadInput(format!(
+                    "--toml writes a template whose base is a built-in policy; {name} is a \
+                     policy file already: edit it"
+                ))
+                .into());
+            }
             if *toml {
                 policy.policy_file(name)
             } else {

@@ -312,4 +312,8 @@ fn scenarios_and_policies_are_listed_and_a_policy_template_runs_as_its_policy() 
         e.contains("mine.toml") && e.contains("did you mean \"pcid\"?") && e.contains("switches: "),
         "{e}"
     );
+    // A file is a template already: --toml refuses it rather than write an unreadable one.
+    let path = file.to_str().unwrap();
+    let e = one_error(tlblab().args(["sim", "policies", "show", path, "--toml"]), 2);
+    assert!(e.contains("policy file already"), "{e}");
 }
