@@ -304,6 +304,10 @@ fn scenarios_and_policies_are_listed_and_a_policy_template_runs_as_its_policy() 
         json_of(args)["policies"][0]["values"].clone()
     };
     assert_eq!(run(file.to_str().unwrap()), run("linux-4.14"));
+    // A file is a template already: --toml refuses it rather than write an unreadable one.
+    let path = file.to_str().unwrap();
+    let e = one_error(tlblab().args(["sim", "policies", "show", path, "--toml"]), 2);
+    assert!(e.contains("policy file already"), "{e}");
     let text = std::fs::read_to_string(&file).unwrap().replace("\npcid = ", "\npcidd = ");
     std::fs::write(&file, text).unwrap();
     let e =
@@ -312,8 +316,4 @@ fn scenarios_and_policies_are_listed_and_a_policy_template_runs_as_its_policy() 
         e.contains("mine.toml") && e.contains("did you mean \"pcid\"?") && e.contains("switches: "),
         "{e}"
     );
-    // A file is a template already: --toml refuses it rather than write an unreadable one.
-    let path = file.to_str().unwrap();
-    let e = one_error(tlblab().args(["sim", "policies", "show", path, "--toml"]), 2);
-    assert!(e.contains("policy file already"), "{e}");
 }
