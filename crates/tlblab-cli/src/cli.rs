@@ -142,6 +142,13 @@ pub struct LabArgs {
     /// Only the simulated studies, even where the live part could run.
     #[arg(long)]
     pub no_live: bool,
+    /// Only these simulated studies (comma-separated: `s2,s4`; default all). The safety checks
+    /// and the live part are the same either way.
+    #[arg(long, value_name = "STUDY,...")]
+    pub only: Option<String>,
+    /// Seeds per policy of the simulated studies (default: each study's own; quick: 2).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub seeds: Option<u64>,
     /// Replace the results of an earlier run in DIR.
     #[arg(long)]
     pub force: bool,
@@ -874,8 +881,9 @@ while the study's other parts run.";
 #[derive(Debug, Args)]
 #[command(after_help = STUDY_AFTER_HELP)]
 pub struct StudyArgs {
-    /// The study: s1-pti, s2-pcid, s3-la57, s4-flush-info, s5-xpfo (or S1…S5), `all` to run
-    /// them all, or `list` to name them.
+    /// The study: s1-pti, s2-pcid, s3-la57, s4-flush-info, s5-xpfo (or S1…S5), a
+    /// comma-separated list of them (`s2,s4`: reported as `all` is), `all` to run them all, or
+    /// `list` to name them.
     #[arg(value_name = "NAME")]
     pub name: String,
     /// Runs per policy, with seeds SEED, SEED+1, … (default: the study's own: 3, or 5 for S3

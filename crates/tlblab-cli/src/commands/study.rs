@@ -20,7 +20,22 @@ pub fn run(args: &StudyArgs) -> Result<ExitCode> {
         mechanisms: args.without.mechanisms()?,
         explain: args.explain,
     };
-    if !args.name.eq_ignore_ascii_case("all") {
+    // `all` or a list (`s2,s4`) is a multi-study report; one name is that study's own.
+    let chosen: Vec<&'static Study> = if args.name.eq_ignore_ascii_case("all") {
+        STUDIES.iter().collect()
+    } else if args.name.contains(',') {
+        let mut chosen = Vec::new();
+        for name in args.name.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            let study = tlblab_studies::lookup(name)?;
+            if !chosen.iter().any(|s: &&Study| std::ptr::eq(*s, study)) {
+                chosen.push(study);
+            }
+        }
+        chosen
+    } else {
+        Vec::new()
+    };
+    if chosen.is_empty() {
         let report = tlblab_studies::run(tlblab_studies::lookup(&args.name)?, &options)?;
         warn_not_run(&report);
         if args.json {
@@ -38,7 +53,7 @@ pub fn run(args: &StudyArgs) -> Result<ExitCode> {
         studies: Vec::new(),
         not_run: Vec::new(),
     };
-    for (i, study) in STUDIES.iter().enumerate() {
+    for (i, study) in chosen.into_iter().enumerate() {
         match run_one(study, &options)? {
             Ok(report) => {
                 if !args.json {
@@ -66,7 +81,7 @@ pub fn run(args: &StudyArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Runs one study of `all`: its report, or why this build cannot run it at all.
+/// Runs one study of `all` or a list: its report, or why this build cannot run it at all.
 fn run_one(study: &'static Study, options: &Options) -> Result<Result<StudyReport, StudyNotRun>> {
     match tlblab_studies::run(study, options) {
         Ok(report) => {

@@ -4,7 +4,7 @@
 //! be the same, and the results must show the mechanism the study is about.
 
 use crate::common::{
-    json_keys, one_error, sim_output_doc, stdout_of, tlblab, undocumented, MECHANISMS,
+    json_keys, json_of, one_error, sim_output_doc, stdout_of, tlblab, undocumented, MECHANISMS,
 };
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -445,4 +445,22 @@ fn explain_lists_every_mechanism_for_every_part_and_is_deterministic() {
     for name in MECHANISMS {
         assert_eq!(tables.matches(&format!("\n  {name}  ")).count(), 5, "{name}: {tables}");
     }
+}
+
+/// A comma-separated list runs those studies, once each and in the order given, reported as
+/// `all` is; `tlblab study --only` refuses an unknown study before it writes anything.
+#[test]
+fn a_list_of_studies_is_reported_as_all_is() {
+    let r = json_of(["sim", "study", "s4,S2,s4-flush-info", "--quick", "--seeds", "1", "--json"]);
+    let names: Vec<&str> =
+        r["studies"].as_array().unwrap().iter().map(|s| s["study"].as_str().unwrap()).collect();
+    assert_eq!(names, ["s4-flush-info", "s2-pcid"]);
+    assert!(r["not_run"].as_array().unwrap().is_empty());
+    let e = one_error(tlblab().args(["sim", "study", "s2,s9"]), 2);
+    assert!(e.contains("unknown study \"s9\""), "{e}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("lab");
+    let e = one_error(tlblab().args(["study", "--only", "s2,s9", "--out"]).arg(&out), 2);
+    assert!(e.contains("unknown study \"s9\""), "{e}");
+    assert!(!out.exists(), "nothing is written before the names are checked");
 }

@@ -58,6 +58,12 @@ const DEFAULT_OUT: &str = "tlblab-study";
 
 /// Runs every step and writes `results.json` in `args.out`.
 pub fn run(args: &LabArgs) -> Result<ExitCode> {
+    // A bad --only is refused before anything runs or is written.
+    for name in args.only.iter().flat_map(|o| o.split(',')).map(str::trim) {
+        if !name.is_empty() {
+            tlblab_studies::lookup(name)?;
+        }
+    }
     let dir = match &args.out {
         Some(dir) => {
             crate::commands::refuse_existing(&dir.join("results.json"), args.force)?;
@@ -71,9 +77,15 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
 
     // 1. The studies in simulation.
-    let mut study_args = vec!["sim", "study", "all", "--json"];
+    let seeds = args.seeds.map(|n| n.to_string());
+    // A trailing comma makes even one study a list, which `sim study` reports as it does `all`.
+    let only = args.only.as_ref().map(|o| format!("{},", o.trim_end_matches(',')));
+    let mut study_args = vec!["sim", "study", only.as_deref().unwrap_or("all"), "--json"];
     if args.quick {
         study_args.push("--quick");
+    }
+    if let Some(n) = &seeds {
+        study_args.extend(["--seeds", n.as_str()]);
     }
     let studies =
         runner.json_step("simulated studies S1–S5", &study_args, &dir.join("sim-studies.json"));
