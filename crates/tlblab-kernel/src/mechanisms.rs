@@ -11,6 +11,7 @@
 use serde::Serialize;
 use std::fmt;
 use thiserror::Error;
+use tlblab_sim::machine::mitigations::InPath;
 use tlblab_sim::machine::MachineSpec;
 
 macro_rules! mechanisms {
@@ -203,13 +204,25 @@ impl Mechanism {
             | Mechanism::MitigationUntrainRet
             | Mechanism::MitigationVerw
             | Mechanism::MitigationRsbFill => {
-                use tlblab_sim::machine::mitigations::InPath;
                 let kind = InPath::ALL
                     .into_iter()
-                    .find(|&k| crate::kernel::mitigation_mechanism(k) == self)
+                    .find(|&k| Mechanism::of_mitigation(k) == self)
                     .expect("every per-mitigation switch has its kind");
                 spec.raw().mitigations.as_ref().is_some_and(|m| m.costs_anything_in(kind))
             }
+        }
+    }
+}
+
+impl Mechanism {
+    /// The switch that takes in-path mitigation `m` out on its own.
+    pub fn of_mitigation(m: InPath) -> Mechanism {
+        match m {
+            InPath::Retpoline => Mechanism::MitigationRetpoline,
+            InPath::SafeRet => Mechanism::MitigationSafeRet,
+            InPath::UntrainRet => Mechanism::MitigationUntrainRet,
+            InPath::Verw => Mechanism::MitigationVerw,
+            InPath::RsbFill => Mechanism::MitigationRsbFill,
         }
     }
 }

@@ -68,18 +68,6 @@ pub(crate) fn base_costs(costs: &mut RawKernel, m: &RawMitigations, off: &[InPat
     }
 }
 
-/// The mechanism that switches mitigation `m` off on its own.
-pub(crate) fn mechanism_of(m: InPath) -> crate::mechanisms::Mechanism {
-    use crate::mechanisms::Mechanism;
-    match m {
-        InPath::Retpoline => Mechanism::MitigationRetpoline,
-        InPath::SafeRet => Mechanism::MitigationSafeRet,
-        InPath::UntrainRet => Mechanism::MitigationUntrainRet,
-        InPath::Verw => Mechanism::MitigationVerw,
-        InPath::RsbFill => Mechanism::MitigationRsbFill,
-    }
-}
-
 impl<O: Observer> Kernel<O> {
     /// `cond_mitigation()`, called by `switch_mm_irqs_off()` when a context switch changes the
     /// mm to `next`'s (a user task: `switch_mm_irqs_off()` from `leave_mm()` or `activate_mm()`

@@ -36,7 +36,6 @@ mod xpfo;
 
 pub use check::{Violation, ViolationKind};
 pub use flush::{FlushRequest, FlushTlbInfo, FLUSH_ALL_END, PAGE_SHIFT};
-pub(crate) use mitigations::mechanism_of as mitigation_mechanism;
 
 use crate::ids::{Asid, MmId, TaskId};
 use crate::mechanisms::{Mechanism, Mechanisms};
@@ -517,7 +516,7 @@ impl<O: Observer> Kernel<O> {
             let all = on(Mechanism::Mitigations);
             let off: Vec<_> = tlblab_sim::machine::mitigations::InPath::ALL
                 .into_iter()
-                .filter(|&k| !all || !on(mitigations::mechanism_of(k)))
+                .filter(|&k| !all || !on(Mechanism::of_mitigation(k)))
                 .collect();
             mitigations::base_costs(&mut costs, m, &off);
         }
