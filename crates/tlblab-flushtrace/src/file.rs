@@ -12,8 +12,9 @@
 //! and [`TraceReader::allow_truncated`] reads what is there.
 
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::io::{self, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
+use tlblab_types::atomic::AtomicFile;
 
 use thiserror::Error;
 
@@ -107,15 +108,27 @@ pub struct TraceWriter<W: Write> {
     buf: Vec<u8>,
 }
 
-impl TraceWriter<BufWriter<File>> {
-    /// Creates (or truncates) `path` and writes the header.
+impl TraceWriter<AtomicFile> {
+    /// Starts writing `path` (under a temporary name beside it) and writes the header.
+    /// [`finish`](Self::finish), then [`AtomicFile::commit`] (or [`commit`](Self::commit), both
+    /// at once) puts the file in place; dropped before that, the temporary file is removed.
     pub fn create(path: &Path, header: &Header) -> Result<Self, FileError> {
-        let file = File::create(path).map_err(|source| FileError::Io {
+        let file = AtomicFile::create(path).map_err(|source| FileError::Io {
             path: path.to_path_buf(),
             action: "create",
             source,
         })?;
-        TraceWriter::new(BufWriter::with_capacity(256 << 10, file), path, header)
+        TraceWriter::new(file, path, header)
+    }
+
+    /// [`finish`](Self::finish)es the file and puts it in place under its name.
+    pub fn commit(self, trailer: Trailer) -> Result<(), FileError> {
+        let path = self.path.clone();
+        self.finish(trailer)?.commit().map_err(|source| FileError::Io {
+            path,
+            action: "write",
+            source,
+        })
     }
 }
 

@@ -65,7 +65,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let written: u64 = writers.into_iter().map(|w| w.join().unwrap()).sum();
     let elapsed = start.elapsed().as_secs_f64();
     recorder.stop()?;
-    let (_, stats, trailer) = recorder.finish(End::Complete, None)?;
+    let (out, stats, trailer) = recorder.finish(End::Complete, None)?;
+    out.commit()?;
     instance.remove()?;
     let size = std::fs::metadata(&path)?.len();
     std::fs::remove_file(&path)?;

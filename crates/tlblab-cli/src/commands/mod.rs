@@ -77,7 +77,10 @@ pub fn refuse_existing(path: &std::path::Path, force: bool) -> Result<(), BadInp
     Ok(())
 }
 
-/// Exit status for an error: 2 for bad input (trace, preset, simulated fault), 1 otherwise.
+/// Exit status for an error (the README's "Exit status" table): 2 for bad input (an option, an
+/// input file that cannot be read or is invalid, a simulated fault), 1 for any other failure
+/// (writing an output file or standard output, a run that failed). Signals (130, 143) are
+/// statuses the commands return, not errors.
 pub fn exit_status(error: &anyhow::Error) -> u8 {
     let bad_input = error.chain().any(|cause| {
         cause.is::<TraceError>()
@@ -88,9 +91,10 @@ pub fn exit_status(error: &anyhow::Error) -> u8 {
             || cause.is::<tlblab_flushtrace::SourceError>()
             || cause.is::<tlblab_replay::ReplayError>()
             || cause.is::<tlblab_report::ReportError>()
-            || cause
-                .downcast_ref::<tlblab_flushtrace::FileError>()
-                .is_some_and(|e| !matches!(e, tlblab_flushtrace::FileError::Io { .. }))
+            || cause.downcast_ref::<tlblab_flushtrace::FileError>().is_some_and(|e| {
+                !matches!(e, tlblab_flushtrace::FileError::Io { action, .. }
+                    if *action == "create" || *action == "write")
+            })
             || cause.is::<tlblab_kernel::policy::PolicyError>()
             || cause.is::<tlblab_kernel::workloads::ScenarioError>()
             || cause.is::<tlblab_kernel::mechanisms::MechanismError>()
@@ -105,11 +109,10 @@ pub fn exit_status(error: &anyhow::Error) -> u8 {
                         | tlblab_live::LiveError::CpuNotOnline { .. }
                 )
             })
-            || cause.downcast_ref::<tlblab_bench::BenchError>().is_some_and(|e| {
-                !matches!(
-                    e,
-                    tlblab_bench::BenchError::Io { .. } | tlblab_bench::BenchError::Run { .. }
-                )
+            || cause.downcast_ref::<tlblab_bench::BenchError>().is_some_and(|e| match e {
+                tlblab_bench::BenchError::Io { action, .. } => *action == "reading",
+                tlblab_bench::BenchError::Run { .. } => false,
+                _ => true,
             })
     });
     if bad_input {

@@ -278,7 +278,7 @@ fn damaged_and_foreign_files_get_clear_errors() {
         let f = tlblab_flushtrace::Flush { ts_ns: i, cpu: 0, pid: 1, reason: 3, pages: 1 };
         w.write(&Record::Flush(f)).unwrap();
     }
-    w.finish(tlblab_flushtrace::Trailer::default()).unwrap();
+    w.commit(tlblab_flushtrace::Trailer::default()).unwrap();
     let bytes = std::fs::read(&full).unwrap();
     let cut = dir.path().join("cut.flushtrace");
     std::fs::write(&cut, &bytes[..bytes.len() - 300]).unwrap();

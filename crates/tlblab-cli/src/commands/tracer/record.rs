@@ -126,9 +126,16 @@ pub fn record(args: &TraceRecordArgs) -> Result<ExitCode> {
     let finished = tracing_off
         .map_err(anyhow::Error::from)
         .and_then(|()| recorder.finish(end, command_status).map_err(anyhow::Error::from));
+    // The file goes in place once its trailer is written, also when the recording stopped on
+    // a signal or failed (the trailer says so, and `trace report` reads it); a failure to
+    // write it leaves no file.
+    let finished = finished.and_then(|(out, stats, trailer)| {
+        out.commit().with_context(|| format!("writing {}", args.output.display()))?;
+        Ok((stats, trailer))
+    });
     instance.remove().context("removing the tracing instance")?;
     run_result?;
-    let (_, stats, trailer) = finished?;
+    let (stats, trailer) = finished?;
     if !args.quiet {
         summarise(args, &stats, &trailer, command_status);
     }
