@@ -40,3 +40,25 @@ fn message(error: &anyhow::Error) -> String {
     }
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use super::message;
+    use anyhow::Context;
+
+    #[test]
+    fn a_cause_already_in_the_message_is_not_repeated() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("r.json: writing: {0}")]
+        struct Wrapping(#[source] std::io::Error);
+        let io = std::io::Error::from(std::io::ErrorKind::StorageFull);
+        let text = io.to_string();
+        let error = anyhow::Error::new(Wrapping(io));
+        assert_eq!(message(&error), format!("r.json: writing: {text}"));
+        // A context that adds something is kept, and the causes it does not contain follow.
+        let error = Err::<(), _>(std::io::Error::other("disk on fire"))
+            .context("saving")
+            .unwrap_err();
+        assert_eq!(message(&error), "saving: disk on fire");
+    }
+}
