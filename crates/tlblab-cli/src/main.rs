@@ -56,9 +56,8 @@ mod tests {
         let error = anyhow::Error::new(Wrapping(io));
         assert_eq!(message(&error), format!("r.json: writing: {text}"));
         // A context that adds something is kept, and the causes it does not contain follow.
-        let error = Err::<(), _>(std::io::Error::other("disk on fire"))
-            .context("saving")
-            .unwrap_err();
+        let error =
+            Err::<(), _>(std::io::Error::other("disk on fire")).context("saving").unwrap_err();
         assert_eq!(message(&error), "saving: disk on fire");
     }
 }

@@ -12,7 +12,7 @@
 //! and [`TraceReader::allow_truncated`] reads what is there.
 
 use std::fs::File;
-use std::io::{self, BufReader, Read, Write};
+use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use tlblab_types::atomic::AtomicFile;
 
@@ -129,6 +129,21 @@ impl TraceWriter<AtomicFile> {
             action: "write",
             source,
         })
+    }
+}
+
+impl TraceWriter<BufWriter<File>> {
+    /// Creates (or truncates) `path` and writes the header: a recording, which is readable
+    /// under its name while it is written ([`flush`](Self::flush) after each round) and keeps
+    /// what was flushed if the process is killed (a truncated file, which readers name as
+    /// such). Everything else is written with [`create`](TraceWriter::create), all or nothing.
+    pub fn create_streaming(path: &Path, header: &Header) -> Result<Self, FileError> {
+        let file = File::create(path).map_err(|source| FileError::Io {
+            path: path.to_path_buf(),
+            action: "create",
+            source,
+        })?;
+        TraceWriter::new(BufWriter::with_capacity(256 << 10, file), path, header)
     }
 }
 

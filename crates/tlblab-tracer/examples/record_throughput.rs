@@ -30,7 +30,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     instance.set_tracing_on(false)?;
     let path =
         std::env::temp_dir().join(format!("tlblab-throughput-{}.flushtrace", std::process::id()));
-    let writer = TraceWriter::create(&path, &Header::new(Origin::Recorded))?;
+    let writer = TraceWriter::create_streaming(&path, &Header::new(Origin::Recorded))?;
     let mut recorder = Recorder::new(&instance, writer)?;
     recorder.start()?;
 
@@ -65,8 +65,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let written: u64 = writers.into_iter().map(|w| w.join().unwrap()).sum();
     let elapsed = start.elapsed().as_secs_f64();
     recorder.stop()?;
-    let (out, stats, trailer) = recorder.finish(End::Complete, None)?;
-    out.commit()?;
+    let (_, stats, trailer) = recorder.finish(End::Complete, None)?;
     instance.remove()?;
     let size = std::fs::metadata(&path)?.len();
     std::fs::remove_file(&path)?;

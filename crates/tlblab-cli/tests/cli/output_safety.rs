@@ -234,6 +234,21 @@ fn a_full_disk_is_a_failure_that_leaves_no_file_behind() {
 }
 
 #[test]
+fn a_recording_that_cannot_write_its_header_leaves_no_file() {
+    let Some(disk) = FullDisk::new() else { return };
+    if let Err(e) = tlblab_tracefs::Tracefs::find_or_mount() {
+        eprintln!("skipped: no tracefs: {e}");
+        return;
+    }
+    let file = disk.mount.join("x.flushtrace");
+    let mut cmd = tlblab();
+    cmd.args(["trace", "record", "-q", "--duration", "0.2", "-o"]).arg(&file);
+    let e = one_error(&mut cmd, 1);
+    assert!(e.contains("No space left on device"), "{e}");
+    assert_eq!(names(&disk.mount), ["filler"]);
+}
+
+#[test]
 fn bench_results_on_a_full_disk_fail_and_leave_no_temporary_file() {
     let Some(disk) = FullDisk::new() else { return };
     let file = disk.mount.join("b.json");
