@@ -39,7 +39,7 @@ pub fn load_results(path: &Path) -> Result<BenchResults, BenchError> {
     struct Header {
         schema: Option<String>,
     }
-    let header: Header = serde_json::from_str(&text).map_err(|e| parse(e.to_string()))?;
+    let header: Header = serde_json::from_str(text).map_err(|e| parse(e.to_string()))?;
     match header.schema.as_deref() {
         Some(SCHEMA) => {}
         Some(other) => {

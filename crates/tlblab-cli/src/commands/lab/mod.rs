@@ -345,7 +345,7 @@ fn bench_args(live: &LiveSettings, cpus: usize, out: &Path) -> Vec<String> {
     a
 }
 
-fn write_json(path: &PathBuf, value: &Value) -> Result<()> {
+fn write_json(path: &Path, value: &Value) -> Result<()> {
     let text = serde_json::to_string_pretty(value)? + "\n";
     write_file(path, text.as_bytes()).with_context(|| format!("writing {}", path.display()))
 }
