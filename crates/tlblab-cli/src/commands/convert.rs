@@ -12,6 +12,8 @@ pub fn run(args: &ConvertArgs) -> Result<ExitCode> {
     refuse_existing(&args.output, args.force)?;
     let (format, options) = read_options(&args.input_args);
     let mut trace = tlblab_memtrace::open(&args.input, format, &options)?;
+    // Before the temporary file exists, so that a signal never leaves it behind.
+    let stop = super::Stop::install()?;
     // All or nothing: a failed conversion leaves no partial file (the writer's drop removes it).
     let name = args.output.display().to_string();
     let file = AtomicFile::create(&args.output).with_context(|| format!("creating {name}"))?;
@@ -19,6 +21,7 @@ pub fn run(args: &ConvertArgs) -> Result<ExitCode> {
     let (mut events, mut accesses) = (0u64, 0u64);
     let mut batch = Vec::with_capacity(BATCH_SIZE);
     loop {
+        stop.check()?;
         let more = trace.read_batch(&mut batch)?;
         for event in &batch {
             writer.write(event).map_err(write_failure)?;

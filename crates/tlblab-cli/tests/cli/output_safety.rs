@@ -294,6 +294,45 @@ fn a_session_with_one_run_per_configuration_is_reported_not_a_crash() {
 }
 
 #[test]
+fn a_signal_stops_a_conversion_and_leaves_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("big.lackey");
+    let mut text = String::with_capacity(3_000_000 * 14);
+    for i in 0..3_000_000u64 {
+        text += &format!(" L {:x},8\n", 0x1000_0000 + (i * 4096) % (1 << 30));
+    }
+    std::fs::write(&input, text).unwrap();
+    for (signal, status) in [("INT", 130), ("TERM", 143)] {
+        let output = dir.path().join("big.tlbt");
+        let child = Command::new(env!("CARGO_BIN_EXE_tlblab"))
+            .args(["sim", "convert"])
+            .arg(&input)
+            .arg("-o")
+            .arg(&output)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Signalled once it is writing (its temporary file is there).
+        let start = Instant::now();
+        while names(dir.path()).len() < 2 {
+            assert!(start.elapsed() < Duration::from_secs(60), "nothing written");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let pid = child.id().to_string();
+        let kill = Command::new("kill").args([&format!("-{signal}"), &pid]).status();
+        assert!(kill.unwrap().success());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(status), "{stderr}");
+        assert!(
+            stderr.contains(&format!("stopped by SIG{signal}; nothing was written")),
+            "{stderr}"
+        );
+        assert_eq!(names(dir.path()), ["big.lackey"], "SIG{signal}");
+    }
+}
+
+#[test]
 fn sigterm_stops_bench_with_status_143_and_keeps_the_finished_runs() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("long.json");

@@ -47,11 +47,16 @@ pub fn import(args: &TraceImportArgs) -> Result<ExitCode> {
     };
     let mut header = Header::new(detected.origin());
     header.source_path = Some(args.input.display().to_string());
+    // Before the temporary file exists, so that a signal never leaves it behind.
+    let stop = crate::commands::Stop::install()?;
     let mut writer = TraceWriter::create(&args.output, &header)?;
     let result = (|| -> Result<(u64, Trailer)> {
         let mut flushes = 0;
         let mut record = first;
         while let Some(r) = record {
+            if writer.records() % 4096 == 0 {
+                stop.check()?;
+            }
             flushes += u64::from(matches!(r, Record::Flush(_)));
             writer.write(&r)?;
             record = next(&mut importer)?;
