@@ -42,14 +42,26 @@ const BUFFER: usize = 256 << 10;
 pub struct AtomicFile {
     // The plain file, not tempfile's wrapper, whose errors repeat the temporary name.
     out: BufWriter<File>,
-    tmp: TempPath,
+    // None when `path` is a device or a pipe (`-o /dev/stdout`), written in place.
+    tmp: Option<TempPath>,
     path: PathBuf,
 }
 
 impl AtomicFile {
     /// Starts writing `path`: creates a temporary file in its directory (which must exist).
-    /// Nothing happens to `path` itself until [`commit`](Self::commit).
+    /// Nothing happens to `path` itself until [`commit`](Self::commit). A symbolic link is
+    /// followed (its target is replaced, not the link); a target that is not a regular file
+    /// (`/dev/stdout`, `/dev/null`, a FIFO) is opened and written in place, since it cannot be
+    /// replaced.
     pub fn create(path: &Path) -> io::Result<AtomicFile> {
+        let path = match std::fs::canonicalize(path) {
+            Ok(target) if path.is_symlink() => target,
+            _ => path.to_path_buf(),
+        };
+        if std::fs::metadata(&path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+            let file = std::fs::OpenOptions::new().write(true).truncate(true).open(&path)?;
+            return Ok(AtomicFile { out: BufWriter::with_capacity(BUFFER, file), tmp: None, path });
+        }
         let dir = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
@@ -64,11 +76,7 @@ impl AtomicFile {
             .permissions(Permissions::from_mode(0o666))
             .tempfile_in(dir)?;
         let (file, tmp) = tmp.into_parts();
-        Ok(AtomicFile {
-            out: BufWriter::with_capacity(BUFFER, file),
-            tmp,
-            path: path.to_path_buf(),
-        })
+        Ok(AtomicFile { out: BufWriter::with_capacity(BUFFER, file), tmp: Some(tmp), path })
     }
 
     /// The file this one replaces on commit.
@@ -76,18 +84,19 @@ impl AtomicFile {
         &self.path
     }
 
-    /// The temporary file being written.
-    pub fn temp_path(&self) -> &Path {
-        &self.tmp
+    /// The temporary file being written (`None` for a device or pipe, written in place).
+    pub fn temp_path(&self) -> Option<&Path> {
+        self.tmp.as_deref()
     }
 
     /// Flushes, syncs to disk and renames the temporary file over the target. On an error the
     /// temporary file is removed and the target is left as it was.
     pub fn commit(self) -> io::Result<()> {
         let file = self.out.into_inner().map_err(io::IntoInnerError::into_error)?;
+        let Some(tmp) = self.tmp else { return Ok(()) };
         file.sync_all()?;
         drop(file);
-        self.tmp.persist(&self.path).map_err(|e| e.error)
+        tmp.persist(&self.path).map_err(|e| e.error)
     }
 }
 
@@ -132,7 +141,8 @@ mod tests {
         let path = dir.path().join("r.json");
         std::fs::write(&path, "old").unwrap();
         let mut f = AtomicFile::create(&path).unwrap();
-        assert!(f.temp_path().starts_with(dir.path()), "the temporary file is beside the target");
+        let beside = f.temp_path().is_some_and(|t| t.starts_with(dir.path()));
+        assert!(beside, "the temporary file is beside the target");
         f.write_all(b"new").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"old", "the target is untouched until commit");
         f.commit().unwrap();
@@ -170,6 +180,24 @@ mod tests {
         assert!(f.is_err(), "the directory must exist");
         let f = AtomicFile::create(Path::new("x-tlblab-atomic-test.txt")).unwrap();
         let here = std::env::current_dir().unwrap();
-        assert_eq!(f.temp_path().parent().map(|d| here.join(d)), Some(here));
+        assert_eq!(f.temp_path().and_then(Path::parent).map(|d| here.join(d)), Some(here));
+    }
+
+    #[test]
+    fn a_link_is_followed_and_a_device_written_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target.txt");
+        let link = dir.path().join("link.txt");
+        std::fs::write(&target, "old").unwrap();
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        write_file(&link, b"new").unwrap();
+        assert!(link.is_symlink(), "the link stays a link");
+        assert_eq!(std::fs::read(&target).unwrap(), b"new");
+        assert_eq!(names(dir.path()), ["link.txt", "target.txt"]);
+
+        let null = AtomicFile::create(Path::new("/dev/null")).unwrap();
+        assert_eq!(null.temp_path(), None);
+        null.commit().unwrap();
+        assert!(Path::new("/dev/null").exists(), "not replaced");
     }
 }

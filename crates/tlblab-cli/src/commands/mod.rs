@@ -69,12 +69,18 @@ impl crate::cli::WithoutArg {
     }
 }
 
-/// Refuses to replace an existing output file unless `--force` was given.
+/// Refuses to replace an existing output file unless `--force` was given, and a directory in
+/// any case. A device or a pipe (`-o /dev/stdout`) is written, not replaced: no `--force`.
+/// Every command that writes a file asks this first, then writes it with
+/// [`tlblab_types::atomic`].
 pub fn refuse_existing(path: &std::path::Path, force: bool) -> Result<(), BadInput> {
-    if path.exists() && !force {
-        return Err(BadInput(format!("{} exists (use --force to replace it)", path.display())));
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => Err(BadInput(format!("{} is a directory", path.display()))),
+        Ok(m) if m.is_file() && !force => {
+            Err(BadInput(format!("{} exists (use --force to replace it)", path.display())))
+        }
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// Exit status for an error (the README's "Exit status" table): 2 for bad input (an option, an

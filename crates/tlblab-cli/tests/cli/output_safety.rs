@@ -165,6 +165,12 @@ fn every_output_file_is_refused_when_it_exists_unless_force() {
         assert_ne!(std::fs::read(&existing).unwrap(), b"precious\n", "{args:?}");
         assert_eq!(names(d), ["exist.txt", "small.flushtrace", "study"], "{args:?}");
     }
+    // A device is written, not replaced, and needs no --force; a directory is refused.
+    let out = tlblab().args(["trace", "report", &trace, "-o", "/dev/null"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!std::fs::symlink_metadata("/dev/null").unwrap().is_file());
+    let e = one_error(tlblab().args(["trace", "report", &trace, "-o", &study]), 2);
+    assert!(e.ends_with("study is a directory\n"), "{e}");
 }
 
 fn path(p: &Path) -> String {
