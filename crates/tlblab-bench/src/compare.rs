@@ -62,6 +62,10 @@ pub struct ResultsComparison {
     pub noise_threshold: f64,
 }
 
+/// Runs a configuration needs on each side to be compared: the tests need two samples (with
+/// one, e.g. `--runs 1` or a session stopped early, the session table still shows the run).
+pub const MIN_RUNS: usize = 2;
+
 fn compare_configs(
     a: &ConfigResult,
     b: &ConfigResult,
@@ -97,7 +101,7 @@ fn compare_configs(
 
 /// Compares session `b` with session `a`, configuration by configuration. Refused (with the
 /// configurations that differ) unless both measured the same scenarios with the same
-/// parameters; configurations without runs in either are left out.
+/// parameters; configurations with fewer than [`MIN_RUNS`] runs in either are left out.
 pub fn compare_results(
     (a_label, a): (&str, &BenchResults),
     (b_label, b): (&str, &BenchResults),
@@ -118,7 +122,7 @@ pub fn compare_results(
     let mut rows = Vec::new();
     for ca in &a.configs {
         let cb = b.configs.iter().find(|c| c.config.key() == ca.config.key()).expect("matched");
-        if ca.runs.is_empty() || cb.runs.is_empty() {
+        if ca.runs.len() < MIN_RUNS || cb.runs.len() < MIN_RUNS {
             continue;
         }
         rows.push(compare_configs(ca, cb, settings)?);
@@ -146,7 +150,8 @@ fn differences(a: &BenchResults, b: &BenchResults) -> Vec<Difference> {
 }
 
 /// Compares every configuration of one session with its first configuration of the same
-/// scenario (e.g. `--busy 1` against `--busy 0`). Configurations without runs are left out.
+/// scenario (e.g. `--busy 1` against `--busy 0`). Configurations with fewer than [`MIN_RUNS`]
+/// runs are left out.
 pub fn compare_within(
     results: &BenchResults,
     settings: &CompareSettings,
@@ -155,8 +160,8 @@ pub fn compare_within(
     for (i, c) in results.configs.iter().enumerate() {
         let first = results.configs[..i]
             .iter()
-            .find(|f| f.config.scenario == c.config.scenario && !f.runs.is_empty());
-        if let Some(first) = first.filter(|_| !c.runs.is_empty()) {
+            .find(|f| f.config.scenario == c.config.scenario && f.runs.len() >= MIN_RUNS);
+        if let Some(first) = first.filter(|_| c.runs.len() >= MIN_RUNS) {
             rows.push(compare_configs(first, c, settings)?);
         }
     }

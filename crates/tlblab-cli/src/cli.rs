@@ -211,6 +211,9 @@ pub struct TraceReportArgs {
     /// Write the report to FILE instead of standard output.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Replace an existing output file.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `tlblab trace import`.

@@ -197,9 +197,9 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
         exposure: ExposureReport::of(&policy, outcomes.iter().map(|o| &o.exposure), clock_mhz),
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        crate::render::stdout(&(serde_json::to_string_pretty(&report)? + "\n"))?;
     } else {
-        print!("{}", text(&report, started.elapsed().as_secs_f64()));
+        crate::render::stdout(&text(&report, started.elapsed().as_secs_f64()))?;
     }
     Ok(if report.violations > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

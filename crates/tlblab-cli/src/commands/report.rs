@@ -20,7 +20,8 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
     };
     match &args.output {
         Some(path) => {
-            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+            tlblab_types::atomic::write_file(path, text.as_bytes())
+                .with_context(|| format!("writing {}", path.display()))?;
             eprintln!("tlblab: report: {}", path.display());
         }
         None => crate::render::stdout(&text)?,

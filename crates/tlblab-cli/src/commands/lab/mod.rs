@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use steps::{Outcome, Runner};
+use tlblab_types::atomic::write_file;
 
 /// Identifies the JSON schema of `results.json`.
 pub const SCHEMA: &str = "tlblab.study/1";
@@ -168,12 +169,15 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
         }
     ));
     report.add_value("results.json", results.clone())?;
-    std::fs::write(&html, report.render_html())
+    write_file(&html, report.render_html().as_bytes())
         .with_context(|| format!("writing {}", html.display()))?;
     runner.finish();
-    println!("{}", summary::render(&results));
-    println!("results: {}", path.display());
-    println!("report: {}", html.display());
+    crate::render::stdout(&format!(
+        "{}\nresults: {}\nreport: {}\n",
+        summary::render(&results),
+        path.display(),
+        html.display()
+    ))?;
     Ok(if runner.any_failed() { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
@@ -181,7 +185,8 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
 fn host_preset(dir: &Path) -> Result<(PathBuf, Vec<String>)> {
     let host = tlblab_host::host_spec()?;
     let path = dir.join("host.toml");
-    std::fs::write(&path, &host.toml).with_context(|| format!("writing {}", path.display()))?;
+    write_file(&path, host.toml.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))?;
     let lines = host.provenance_text().lines().map(str::to_string).collect();
     Ok((path, lines))
 }
@@ -340,9 +345,9 @@ fn bench_args(live: &LiveSettings, cpus: usize, out: &Path) -> Vec<String> {
     a
 }
 
-fn write_json(path: &PathBuf, value: &Value) -> Result<()> {
+fn write_json(path: &Path, value: &Value) -> Result<()> {
     let text = serde_json::to_string_pretty(value)? + "\n";
-    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+    write_file(path, text.as_bytes()).with_context(|| format!("writing {}", path.display()))
 }
 
 mod summary {

@@ -99,7 +99,8 @@ impl Runner {
     /// Runs `tlblab ARGS`, whose standard output is JSON, into `out`.
     pub fn json_step(&mut self, name: &str, args: &[&str], out: &Path) -> Outcome {
         let outcome = self.run(name, args, Some(out), |stdout| {
-            std::fs::write(out, stdout).with_context(|| format!("writing {}", out.display()))?;
+            tlblab_types::atomic::write_file(out, stdout)
+                .with_context(|| format!("writing {}", out.display()))?;
             Ok(serde_json::from_slice(stdout)?)
         });
         outcome
@@ -164,7 +165,7 @@ impl Runner {
             other => return other,
         }
         let report_path = report.display().to_string();
-        let args = ["trace", "report", "--format", "json", &trace, "-o", &report_path];
+        let args = ["trace", "report", "--format", "json", &trace, "--force", "-o", &report_path];
         self.run("trace report", &args, Some(report), |_| read_json(report))
     }
 

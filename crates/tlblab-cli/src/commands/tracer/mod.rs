@@ -10,6 +10,7 @@ pub use record::record;
 pub use report::{open_trace, report, trailer_of};
 
 use crate::cli::TraceDumpArgs;
+use crate::render::{stdout_error, stdout_line};
 use anyhow::{Context, Result};
 use std::io::Write;
 use std::process::ExitCode;
@@ -21,13 +22,13 @@ pub fn cleanup() -> Result<ExitCode> {
     let tracefs = Tracefs::find()?;
     let removed = cleanup_stale(&tracefs).context("looking for left-over instances")?;
     if removed.is_empty() {
-        println!("no left-over tlblab instances under {}", tracefs.root().display());
+        stdout_line(&format!("no left-over tlblab instances under {}", tracefs.root().display()))?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut failed = 0;
     for r in &removed {
         match &r.result {
-            Ok(()) => println!("removed {} (pid {} is gone)", r.name, r.pid),
+            Ok(()) => stdout_line(&format!("removed {} (pid {} is gone)", r.name, r.pid))?,
             Err(e) => {
                 failed += 1;
                 eprintln!("tlblab: could not remove {}: {e}", r.name);
@@ -40,16 +41,7 @@ pub fn cleanup() -> Result<ExitCode> {
 /// `tlblab trace dump`: every record as a line of ftrace text or JSON.
 pub fn dump(args: &TraceDumpArgs) -> Result<ExitCode> {
     let mut reader = TraceReader::open(&args.input)?.allow_truncated(args.allow_truncated);
-    match write_dump(&mut reader, args.json) {
-        // A closed pipe (`tlblab trace dump | head`): the reader has stopped reading.
-        Err(e)
-            if e.downcast_ref::<std::io::Error>().map(|e| e.kind())
-                == Some(std::io::ErrorKind::BrokenPipe) =>
-        {
-            return Ok(ExitCode::SUCCESS)
-        }
-        other => other?,
-    }
+    write_dump(&mut reader, args.json)?;
     if let Some(at) = reader.truncated_at() {
         eprintln!(
             "tlblab: {} is truncated at byte offset {at}: {} complete records shown",
@@ -65,21 +57,22 @@ fn write_dump<R: std::io::Read>(reader: &mut TraceReader<R>, json: bool) -> Resu
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut text = FtraceText::new(&header);
     if !json {
-        write!(out, "{}", FtraceText::preamble(&header))?;
+        write!(out, "{}", FtraceText::preamble(&header)).map_err(stdout_error)?;
     }
     while let Some(record) = reader.next_record()? {
         if json {
-            serde_json::to_writer(&mut out, &record)?;
-            writeln!(out)?;
+            serde_json::to_writer(&mut out, &record).map_err(std::io::Error::from)
         } else {
-            writeln!(out, "{}", text.line(&record))?;
+            write!(out, "{}", text.line(&record))
         }
+        .and_then(|()| writeln!(out))
+        .map_err(stdout_error)?;
     }
     if json {
         let ends = serde_json::json!({ "header": header, "trailer": reader.trailer() });
-        writeln!(out, "{ends}")?;
+        writeln!(out, "{ends}").map_err(stdout_error)?;
     }
-    out.flush()?;
+    out.flush().map_err(stdout_error)?;
     Ok(())
 }
 
