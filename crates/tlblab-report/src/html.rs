@@ -37,7 +37,17 @@ nav.toc ol{margin:.2em 0;padding-left:1.4em}
 details{margin:.5em 0 1em}
 summary{cursor:pointer;color:#0550ae}
 .meta{color:#57606a;font-size:.9em}
-@media print{nav.toc{display:none}h2{break-before:page}figure{break-inside:avoid}}
+table.header{font-size:.92em;margin:.3em 0 1em}
+section.summary{background:#f6f8fa;border:1px solid #d0d7de;padding:0 1em .6em;margin:1em 0}
+section.summary h2{border-top:none;margin-top:.6em}
+@media print{@page{margin:12mm}
+body{max-width:none;margin:0;padding:0;font-size:9pt;line-height:1.3}
+nav.toc{display:none}h2{margin:1.2em 0 .3em}h3{margin:.9em 0 .3em}
+.scroll{overflow:visible}table{font-size:7pt;width:100%;break-inside:auto}
+th,td{padding:.1em .25em;white-space:normal!important;overflow-wrap:anywhere}
+tr{break-inside:avoid}thead{display:table-header-group}
+figure{break-inside:avoid;margin:.4em 0}figure svg{max-height:9cm;width:auto}
+figcaption{font-size:7.5pt}}
 ";
 
 /// Escapes text for element content and quoted attribute values.
@@ -235,16 +245,33 @@ pub fn render(doc: &Document) -> String {
     if !doc.meta.is_empty() {
         let _ = writeln!(out, "<p class=\"meta\">{}</p>", escape(&doc.meta));
     }
+    if !doc.header.is_empty() {
+        out.push_str("<table class=\"kv header\">\n<tbody>\n");
+        for (k, v) in &doc.header {
+            let _ = writeln!(
+                out,
+                "<tr><th scope=\"row\">{}</th><td>{}</td></tr>",
+                escape(k),
+                escape(v)
+            );
+        }
+        out.push_str("</tbody>\n</table>\n");
+    }
     out.push_str("</header>\n");
     toc(&mut out, doc);
     out.push_str("<main>\n");
     let mut in_section = false;
     for b in &doc.blocks {
-        if let Block::Heading { level: 2, .. } = b {
+        if let Block::Heading { level: 2, text, .. } = b {
             if in_section {
                 out.push_str("</section>\n");
             }
-            out.push_str("<section>\n");
+            // The summary stands out; appendices are left out of print.
+            out.push_str(match text.as_str() {
+                "Summary" => "<section class=\"summary\">\n",
+                t if t.starts_with("Appendix") => "<section class=\"appendix\">\n",
+                _ => "<section>\n",
+            });
             in_section = true;
         }
         block(&mut out, b);
