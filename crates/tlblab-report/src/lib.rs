@@ -1,4 +1,4 @@
-//! tlblab's saved results as one self-contained HTML page, or as Markdown.
+//! tlblab's saved results as one self-contained HTML page, as Markdown or as plain text.
 //!
 //! A [`Report`] takes the JSON files tlblab writes, whatever their kind, recognised by their
 //! `schema` field:
@@ -19,11 +19,19 @@
 //! report's [`Report::noise_threshold`]), and drawn as a `tlblab.bench.compare/1` input is;
 //! sessions of other scenarios or parameters get a note saying why they were not compared.
 //!
+//! A report opens with the machine and moment its results come from (kernel, CPU, hypervisor,
+//! date, load: from the environment record) and a summary: a verdict line per study part, the
+//! safety matrix (declared deferrals' stale uses counted), and simulated against measured on
+//! this machine with the configurations outside ±25% flagged. `tlblab study`'s step log comes
+//! last, as an appendix.
+//!
 //! The HTML page has inline CSS and inline SVG plots only: no script, no web font, no image,
-//! no URL, so it can be attached to a mail or a bug and opened anywhere. The Markdown has the
-//! same headings, text and tables (GitHub tables), with a one-line summary for each plot. The
-//! same inputs always give the same bytes: nothing depends on the clock, the host or the order
-//! of a hash map.
+//! no URL, so it can be attached to a mail or a bug and opened anywhere; wide tables scroll on
+//! screen and keep every column in print. The Markdown and the plain text have the same
+//! headings, text and tables, with a one-line summary for each plot, and keep to a width (80
+//! columns unless told): a table that does not fit has its text columns wrapped, or becomes one
+//! block of `column: value` lines per row. The same inputs always give the same bytes: nothing
+//! depends on the clock, the host or the order of a hash map.
 //!
 //! ```
 //! use tlblab_report::Report;
@@ -36,7 +44,8 @@
 //! report.add_json("bench.json", &text)?;
 //! let html = report.render_html();
 //! assert!(html.contains("<svg") && !html.contains("<script"));
-//! assert!(report.render_markdown().contains("| configuration |"));
+//! let text = report.render_text(80);
+//! assert!(text.contains("configuration") && text.lines().all(|l| l.chars().count() <= 80));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![deny(missing_docs)]

@@ -5,12 +5,8 @@ use serde_json::Value;
 
 fn study(extra: &[&str]) -> (std::process::Output, Value, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let out = tlblab()
-        .args(["study", "--quick", "--out"])
-        .arg(dir.path())
-        .args(extra)
-        .output()
-        .unwrap();
+    let out =
+        tlblab().args(["study", "--quick", "--out"]).arg(dir.path()).args(extra).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let bytes = std::fs::read(dir.path().join("results.json")).expect("results.json written");
