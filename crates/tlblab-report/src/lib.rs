@@ -407,8 +407,16 @@ impl Report {
     fn build(&self, plots: bool, summary_only: bool) -> doc::Document {
         let ctx = Ctx { plots, noise_threshold: self.noise_threshold };
         let mut d = doc::Document::new(&self.title, &self.description);
-        if !self.inputs.is_empty() {
-            let names: Vec<&str> = self.inputs.iter().map(|(n, _)| n.as_str()).collect();
+        // The terminal's summary leaves out where the report came from (it was just made).
+        if !self.inputs.is_empty() && !summary_only {
+            // Each file once (the parts of `tlblab study`'s results are named `FILE: part`).
+            let mut names: Vec<&str> = Vec::new();
+            for (n, _) in &self.inputs {
+                let file = n.split(": ").next().unwrap_or(n);
+                if !names.contains(&file) {
+                    names.push(file);
+                }
+            }
             d.meta = format!(
                 "Made by tlblab-report {} from {}.",
                 env!("CARGO_PKG_VERSION"),

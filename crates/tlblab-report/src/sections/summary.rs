@@ -331,11 +331,12 @@ fn safety_matrix(doc: &mut Document, checks: &[&Check]) {
     let shipped = policies.iter().filter(|p| !p.starts_with("bad-")).count();
     let bad = policies.len() - shipped;
     let mut verdict = match unsafe_shipped.is_empty() {
-        true => format!("No violation in any of the {shipped} policies shipped"),
+        true => format!("No violation in any of the {shipped} shipped policies"),
         false => format!("VIOLATIONS in shipped policies: {}", unsafe_shipped.join(", ")),
     };
     if bad > 0 {
         verdict += &match missed_bad.is_empty() {
+            true if bad == 1 => "; the known-bad variant caught".to_string(),
             true => format!("; all {bad} known-bad variants caught"),
             false => format!("; known-bad variants NOT caught: {}", missed_bad.join(", ")),
         };
