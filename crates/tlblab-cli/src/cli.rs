@@ -64,7 +64,11 @@ pub enum Command {
     /// machine).
     Study(LabArgs),
     /// Render saved results (tlblab study's results.json, sim study JSON, bench result files,
-    /// trace reports, replays) as one self-contained HTML page with plots, or as Markdown.
+    /// trace reports, replays) as one self-contained HTML page with plots, or as Markdown or
+    /// plain text for mail; the summary first. Written to a file beside the first input.
+    ///
+    /// Examples: `tlblab report tlblab-study/results.json` (→ tlblab-study/results.html);
+    /// `tlblab report results.json --format text -o -`.
     Report(ReportArgs),
     /// Record the kernel's tlb:tlb_flush events (and, on request, context switches and IPIs),
     /// summarise a trace, import ftrace or perf text, remove left-over tracing instances.
@@ -130,7 +134,7 @@ pub struct ReportArgs {
 pub enum ReportFormat {
     /// One self-contained HTML page.
     Html,
-    /// Markdown: aligned pipe tables where they fit, else `column: value` lines.
+    /// Markdown: aligned pipe tables where they fit, else wrapped or `column: value` lines.
     Markdown,
     /// Plain text.
     Text,
