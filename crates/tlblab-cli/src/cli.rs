@@ -64,7 +64,11 @@ pub enum Command {
     /// machine).
     Study(LabArgs),
     /// Render saved results (tlblab study's results.json, sim study JSON, bench result files,
-    /// trace reports, replays) as one self-contained HTML page with plots, or as Markdown.
+    /// trace reports, replays) as one self-contained HTML page with plots, or as Markdown or
+    /// plain text for mail; the summary first. Written to a file beside the first input.
+    ///
+    /// Examples: `tlblab report tlblab-study/results.json` (→ tlblab-study/results.html);
+    /// `tlblab report results.json --format text -o -`.
     Report(ReportArgs),
     /// Record the kernel's tlb:tlb_flush events (and, on request, context switches and IPIs),
     /// summarise a trace, import ftrace or perf text, remove left-over tracing instances.
@@ -105,12 +109,18 @@ pub struct ReportArgs {
     /// Result files (JSON written by tlblab), rendered in this order.
     #[arg(value_name = "RESULTS.json", required = true)]
     pub inputs: Vec<PathBuf>,
-    /// The output file (default: standard output).
+    /// The output file; `-` for standard output. Default: beside the first input, with the
+    /// format's extension (results.json → results.html, results.md or results.txt).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// html: one self-contained page (inline CSS and SVG); markdown: the same tables, for mail.
+    /// html: one self-contained page (inline CSS and SVG); markdown and text: for mail, the
+    /// summary first, lines at most --width columns.
     #[arg(long, value_enum, default_value_t = ReportFormat::Html)]
     pub format: ReportFormat,
+    /// The longest line of the markdown and text forms, in columns.
+    #[arg(long, value_name = "N", default_value_t = 80,
+          value_parser = clap::value_parser!(u16).range(20..))]
+    pub width: u16,
     /// The page's title.
     #[arg(long, default_value = "tlblab report")]
     pub title: String,
@@ -124,8 +134,21 @@ pub struct ReportArgs {
 pub enum ReportFormat {
     /// One self-contained HTML page.
     Html,
-    /// Markdown (GitHub tables).
+    /// Markdown: aligned pipe tables where they fit, else wrapped or `column: value` lines.
     Markdown,
+    /// Plain text.
+    Text,
+}
+
+impl ReportFormat {
+    /// The extension of the default output file.
+    pub fn extension(self) -> &'static str {
+        match self {
+            ReportFormat::Html => "html",
+            ReportFormat::Markdown => "md",
+            ReportFormat::Text => "txt",
+        }
+    }
 }
 
 /// `tlblab study`.

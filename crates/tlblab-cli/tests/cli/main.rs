@@ -19,6 +19,7 @@ mod help;
 mod lab;
 mod machines;
 mod output_safety;
+mod report_summary;
 mod sim_run;
 mod sim_study;
 mod trace;

@@ -30,6 +30,9 @@ pub struct Study {
     pub seeds_why: String,
     /// Confidence level of every ratio's interval.
     pub confidence: f64,
+    /// The practical band of its verdicts (`--noise`; absent in results of older tlblab).
+    #[serde(default)]
+    pub noise: Option<f64>,
     /// The parts that ran.
     pub parts: Vec<Part>,
     /// The parts that could not run.

@@ -213,8 +213,11 @@ fn part_section(doc: &mut Document, ctx: &Ctx, s: &Study, part: &Part) {
     doc.push(measure_notes(part));
     let main = part.measures.iter().position(|m| m.key == "scenario_metric").unwrap_or(0);
     doc.push(measure_figure(ctx, s, part, main));
-    if let Some(fig) = ratio_figure(ctx, s, part) {
-        doc.push(fig);
+    // One chart per direction, so that "up" means the same on each.
+    for lower_is_better in [true, false] {
+        if let Some(fig) = ratio_figure(ctx, s, part, lower_is_better) {
+            doc.push(fig);
+        }
     }
     let preempt = [("preempt_off_max_us", "max"), ("preempt_off_p99_us", "p99")];
     if let Some(fig) = grouped_figure(
@@ -494,21 +497,29 @@ fn slowdown(part: &Part, idx: usize) -> Option<String> {
     })
 }
 
-/// Every measure's ratio to the baseline, with its interval, for the other policies.
-fn ratio_figure(ctx: &Ctx, s: &Study, part: &Part) -> Option<Block> {
+/// The ratio to the baseline, with its interval, of every measure for which lower (or higher)
+/// is better, for the other policies.
+fn ratio_figure(ctx: &Ctx, s: &Study, part: &Part, lower_is_better: bool) -> Option<Block> {
     if s.seeds < 2 || part.policies.len() < 2 {
         return None;
     }
     let base = &part.policies[0].policy.name;
     let shown: Vec<usize> = (0..part.measures.len())
+        .filter(|&i| part.measures[i].lower_is_better == lower_is_better)
         .filter(|&i| part.policies[1..].iter().any(|p| p.measures[i].ratio.is_some()))
         .collect();
     if shown.is_empty() {
         return None;
     }
+    let direction = if lower_is_better {
+        "Lower is better for every measure here: below the line at 1 is better than the baseline"
+    } else {
+        "Higher is better for every measure here: above the line at 1 is better than the baseline"
+    };
     let categories: Vec<String> = shown.iter().map(|&i| part.measures[i].label.clone()).collect();
-    let mut chart =
-        BarChart::new("measure", &format!("ratio to {base}"), categories).reference(1.0);
+    let y_label =
+        format!("ratio to {base} ({} is better)", if lower_is_better { "lower" } else { "higher" });
+    let mut chart = BarChart::new("measure", &y_label, categories).reference(1.0);
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
     let mut summary = Vec::new();
     let mut missing = Vec::new();
@@ -551,7 +562,7 @@ fn ratio_figure(ctx: &Ctx, s: &Study, part: &Part) -> Option<Block> {
         chart = chart.y_scale(Scale::Log10);
     }
     let mut caption = format!(
-        "Each measure relative to {base}{}: bar = the mean of the per-seed ratios (paired by seed), whisker = its {:.0}% Student-t interval; the dashed line at 1 is the baseline. A ratio is significant when its whisker does not cross 1 (see the table). Above 1 is more of the measure, which is better only for the measures marked higher-is-better.",
+        "Each measure relative to {base}{}: bar = the mean of the per-seed ratios (paired by seed), whisker = its {:.0}% Student-t interval; the dashed line at 1 is the baseline. A ratio is significant when its whisker does not cross 1 (see the table). {direction}.",
         chart.scale_note(),
         s.confidence * 100.0
     );
