@@ -87,6 +87,9 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
     if let Some(n) = &seeds {
         study_args.extend(["--seeds", n.as_str()]);
     }
+    crate::commands::noise_fraction(args.noise)?;
+    let noise = args.noise.to_string();
+    study_args.extend(["--noise", noise.as_str()]);
     let studies =
         runner.json_step("simulated studies S1–S5", &study_args, &dir.join("sim-studies.json"));
 
@@ -105,8 +108,10 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
             (skipped.clone(), skipped.clone(), skipped)
         }
         None => {
-            let bench = runner
-                .bench(&bench_args(&live, cpus, &dir.join("bench.json")), &dir.join("bench.json"));
+            let bench = runner.bench(
+                &bench_args(&live, cpus, &dir.join("bench.json"), &noise),
+                &dir.join("bench.json"),
+            );
             let trace_file = dir.join("madvise-busy.flushtrace");
             let trace = runner.trace(&live, cpus, &trace_file, &dir.join("trace-report.json"));
             let replay = match &trace {
@@ -306,7 +311,7 @@ fn live_unavailable(cpus: usize) -> Option<String> {
 }
 
 /// Every live scenario, at sizes this machine's CPUs allow.
-fn bench_args(live: &LiveSettings, cpus: usize, out: &Path) -> Vec<String> {
+fn bench_args(live: &LiveSettings, cpus: usize, out: &Path, noise: &str) -> Vec<String> {
     let sibling = (cpus - 1).min(3);
     let mut a: Vec<String> = [
         "bench",
@@ -330,6 +335,7 @@ fn bench_args(live: &LiveSettings, cpus: usize, out: &Path) -> Vec<String> {
     opt("--run-ms", live.run_ms.to_string());
     opt("--warmup-ms", live.warmup_ms.to_string());
     opt("-o", out.display().to_string());
+    opt("--noise", noise.to_string());
     // Timed without the tlb:tlb_flush tracepoint: recording each flush costs time the
     // simulator does not model (0.67 µs per flush on the 2-vCPU guest), so traced runs would
     // not be the kernel's own time; the study's trace step records the flushes instead.
@@ -407,13 +413,16 @@ mod summary {
                             .as_array()
                             .and_then(|ms| ms.iter().find(|m| m["measure"] == key));
                         let Some(m) = m else { continue };
-                        let ratio = match (&m["ratio"]["ci"], &m["significant"]) {
-                            (ci, sig) if ci.is_object() => format!(
-                                "{:.3} [{:.3}, {:.3}]{}",
+                        let noise = s["noise"].as_f64().unwrap_or(tlblab_stats::DEFAULT_NOISE);
+                        let effect =
+                            serde_json::from_value::<tlblab_stats::Effect>(m["effect"].clone())
+                                .map_or_else(|_| String::new(), |e| format!(" {}", e.text(noise)));
+                        let ratio = match &m["ratio"]["ci"] {
+                            ci if ci.is_object() => format!(
+                                "{:.3} [{:.3}, {:.3}]{effect}",
                                 ci["point"].as_f64().unwrap_or(f64::NAN),
                                 ci["low"].as_f64().unwrap_or(f64::NAN),
                                 ci["high"].as_f64().unwrap_or(f64::NAN),
-                                if sig == true { " significant" } else { " not significant" }
                             ),
                             _ => "baseline".into(),
                         };
