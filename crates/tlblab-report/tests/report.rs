@@ -335,7 +335,7 @@ fn numbers_are_those_the_cli_prints() {
         "0.0400".into(),
         "0.1000".into(),
         "--busy 0 2.802 ± 0.837 times faster".into(),
-        "regressed (significant)".into()
+        "regressed (beyond noise)".into()
     ]));
     assert!(bench.contains(&vec!["tlb_flush.reason4".into(), "0".into(), "0.6627".into()]));
     // `tlblab trace report`: reason 1 on CPU 1: 53,704; the TLB row 53,791.

@@ -21,4 +21,5 @@ mod machines;
 mod sim_run;
 mod sim_study;
 mod trace;
+mod verdicts;
 mod warmup;
