@@ -228,8 +228,19 @@ pub fn verdict_line(c: &ConfigComparison, a: &str, b: &str, noise: f64) -> Strin
         cmp.change.ci.high * 100.0,
         cmp.welch.p_two_sided,
         cmp.mann_whitney.p_two_sided,
-        cmp.verdict.text(noise)
+        verdict_text(c, noise)
     )
+}
+
+/// The verdict's words. Within a session, a configuration is compared with another parameter
+/// value of its scenario (a sweep, e.g. `--busy 1` against `--busy 0`): that is higher or lower,
+/// not improved or regressed, so the direction-free words are used.
+pub fn verdict_text(c: &ConfigComparison, noise: f64) -> String {
+    if c.a == c.b {
+        c.comparison.verdict.text(noise)
+    } else {
+        c.comparison.verdict.effect(c.lower_is_better).text(noise)
+    }
 }
 
 /// The comparison's cautions, one `warning:` line each (hyperfine-style), indented by `indent`.

@@ -150,6 +150,9 @@ fn busy_one_against_busy_zero_is_a_significant_regression_with_a_star() {
     let min = table.lines().find(|l| l.trim_start().starts_with("Min")).unwrap();
     assert!(!min.contains('*'), "only the mean row carries the star: {min}");
     assert!(table.contains("busy 0 is 4.516"), "{table}");
+    // Another parameter value of the scenario: the time is higher, not "regressed".
+    assert!(table.contains(": higher (beyond ±1.0%)\n"), "{table}");
+    assert!(!table.contains("regressed"), "{table}");
 }
 
 #[test]

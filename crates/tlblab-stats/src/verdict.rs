@@ -73,6 +73,18 @@ impl Effect {
     }
 }
 
+impl fmt::Display for Effect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Effect::Higher => "higher",
+            Effect::Lower => "lower",
+            Effect::WithinNoise => "within noise",
+            Effect::NotSignificant => "not significant",
+            Effect::NoInterval => "no interval",
+        })
+    }
+}
+
 /// `±1.0%` for a band of 0.01.
 pub fn band(noise: f64) -> String {
     format!("±{:.1}%", noise * 100.0)
@@ -152,6 +164,18 @@ impl Verdict {
     /// Whether this is a change: significant and beyond the band.
     pub fn is_change(self) -> bool {
         matches!(self, Verdict::Improved | Verdict::Regressed)
+    }
+
+    /// The direction-free [`Effect`] behind this verdict, for comparisons where "better" does not
+    /// apply: a parameter value against another (a sweep) is higher or lower, not improved.
+    pub fn effect(self, lower_is_better: bool) -> Effect {
+        match (self, lower_is_better) {
+            (Verdict::Improved, true) | (Verdict::Regressed, false) => Effect::Lower,
+            (Verdict::Improved, false) | (Verdict::Regressed, true) => Effect::Higher,
+            (Verdict::WithinNoise, _) => Effect::WithinNoise,
+            (Verdict::NoSignificantChange, _) => Effect::NotSignificant,
+            (Verdict::NoInterval, _) => Effect::NoInterval,
+        }
     }
 
     /// The words for it, e.g. `improved (beyond ±1.0%)`, `within ±1.0% noise`.
@@ -313,6 +337,11 @@ mod tests {
         assert_eq!(Verdict::of(Effect::Higher, false), Verdict::Improved);
         assert_eq!(Verdict::of(Effect::NoInterval, true), Verdict::NoInterval);
         assert_eq!(Effect::Lower.text(0.02), "lower (beyond ±2.0%)");
+        for e in [Effect::Higher, Effect::Lower, Effect::WithinNoise, Effect::NotSignificant] {
+            for lib in [true, false] {
+                assert_eq!(Verdict::of(e, lib).effect(lib), e);
+            }
+        }
     }
 
     #[test]

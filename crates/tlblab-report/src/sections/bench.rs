@@ -434,7 +434,19 @@ pub(super) fn test_cells(row: &ConfigComparison, a: &str, b: &str) -> Vec<crate:
         fmt::p_value(cmp.welch.p_two_sided).into(),
         fmt::p_value(cmp.mann_whitney.p_two_sided).into(),
         speed.into(),
-        cell(format!("{}{}", cmp.verdict, if significant { " (beyond noise)" } else { "" }), tone),
+        // Another parameter value of the same session is higher or lower, not improved.
+        cell(
+            format!(
+                "{}{}",
+                if row.a == row.b {
+                    cmp.verdict.to_string()
+                } else {
+                    cmp.verdict.effect(row.lower_is_better).to_string()
+                },
+                if significant { " (beyond noise)" } else { "" }
+            ),
+            tone,
+        ),
     ]
 }
 
