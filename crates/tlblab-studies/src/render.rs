@@ -155,6 +155,14 @@ fn header(r: &StudyReport) -> String {
         what += "One seed: no interval, so no ratio or verdict is shown (--seeds 2 or more).";
     }
     out += &wrap("", &what, 2, WIDTH);
+    if k == 2 {
+        out += &wrap(
+            "warning: ",
+            "few seeds (2): each interval has 1 degree of freedom and is wide; use --seeds 3 or more",
+            2,
+            WIDTH,
+        );
+    }
     for n in &r.not_run {
         out += &wrap(
             "NOT RUN: ",

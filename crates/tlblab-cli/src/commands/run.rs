@@ -292,6 +292,9 @@ fn text(r: &RunReport, description: &str) -> String {
         better,
         group(r.policies[0].runs[0].events)
     );
+    if k == 2 {
+        out += "  warning: few seeds (2): each interval has 1 degree of freedom and is wide; use --seeds 3 or more\n";
+    }
     for p in &r.policies {
         out += &format!("  {}: {}\n", p.policy.name, p.policy.mirrors);
     }

@@ -56,10 +56,16 @@ fn one_seed_says_there_is_no_interval() {
     let row = text.lines().find(|l| l.trim_start().starts_with("linux-4.14 ")).unwrap();
     assert!(row.contains("one seed: no interval"), "{row}");
     assert!(!row.contains("baseline"), "only the first policy is the baseline: {row}");
+    assert!(!text.contains("warning: few seeds"), "{text}");
     assert!(text.contains("With one seed there is no interval and no verdict"), "{text}");
     let r = json_of(args.iter().chain(&["--json"]));
     assert_eq!(r["policies"][1]["ratio"], serde_json::Value::Null);
     assert_eq!(r["policies"][1]["verdict"], "NoInterval");
+    // Two seeds give an interval, with a warning that it rests on one degree of freedom.
+    args[11] = "2";
+    let text = String::from_utf8(stdout_of(&args)).unwrap();
+    let warning = "\n  warning: few seeds (2): each interval has 1 degree of freedom";
+    assert!(text.contains(warning), "{text}");
 }
 
 #[test]
