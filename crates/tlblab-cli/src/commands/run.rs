@@ -354,13 +354,10 @@ fn explanation(r: &RunReport, p: &PolicyResult, effects: &[MechanismEffect]) -> 
 /// print as touching it.
 fn ratio_ci(q: &tlblab_stats::RatioToBaseline) -> String {
     let (p, lo, hi) = (q.ci.point, q.ci.low, q.ci.high);
-    let excludes_one = !q.ci.contains(1.0);
-    let d = (3..=6)
-        .find(|&d| {
-            !excludes_one
-                || (format!("{lo:.d$}") != "1.000000"[..d + 2]
-                    && format!("{hi:.d$}") != "1.000000"[..d + 2])
-        })
-        .unwrap_or(6);
+    let touches_one = |d: usize| {
+        let one = format!("{:.d$}", 1.0);
+        format!("{lo:.d$}") == one || format!("{hi:.d$}") == one
+    };
+    let d = if q.ci.contains(1.0) { 3 } else { (3..6).find(|&d| !touches_one(d)).unwrap_or(6) };
     format!("{p:.d$} [{lo:.d$}, {hi:.d$}]")
 }
