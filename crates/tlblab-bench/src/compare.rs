@@ -1,7 +1,7 @@
 //! A/B comparisons of configurations, with tlblab-stats' tests and verdict.
 
 use serde::{Deserialize, Serialize};
-use tlblab_env::{Difference, Environment};
+use tlblab_env::{Difference, Environment, SystemLoad};
 use tlblab_stats::{compare, harmonic_mean, CompareOptions, Comparison};
 
 use crate::error::BenchError;
@@ -20,7 +20,11 @@ pub struct CompareSettings {
 
 impl Default for CompareSettings {
     fn default() -> CompareSettings {
-        CompareSettings { noise_threshold: 0.01, significance: 0.05, seed: 0 }
+        CompareSettings {
+            noise_threshold: tlblab_stats::DEFAULT_NOISE,
+            significance: 0.05,
+            seed: 0,
+        }
     }
 }
 
@@ -60,6 +64,12 @@ pub struct ResultsComparison {
     pub environment_differences: Vec<Difference>,
     /// The noise threshold used.
     pub noise_threshold: f64,
+    /// The load around A's runs (absent from comparisons saved by older tlblab).
+    #[serde(default)]
+    pub load_a: SystemLoad,
+    /// The load around B's runs.
+    #[serde(default)]
+    pub load_b: SystemLoad,
 }
 
 /// Runs a configuration needs on each side to be compared: the tests need two samples (with
@@ -134,6 +144,8 @@ pub fn compare_results(
         rows,
         environment_differences: differences(a, b),
         noise_threshold: settings.noise_threshold,
+        load_a: a.environment.system_load.clone(),
+        load_b: b.environment.system_load.clone(),
     })
 }
 

@@ -172,6 +172,10 @@ pub struct LabArgs {
     /// Seeds per policy of the simulated studies (default: each study's own; quick: 2).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub seeds: Option<u64>,
+    /// Noise band in percent: a difference is called a change only when it is significant and
+    /// its whole 95% interval lies outside ±PCT.
+    #[arg(long, default_value_t = 1.0, value_name = "PCT")]
+    pub noise: f64,
     /// Replace the results of an earlier run in DIR.
     #[arg(long)]
     pub force: bool,
@@ -742,6 +746,10 @@ pub struct RunArgs {
     /// not have is listed, not run.
     #[arg(long)]
     pub explain: bool,
+    /// Noise band in percent: a difference is called a change only when it is significant and
+    /// its whole 95% interval lies outside ±PCT.
+    #[arg(long, default_value_t = 1.0, value_name = "PCT")]
+    pub noise: f64,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -933,6 +941,10 @@ pub struct StudyArgs {
     /// listed, not run.
     #[arg(long)]
     pub explain: bool,
+    /// Noise band in percent: a difference is called a change only when it is significant and
+    /// its whole 95% interval lies outside ±PCT.
+    #[arg(long, default_value_t = 1.0, value_name = "PCT")]
+    pub noise: f64,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,

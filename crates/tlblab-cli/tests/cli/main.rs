@@ -23,4 +23,5 @@ mod report_summary;
 mod sim_run;
 mod sim_study;
 mod trace;
+mod verdicts;
 mod warmup;

@@ -83,14 +83,14 @@ fn how_to_read(s: &Study) -> Vec<Span> {
         vec![
             b("How to read: "),
             t(format!(
-                "each run is deterministic; seeds change only timer phases and the workload's random draws. A figure is the mean ± sample standard deviation over the {} runs of a policy. Each policy is compared with its part's first policy (the baseline): the ratio is the mean of the per-seed ratios policy/baseline, paired by seed, with its {conf:.0}% Student-t confidence interval; significant means the interval excludes 1. Intervals are tight because the model is deterministic: read the size of a ratio, not only its verdict.",
+                "each run is deterministic; seeds change only timer phases and the workload's random draws. A figure is the mean ± sample standard deviation over the {} runs of a policy. Each policy is compared with its part's first policy (the baseline): the ratio is the geometric mean of the per-seed ratios policy/baseline, paired by seed, with its {conf:.0}% log-t confidence interval; significant means a change: the interval excludes 1 and lies wholly outside the ±1% noise band. Intervals are tight because the model is deterministic: read the size of a ratio, not only its verdict.",
                 s.seeds
             )),
         ]
     } else {
         vec![
             b("How to read: "),
-            t("one run per policy: every figure is that run's value. Ratios to the baseline need 2 seeds or more, so none are shown and nothing is marked significant."),
+            t("one run per policy: every figure is that run's value. One seed gives no interval, so no ratio is shown and nothing is marked significant."),
         ]
     }
 }
@@ -383,7 +383,7 @@ fn measure_table(part: &Part, s: &Study) -> Table {
     }
     if with_ratios {
         table.note(format!(
-            "mean ± sample standard deviation over {} seeded runs; ratio: the mean of the per-seed ratios policy / {base}, paired by seed, with its {:.0}% Student-t interval; significant: the interval excludes 1. Unless marked, lower is better.",
+            "mean ± sample standard deviation over {} seeded runs; ratio: the geometric mean of the per-seed ratios policy / {base}, paired by seed, with its {:.0}% log-t interval; significant: a change, the interval excluding 1 and lying wholly outside the ±1% noise band. Unless marked, lower is better.",
             s.seeds,
             s.confidence * 100.0
         ))
@@ -562,7 +562,7 @@ fn ratio_figure(ctx: &Ctx, s: &Study, part: &Part, lower_is_better: bool) -> Opt
         chart = chart.y_scale(Scale::Log10);
     }
     let mut caption = format!(
-        "Each measure relative to {base}{}: bar = the mean of the per-seed ratios (paired by seed), whisker = its {:.0}% Student-t interval; the dashed line at 1 is the baseline. A ratio is significant when its whisker does not cross 1 (see the table). {direction}.",
+        "Each measure relative to {base}{}: bar = the geometric mean of the per-seed ratios (paired by seed), whisker = its {:.0}% log-t interval; the dashed line at 1 is the baseline. A ratio is significant when its whisker lies wholly outside the ±1% noise band around 1 (see the table). {direction}.",
         chart.scale_note(),
         s.confidence * 100.0
     );
@@ -908,15 +908,15 @@ fn sweep_section(doc: &mut Document, ctx: &Ctx, s: &Study, sweep: &Sweep) {
         }
     }
     let how = if slowdown {
-        format!("slowdown: how many times as long the same work takes as under {base}, 1 / the mean of the per-seed speed ratios, with its {:.0}% Student-t interval inverted", s.confidence * 100.0)
+        format!("slowdown: how many times as long the same work takes as under {base}, 1 / the geometric mean of the per-seed speed ratios, with its {:.0}% log-t interval inverted", s.confidence * 100.0)
     } else {
         format!(
-            "ratio: mean of the per-seed ratios to {base} with its {:.0}% Student-t interval",
+            "ratio: geometric mean of the per-seed ratios to {base} with its {:.0}% log-t interval",
             s.confidence * 100.0
         )
     };
     doc.table(table.note(format!(
-        "{} ({}), mean ± sample standard deviation of {} runs per point; {how} (significant: it excludes 1).",
+        "{} ({}), mean ± sample standard deviation of {} runs per point; {how} (significant: it excludes 1 and lies wholly outside the ±1% noise band).",
         main.label,
         if main.lower_is_better { "lower is better" } else { "higher is better" },
         s.seeds,
@@ -1022,14 +1022,14 @@ fn sweep_section(doc: &mut Document, ctx: &Ctx, s: &Study, sweep: &Sweep) {
         }
         let caption = if slowdown {
             format!(
-                "How many times as long the same work takes as under {base}, against {} (log₂ axis{}): point = 1 / the mean of the per-seed speed ratios, whisker = its {:.0}% Student-t interval inverted; 1 is no slowdown.",
+                "How many times as long the same work takes as under {base}, against {} (log₂ axis{}): point = 1 / the geometric mean of the per-seed speed ratios, whisker = its {:.0}% log-t interval inverted; 1 is no slowdown.",
                 axis.label(),
                 if chart.y_scale == Scale::Log10 { "; log₁₀ y axis" } else { "" },
                 s.confidence * 100.0
             )
         } else {
             format!(
-                "{} relative to {base} against {} (log₂ axis{}): point = mean of the per-seed ratios, whisker = its {:.0}% Student-t interval; above 1 is more of the measure.",
+                "{} relative to {base} against {} (log₂ axis{}): point = geometric mean of the per-seed ratios, whisker = its {:.0}% log-t interval; above 1 is more of the measure.",
                 main.label,
                 axis.label(),
                 if chart.y_scale == Scale::Log10 { "; log₁₀ y axis" } else { "" },

@@ -238,7 +238,12 @@ fn report(results: &BenchResults, noise_threshold: f64) -> Result<String> {
     out.push_str(&render::session_table(results));
     for row in compare_within(results, &compare_settings(results, noise_threshold))? {
         out.push('\n');
-        out.push_str(&render::comparison_table(std::slice::from_ref(&row), &row.a, &row.b));
+        out.push_str(&render::comparison_table(
+            std::slice::from_ref(&row),
+            &row.a,
+            &row.b,
+            noise_threshold,
+        ));
     }
     Ok(out)
 }

@@ -91,6 +91,9 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
     if let Some(n) = &seeds {
         study_args.extend(["--seeds", n.as_str()]);
     }
+    crate::commands::noise_fraction(args.noise)?;
+    let noise = args.noise.to_string();
+    study_args.extend(["--noise", noise.as_str()]);
     let studies =
         runner.json_step("simulated studies S1–S5", &study_args, &dir.join("sim-studies.json"));
 
@@ -113,8 +116,10 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
             (skipped.clone(), skipped.clone(), skipped)
         }
         None => {
-            let bench = runner
-                .bench(&bench_args(&live, cpus, &dir.join("bench.json")), &dir.join("bench.json"));
+            let bench = runner.bench(
+                &bench_args(&live, cpus, &dir.join("bench.json"), &noise),
+                &dir.join("bench.json"),
+            );
             let trace_file = dir.join("madvise-busy.flushtrace");
             let trace = runner.trace(&live, cpus, &trace_file, &dir.join("trace-report.json"));
             let replay = match &trace {
@@ -324,7 +329,7 @@ fn live_unavailable(cpus: usize) -> Option<String> {
 }
 
 /// Every live scenario, at sizes this machine's CPUs allow.
-fn bench_args(live: &LiveSettings, cpus: usize, out: &Path) -> Vec<String> {
+fn bench_args(live: &LiveSettings, cpus: usize, out: &Path, noise: &str) -> Vec<String> {
     let sibling = (cpus - 1).min(3);
     let mut a: Vec<String> = [
         "bench",
@@ -348,6 +353,7 @@ fn bench_args(live: &LiveSettings, cpus: usize, out: &Path) -> Vec<String> {
     opt("--run-ms", live.run_ms.to_string());
     opt("--warmup-ms", live.warmup_ms.to_string());
     opt("-o", out.display().to_string());
+    opt("--noise", noise.to_string());
     // Timed without the tlb:tlb_flush tracepoint: recording each flush costs time the
     // simulator does not model (0.67 µs per flush on the 2-vCPU guest), so traced runs would
     // not be the kernel's own time; the study's trace step records the flushes instead.
