@@ -3,7 +3,7 @@
 use super::nested::NestedSpec;
 use super::raw::{
     resolve_kernel_figures, CyclesFigure, PscLevel, PscScope, RawGuest, RawIdle, RawKernel,
-    RawMachine,
+    RawMachine, MAX_PATH_CYCLES,
 };
 use crate::hw::Replacement;
 use std::path::Path;
@@ -295,6 +295,19 @@ fn check(raw: &RawMachine) -> Result<Vec<StructureSpec>, String> {
             return Err(format!("{what}: a PML5E cache needs `features.la57 = true`"));
         }
         seen.push(psc.level);
+    }
+    // A translation or an instruction is paid per access and per flush: a huge figure overflows
+    // the clock or makes every step outlast millions of ticks.
+    let latencies = raw.latency.figures().into_iter().map(|(n, f)| ("latency", n, f));
+    for (section, name, figure) in
+        latencies.chain(raw.cost.figures().into_iter().map(|(n, f)| ("cost", n, f)))
+    {
+        if figure.cycles > MAX_PATH_CYCLES {
+            return Err(format!(
+                "`[{section}] {name}`: `cycles = {}` is above the limit of {MAX_PATH_CYCLES} cycles",
+                figure.cycles
+            ));
+        }
     }
     let f = &raw.features;
     let c = &raw.cost;
