@@ -15,7 +15,10 @@ fn main() -> ExitCode {
     match commands::run(cli) {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("tlblab: error: {error:#}");
+            // Messages quote inputs (a trace's line, a file name): no control byte may reach
+            // the terminal.
+            let message = format!("{error:#}");
+            eprintln!("tlblab: error: {}", tlblab_types::escape::escape_lines(&message));
             ExitCode::from(commands::exit_status(&error))
         }
     }

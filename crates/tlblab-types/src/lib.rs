@@ -17,6 +17,7 @@
 #![deny(missing_docs)]
 
 pub mod cpulist;
+pub mod escape;
 mod event;
 mod ids;
 pub mod names;

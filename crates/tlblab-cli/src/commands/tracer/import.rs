@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use tlblab_flushtrace::{
     Header, ImportError, Record, SourceError, TextFormat, TextImporter, TraceWriter, Trailer,
 };
+use tlblab_types::escape::escape;
 
 /// Line errors shown with `--skip-bad-lines` before they are only counted.
 const SHOWN_ERRORS: u64 = 10;
@@ -75,12 +76,12 @@ pub fn import(args: &TraceImportArgs) -> Result<ExitCode> {
 
     let skipped = importer.skipped();
     let others: Vec<String> =
-        skipped.other_events.iter().map(|(name, n)| format!("{name} {n}")).collect();
+        skipped.other_events.iter().map(|(name, n)| format!("{} {n}", escape(name))).collect();
     eprintln!(
         "tlblab: imported {} lines of {detected} from {}: {records} records ({flushes} tlb_flush) into {}",
         importer.lines_read(),
-        args.input.display(),
-        args.output.display()
+        escape(&args.input.display().to_string()),
+        escape(&args.output.display().to_string())
     );
     eprintln!(
         "tlblab: skipped {} lines: {} comments, {} blank, {} stack, {} untagged, {} loss reports{}{}",
