@@ -18,7 +18,7 @@ pub mod source;
 pub mod summary;
 
 pub use dump::FtraceText;
-pub use file::{FileError, TraceReader, TraceWriter};
+pub use file::{FileError, TraceReader, TraceWriter, MAX_COMM_BYTES, MAX_TS_NS};
 pub use import::{ImportError, TextFormat, TextImporter};
 pub use model::{
     reason, CallFunction, End, Flush, Header, InterruptCounts, IpiSend, Loss, Origin, Other,

@@ -538,6 +538,38 @@ fn a_line_past_the_cap_is_refused_and_the_next_one_read() {
     assert_eq!(out[2].as_ref().unwrap(), &flush(1_000_002_000, 0, 1, 1, 1));
 }
 
+/// Names longer than a trace holds are cut to the limit (counted), on a character boundary;
+/// a name at the limit is kept whole. What the importer yields, the file format writes.
+#[test]
+fn task_names_past_the_format_limit_are_cut_to_it() {
+    let max = tlblab_flushtrace::MAX_COMM_BYTES;
+    for (comm, kept, cut) in [
+        ("a".repeat(max), "a".repeat(max), 0),
+        ("a".repeat(max + 1), "a".repeat(max), 1),
+        (format!("{}é", "a".repeat(max - 1)), "a".repeat(max - 1), 1),
+    ] {
+        let text = format!("{comm} 7 [000] 1.000001: tlb:tlb_flush: pages:1 reason:x (3)\n");
+        let mut imp = TextImporter::new(text.as_bytes(), "long.txt", None);
+        let out: Vec<Record> = imp.by_ref().collect::<Result<_, _>>().unwrap();
+        assert_eq!(out[0], task(1_000_001_000, 7, -1, &kept));
+        assert_eq!(imp.comms_cut(), cut);
+    }
+}
+
+#[test]
+fn a_timestamp_past_the_format_range_is_refused_with_its_line() {
+    let text = "a-1 [000] 9223372036.854775807: tlb_flush: pages:1 reason:x (1)\n\
+                a-1 [000] 9223372036.854775808: tlb_flush: pages:1 reason:x (1)\n";
+    let out: Vec<_> = TextImporter::new(text.as_bytes(), "late.txt", None).collect();
+    assert_eq!(out[1].as_ref().unwrap(), &flush(i64::MAX as u64, 0, 1, 1, 1));
+    let e = out[2].as_ref().unwrap_err();
+    assert!(matches!(
+        e,
+        ImportError::Line { line: 2, problem: LineProblem::TimestampTooLate(_), .. }
+    ));
+    assert!(e.to_string().contains("late.txt:2: timestamp 9223372036854775808 ns"), "{e}");
+}
+
 #[test]
 fn odd_bytes_bom_crlf_and_function_tracer_lines() {
     // A byte-order mark, CRLF ends, a comm that is not UTF-8, a function-tracer line.

@@ -100,6 +100,9 @@ pub enum LineProblem {
     /// An IPI target list that is neither a CPU list nor a hex mask, or names a CPU past 65535.
     #[error("{0}: bad CPU list or mask")]
     BadCpuList(&'static str),
+    /// A timestamp past the trace format's last ([`crate::MAX_TS_NS`], 292 years).
+    #[error("timestamp {0} ns is past the last a trace holds ({max} ns, 292 years)", max = crate::MAX_TS_NS)]
+    TimestampTooLate(u64),
     /// The line is longer than the importer keeps.
     #[error("line longer than {0} bytes")]
     TooLong(usize),

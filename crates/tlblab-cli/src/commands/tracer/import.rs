@@ -8,6 +8,7 @@ use std::io::BufReader;
 use std::process::ExitCode;
 use tlblab_flushtrace::{
     Header, ImportError, Record, SourceError, TextFormat, TextImporter, TraceWriter, Trailer,
+    MAX_COMM_BYTES,
 };
 use tlblab_types::escape::escape;
 
@@ -94,6 +95,13 @@ pub fn import(args: &TraceImportArgs) -> Result<ExitCode> {
         if others.is_empty() { String::new() } else { format!(", other events: {}", others.join(", ")) },
         if bad_lines > 0 { format!("; {bad_lines} lines could not be read") } else { String::new() },
     );
+    match importer.comms_cut() {
+        0 => {}
+        cut => eprintln!(
+            "tlblab: {cut} task {} cut to {MAX_COMM_BYTES} bytes, the longest a trace holds (the kernel's are at most 15)",
+            if cut == 1 { "name was" } else { "names were" }
+        ),
+    }
     let lost = trailer.lost_events();
     if lost > 0 {
         eprintln!("tlblab: WARNING: the text reports {lost} lost events");
