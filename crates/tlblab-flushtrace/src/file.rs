@@ -309,6 +309,8 @@ pub struct TraceReader<R: Read> {
     allow_truncated: bool,
     truncated_at: Option<u64>,
     done: bool,
+    /// Offset of the last record read.
+    record_offset: u64,
 }
 
 impl TraceReader<BufReader<File>> {
@@ -337,6 +339,7 @@ impl<R: Read> TraceReader<R> {
             allow_truncated: false,
             truncated_at: None,
             done: false,
+            record_offset: 0,
         };
         let mut magic = [0u8; 8];
         match r.exact(&mut magic) {
@@ -382,6 +385,11 @@ impl<R: Read> TraceReader<R> {
         self.records
     }
 
+    /// The byte offset of the last record [`TraceReader::next_record`] returned.
+    pub fn record_offset(&self) -> u64 {
+        self.record_offset
+    }
+
     /// Where a truncated file stopped (with [`TraceReader::allow_truncated`]).
     pub fn truncated_at(&self) -> Option<u64> {
         self.truncated_at
@@ -397,6 +405,7 @@ impl<R: Read> TraceReader<R> {
         match result {
             Ok(Some(rec)) => {
                 self.records += 1;
+                self.record_offset = start;
                 Ok(Some(rec))
             }
             Ok(None) => {

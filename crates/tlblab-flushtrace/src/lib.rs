@@ -24,5 +24,5 @@ pub use model::{
     reason, CallFunction, End, Flush, Header, InterruptCounts, IpiSend, Loss, Origin, Other,
     Record, Switch, Task, Trailer, FLUSH_ALL,
 };
-pub use source::{SourceError, TraceSource};
+pub use source::{Position, SourceError, TraceSource};
 pub use summary::{Summary, SummaryBuilder, SummaryOptions};
