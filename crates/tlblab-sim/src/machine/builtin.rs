@@ -79,10 +79,19 @@ mod tests {
             assert!(err.contains(key) && err.contains("above the limit"), "{err}");
         }
         let mitigations = "\n[mitigations]\nsource = \"t\"\n\
-            safe_ret = { cycles = 10000000000, source = \"t\" }\n\
+            safe_ret = { cycles = 1000000000, source = \"t\" }\n\
             [mitigations.paths.syscall]\nrets = 4294967295\nindirect = 4294967295\n";
         let err = MachineSpec::from_toml(&format!("{text}{mitigations}"), "test").unwrap_err();
         assert!(err.to_string().contains("`[mitigations.paths] syscall`"), "{err}");
+        // Cycles within the limit but past 1 s at the preset's clock (a 1 MHz clock here).
+        let slow = text.replacen("clock = { mhz = 4000,", "clock = { mhz = 1,", 1).replacen(
+            "exec = { cycles = 500000,",
+            "exec = { cycles = 2000000,",
+            1,
+        );
+        assert_eq!(slow.len(), text.len() - 3 + 1);
+        let err = MachineSpec::from_toml(&slow, "test").unwrap_err().to_string();
+        assert!(err.contains("is more than 1 s at the 1 MHz clock"), "{err}");
     }
 
     #[test]

@@ -28,6 +28,13 @@ pub const MAX_MHZ: u64 = 100_000;
 /// simulator's clock arithmetic.
 pub const MAX_PATH_CYCLES: u64 = 10_000_000_000;
 
+/// The most cycles one path or instruction may cost at a clock of `mhz`: 1 s. No kernel path
+/// takes that long, and a longer one spans more ticks than a run can simulate (10^10 cycles at
+/// 1 MHz are 2.5 million ticks).
+pub fn max_cycles_at(mhz: u64) -> u64 {
+    mhz.saturating_mul(1_000_000).min(MAX_PATH_CYCLES)
+}
+
 /// How a cost measured as a time at one clock carries over to another clock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -127,6 +134,12 @@ impl WrittenCost {
         if cycles > MAX_PATH_CYCLES {
             return Err(format!(
                 "`cycles = {cycles}` is above the limit of {MAX_PATH_CYCLES} cycles for one path"
+            ));
+        }
+        let second = max_cycles_at(clock_mhz);
+        if cycles > second {
+            return Err(format!(
+                "{cycles} cycles is more than 1 s at the {clock_mhz} MHz clock (at most {second})"
             ));
         }
         Ok(cycles)
