@@ -18,7 +18,9 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(error) if error.chain().any(|c| c.is::<render::StdoutClosed>()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("tlblab: error: {}", message(&error));
+            // Messages quote inputs (a trace's line, a file name): no control byte may reach
+            // the terminal.
+            eprintln!("tlblab: error: {}", tlblab_types::escape::escape_lines(&message(&error)));
             ExitCode::from(commands::exit_status(&error))
         }
     }

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use crate::model::{Header, Record, Switch};
+use tlblab_types::escape::{escape, escape_lines};
 
 /// Formats records as ftrace `trace` lines, naming threads from the trace's task records.
 #[derive(Debug, Default)]
@@ -40,12 +41,21 @@ impl FtraceText {
         );
         s.push_str("#           TASK-PID     CPU#     TIMESTAMP  FUNCTION\n");
         s.push_str("#              | |         |         |         |\n");
-        s
+        escape_lines(&s).into_owned()
     }
 
     /// The line of one record. A task record, which is not an event, becomes a comment (and
-    /// its name is used on later lines).
+    /// its name is used on later lines). Control characters from the trace (in task names and
+    /// reason labels) are escaped: the line goes to a terminal, and stays one line.
     pub fn line(&mut self, record: &Record) -> String {
+        let line = self.raw_line(record);
+        match escape(&line) {
+            std::borrow::Cow::Borrowed(_) => line,
+            escaped => escaped.into_owned(),
+        }
+    }
+
+    fn raw_line(&mut self, record: &Record) -> String {
         match record {
             Record::Task(t) => {
                 self.comms.insert(t.pid, t.comm.clone());

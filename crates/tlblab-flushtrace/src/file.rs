@@ -38,10 +38,16 @@ mod tag {
     pub const END: u8 = 0xff;
 }
 
-/// Longest `comm` and most IPI targets a reader accepts (the kernel's comm is 16 bytes; more
-/// targets than this means corruption, not a big machine).
-const MAX_COMM: u64 = 4096;
+/// Longest `comm` the format holds, in bytes: the kernel's is at most 15 (`TASK_COMM_LEN`), but
+/// text imports may carry longer names (perf prints what it was told); a reader takes a longer
+/// one for corruption, the writer refuses it and importers cut names to it.
+pub const MAX_COMM_BYTES: usize = 4096;
+/// Most IPI targets of one record (more than this means corruption, not a big machine).
 const MAX_TARGETS: u64 = 1 << 16;
+/// Latest timestamp the format holds: 2^63 - 1 ns (292 years of any trace clock), so that the
+/// signed delta between any two timestamps fits its 64 bits and a delta that leaves the range
+/// (a wrapped clock, corruption) is refused where it is read, with its offset.
+pub const MAX_TS_NS: u64 = i64::MAX as u64;
 /// Largest header or trailer a reader accepts.
 const MAX_JSON: u32 = 64 << 20;
 
@@ -85,6 +91,17 @@ pub enum FileError {
         /// Offset of the bad data from the start of the file.
         offset: u64,
         /// What is wrong.
+        msg: String,
+    },
+    /// A record the format cannot hold ([`MAX_TS_NS`], [`MAX_COMM_BYTES`], too many IPI
+    /// targets): a reader would refuse it, so nothing of it is written.
+    #[error("{path}: cannot write record {record}: {msg}")]
+    Unwritable {
+        /// The file.
+        path: PathBuf,
+        /// The record's index (0-based).
+        record: u64,
+        /// What the format cannot hold.
         msg: String,
     },
     /// The file ends before its end marker (a recorder that was killed, a copy that was cut).
@@ -165,8 +182,15 @@ impl<W: Write> TraceWriter<W> {
         Ok(TraceWriter { out, path, last_ts: 0, records: 0, buf: Vec::with_capacity(64) })
     }
 
-    /// Appends one record.
+    /// Appends one record; refuses one a reader would not read back ([`FileError::Unwritable`]).
     pub fn write(&mut self, record: &Record) -> Result<(), FileError> {
+        if let Some(msg) = unwritable(record) {
+            return Err(FileError::Unwritable {
+                path: self.path.clone(),
+                record: self.records,
+                msg,
+            });
+        }
         let buf = &mut self.buf;
         buf.clear();
         let ts = record.ts_ns();
@@ -260,6 +284,24 @@ impl<W: Write> TraceWriter<W> {
     }
 }
 
+/// What of `record` the format cannot hold, if anything.
+fn unwritable(record: &Record) -> Option<String> {
+    let ts = record.ts_ns();
+    if ts > MAX_TS_NS {
+        return Some(format!("timestamp {ts} ns is past the format's last, {MAX_TS_NS} ns"));
+    }
+    match record {
+        Record::Task(t) if t.comm.len() > MAX_COMM_BYTES => Some(format!(
+            "comm of {} bytes is longer than the format's {MAX_COMM_BYTES}",
+            t.comm.len()
+        )),
+        Record::IpiSend(i) if i.targets.len() as u64 > MAX_TARGETS => {
+            Some(format!("{} IPI targets, more than the format's {MAX_TARGETS}", i.targets.len()))
+        }
+        _ => None,
+    }
+}
+
 fn put_u64(buf: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         buf.push(v as u8 | 0x80);
@@ -295,6 +337,8 @@ pub struct TraceReader<R: Read> {
     allow_truncated: bool,
     truncated_at: Option<u64>,
     done: bool,
+    /// Offset of the last record read.
+    record_offset: u64,
 }
 
 impl TraceReader<BufReader<File>> {
@@ -323,6 +367,7 @@ impl<R: Read> TraceReader<R> {
             allow_truncated: false,
             truncated_at: None,
             done: false,
+            record_offset: 0,
         };
         let mut magic = [0u8; 8];
         match r.exact(&mut magic) {
@@ -368,6 +413,11 @@ impl<R: Read> TraceReader<R> {
         self.records
     }
 
+    /// The byte offset of the last record [`TraceReader::next_record`] returned.
+    pub fn record_offset(&self) -> u64 {
+        self.record_offset
+    }
+
     /// Where a truncated file stopped (with [`TraceReader::allow_truncated`]).
     pub fn truncated_at(&self) -> Option<u64> {
         self.truncated_at
@@ -383,6 +433,7 @@ impl<R: Read> TraceReader<R> {
         match result {
             Ok(Some(rec)) => {
                 self.records += 1;
+                self.record_offset = start;
                 Ok(Some(rec))
             }
             Ok(None) => {
@@ -436,8 +487,17 @@ impl<R: Read> TraceReader<R> {
         if !(tag::FLUSH..=tag::OTHER).contains(&tag) {
             return Err(Short::Corrupt(format!("unknown record tag {tag:#04x}")));
         }
-        // Wrapping, like the writer's subtraction: every u64 timestamp round-trips.
-        let ts_ns = self.last_ts.wrapping_add(self.i64()? as u64);
+        let delta = self.i64()?;
+        let ts_ns =
+            self.last_ts.checked_add_signed(delta).filter(|&ts| ts <= MAX_TS_NS).ok_or_else(
+                || {
+                    Short::Corrupt(format!(
+                    "timestamp delta {delta} ns from {} ns leaves the range of timestamps (0 to \
+                     {MAX_TS_NS} ns): a wrapped clock or a damaged file",
+                    self.last_ts
+                ))
+                },
+            )?;
         self.last_ts = ts_ns;
         let cpu = narrow::<u32>(self.u64()?, "cpu")?;
         let rec = match tag {
@@ -487,7 +547,7 @@ impl<R: Read> TraceReader<R> {
                 let pid = self.i32("pid")?;
                 let tgid = self.i32("tgid")?;
                 let len = self.u64()?;
-                if len > MAX_COMM {
+                if len > MAX_COMM_BYTES as u64 {
                     return Err(Short::Corrupt(format!("comm of {len} bytes")));
                 }
                 let mut comm = vec![0u8; len as usize];
@@ -621,7 +681,7 @@ mod tests {
                 entry: true,
                 single: true,
             }),
-            Record::Other(Other { ts_ns: u64::MAX, cpu: 4095, pid: i32::MIN, event_id: 65535 }),
+            Record::Other(Other { ts_ns: MAX_TS_NS, cpu: 4095, pid: i32::MIN, event_id: 65535 }),
         ]
     }
 
@@ -702,6 +762,58 @@ mod tests {
         assert!(e.to_string().contains(&format!("offset {at}")), "{e}");
     }
 
+    /// What a reader would refuse is not written: a timestamp past the range, a comm past the
+    /// limit (the limit itself is fine).
+    #[test]
+    fn the_writer_refuses_what_a_reader_would() {
+        let mut w =
+            TraceWriter::new(Vec::new(), Path::new("t"), &Header::new(Origin::Recorded)).unwrap();
+        let task = |comm: String| Record::Task(Task { ts_ns: 1, pid: 1, tgid: 1, comm });
+        w.write(&task("x".repeat(MAX_COMM_BYTES))).unwrap();
+        let e = w.write(&task("x".repeat(MAX_COMM_BYTES + 1))).unwrap_err().to_string();
+        assert!(e.contains("record 1") && e.contains("comm of 4097 bytes"), "{e}");
+        let late =
+            Record::Flush(Flush { ts_ns: MAX_TS_NS + 1, cpu: 0, pid: 1, reason: 3, pages: 1 });
+        let e = w.write(&late).unwrap_err().to_string();
+        assert!(e.contains("timestamp 9223372036854775808 ns"), "{e}");
+        assert_eq!(w.records(), 1);
+        let (back, _) = read_all(&w.finish(trailer()).unwrap()).unwrap();
+        assert_eq!(back, vec![task("x".repeat(MAX_COMM_BYTES))]);
+    }
+
+    /// A delta that takes the clock below 0 (or past the range) is corruption at that record.
+    #[test]
+    fn a_wrapping_timestamp_is_refused_at_its_record() {
+        let flush = |ts_ns| Record::Flush(Flush { ts_ns, cpu: 0, pid: 1, reason: 3, pages: 1 });
+        let bytes = write(&[flush(5_000), flush(6_000)]);
+        let header_end = TraceReader::new(&bytes[..], Path::new("t")).unwrap().offset as usize;
+        let second = header_end + write(&[flush(5_000)]).len() - write(&[]).len();
+        // The second record's delta (+1000, zigzag 2000: two varint bytes) becomes -6000
+        // (zigzag 11999: 0xdf 0x5d).
+        assert_eq!(&bytes[second + 1..second + 3], &[0xd0, 0x0f]);
+        let mut bad = bytes.clone();
+        bad[second + 1..second + 3].copy_from_slice(&[0xdf, 0x5d]);
+        let e = read_all(&bad).unwrap_err();
+        assert!(matches!(e, FileError::Corrupt { offset, .. } if offset == second as u64), "{e}");
+        assert!(e.to_string().contains("delta -6000 ns from 5000 ns"), "{e}");
+    }
+
+    /// Runs `f` on a thread of its own; fails if it panics or takes longer than `bound`.
+    fn within<T: Send + 'static>(
+        bound: std::time::Duration,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        match rx.recv_timeout(bound) {
+            Ok(value) => value,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("took longer than {bound:?}"),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!("panicked"),
+        }
+    }
+
     /// The trailer's JSON length (the same for 0 and 7 records).
     fn trailer_len() -> usize {
         serde_json::to_vec(&Trailer { records: 7, ..trailer() }).unwrap().len()
@@ -710,12 +822,40 @@ mod tests {
     proptest! {
         #[test]
         fn flushes_roundtrip(v in proptest::collection::vec(
-            (any::<u64>(), 0u32..8192, any::<i32>(), -1i32..8, any::<i64>()), 0..50)) {
+            (0..=MAX_TS_NS, 0u32..8192, any::<i32>(), -1i32..8, any::<i64>()), 0..50)) {
             let records: Vec<Record> = v.into_iter().map(|(ts_ns, cpu, pid, reason, pages)| {
                 Record::Flush(Flush { ts_ns, cpu, pid, reason, pages })
             }).collect();
             let (back, _) = read_all(&write(&records)).unwrap();
             prop_assert_eq!(back, records);
+        }
+
+        /// A trace file with a few bytes flipped, inserted, deleted or cut (timestamps that
+        /// wrap included) reads back or fails cleanly, in bounded time.
+        #[test]
+        fn mutated_files_read_cleanly_and_quickly(
+            edits in proptest::collection::vec((any::<usize>(), any::<u8>(), 0..4u8), 1..6),
+        ) {
+            let mut bytes = write(&sample());
+            for (at, byte, op) in edits {
+                let at = at % (bytes.len() + 1);
+                match op {
+                    0 if at < bytes.len() => bytes[at] ^= byte | 1,
+                    1 => bytes.insert(at, byte),
+                    2 if at < bytes.len() => { bytes.remove(at); }
+                    _ => bytes.truncate(at),
+                }
+            }
+            let read = within(std::time::Duration::from_secs(2), move || {
+                let strict = read_all(&bytes).map(|(r, _)| r.len());
+                let lenient = TraceReader::new(&bytes[..], Path::new("t")).map(|r| {
+                    r.allow_truncated(true).filter_map(Result::ok).count()
+                });
+                (strict, lenient)
+            });
+            if let (Ok(n), Ok(m)) = read {
+                prop_assert_eq!(n, m, "a complete file reads the same either way");
+            }
         }
 
         #[test]

@@ -29,6 +29,24 @@ pub enum SourceError {
     },
 }
 
+/// Where a record is in its file: a byte offset in a trace file, a line of text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Position {
+    /// The offset of the record's first byte.
+    ByteOffset(u64),
+    /// The line (1-based) the record was read from.
+    Line(u64),
+}
+
+impl std::fmt::Display for Position {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Position::ByteOffset(at) => write!(f, "byte offset {at}"),
+            Position::Line(n) => write!(f, "line {n}"),
+        }
+    }
+}
+
 enum Inner {
     Binary(Box<TraceReader<BufReader<File>>>),
     Text {
@@ -105,6 +123,15 @@ impl TraceSource {
         match &self.inner {
             Inner::Binary(r) => r.truncated_at(),
             Inner::Text { .. } => None,
+        }
+    }
+
+    /// Where the last record [`TraceSource::next_record`] returned is in the file (a text
+    /// event line gives its thread's `Task` record and its event: both are on that line).
+    pub fn position(&self) -> Position {
+        match &self.inner {
+            Inner::Binary(r) => Position::ByteOffset(r.record_offset()),
+            Inner::Text { importer, .. } => Position::Line(importer.lines_read()),
         }
     }
 

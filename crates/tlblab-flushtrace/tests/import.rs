@@ -538,6 +538,38 @@ fn a_line_past_the_cap_is_refused_and_the_next_one_read() {
     assert_eq!(out[2].as_ref().unwrap(), &flush(1_000_002_000, 0, 1, 1, 1));
 }
 
+/// Names longer than a trace holds are cut to the limit (counted), on a character boundary;
+/// a name at the limit is kept whole. What the importer yields, the file format writes.
+#[test]
+fn task_names_past_the_format_limit_are_cut_to_it() {
+    let max = tlblab_flushtrace::MAX_COMM_BYTES;
+    for (comm, kept, cut) in [
+        ("a".repeat(max), "a".repeat(max), 0),
+        ("a".repeat(max + 1), "a".repeat(max), 1),
+        (format!("{}é", "a".repeat(max - 1)), "a".repeat(max - 1), 1),
+    ] {
+        let text = format!("{comm} 7 [000] 1.000001: tlb:tlb_flush: pages:1 reason:x (3)\n");
+        let mut imp = TextImporter::new(text.as_bytes(), "long.txt", None);
+        let out: Vec<Record> = imp.by_ref().collect::<Result<_, _>>().unwrap();
+        assert_eq!(out[0], task(1_000_001_000, 7, -1, &kept));
+        assert_eq!(imp.comms_cut(), cut);
+    }
+}
+
+#[test]
+fn a_timestamp_past_the_format_range_is_refused_with_its_line() {
+    let text = "a-1 [000] 9223372036.854775807: tlb_flush: pages:1 reason:x (1)\n\
+                a-1 [000] 9223372036.854775808: tlb_flush: pages:1 reason:x (1)\n";
+    let out: Vec<_> = TextImporter::new(text.as_bytes(), "late.txt", None).collect();
+    assert_eq!(out[1].as_ref().unwrap(), &flush(i64::MAX as u64, 0, 1, 1, 1));
+    let e = out[2].as_ref().unwrap_err();
+    assert!(matches!(
+        e,
+        ImportError::Line { line: 2, problem: LineProblem::TimestampTooLate(_), .. }
+    ));
+    assert!(e.to_string().contains("late.txt:2: timestamp 9223372036854775808 ns"), "{e}");
+}
+
 #[test]
 fn odd_bytes_bom_crlf_and_function_tracer_lines() {
     // A byte-order mark, CRLF ends, a comm that is not UTF-8, a function-tracer line.
@@ -586,6 +618,74 @@ fn fill_trailer_adds_labels_cpus_and_losses() {
 /// with spaces, dashes, colons, brackets).
 fn comm() -> impl Strategy<Value = String> {
     "[ -~]{1,15}".prop_filter("no edge whitespace", |c| c.trim() == c)
+}
+
+/// Runs `f` on a thread of its own; fails if it panics or takes longer than `bound`.
+fn within<T: Send + 'static>(
+    bound: std::time::Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(bound) {
+        Ok(value) => value,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("took longer than {bound:?}"),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!("panicked"),
+    }
+}
+
+/// The first lines of a real capture of each format, to mutate.
+fn capture_heads() -> Vec<Vec<u8>> {
+    ["ftrace-6.18-trace.txt", "perf-6.1-script-ipi.txt", "ftrace-edge-hand.txt"]
+        .iter()
+        .map(|name| {
+            let text = std::fs::read(fixture(name)).unwrap();
+            let end = text
+                .iter()
+                .enumerate()
+                .filter(|(_, &b)| b == b'\n')
+                .nth(40)
+                .map_or(text.len(), |(i, _)| i + 1);
+            text[..end].to_vec()
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// Captures with bytes flipped, inserted (control bytes, digits that make huge
+    /// timestamps and counts) or deleted import line by line or fail with the line, and every
+    /// record they yield is one a trace file can hold; each case within 2 s.
+    #[test]
+    fn mutated_captures_import_cleanly_and_quickly(
+        which in 0..3usize,
+        edits in proptest::collection::vec((any::<usize>(), prop_oneof![any::<u8>(), Just(b'9'), Just(0x1b)], 0..3u8), 1..8),
+    ) {
+        let mut bytes = capture_heads().swap_remove(which);
+        for (at, byte, op) in edits {
+            let at = at % (bytes.len() + 1);
+            match op {
+                0 if at < bytes.len() => bytes[at] = byte,
+                1 => bytes.insert(at, byte),
+                _ if at < bytes.len() => { bytes.remove(at); }
+                _ => {}
+            }
+        }
+        let written = within(std::time::Duration::from_secs(2), move || {
+            let mut out = tlblab_flushtrace::TraceWriter::new(Vec::new(), std::path::Path::new("m"), &tlblab_flushtrace::Header::new(tlblab_flushtrace::Origin::FtraceText)).unwrap();
+            for r in TextImporter::new(&bytes[..], "fuzz", None) {
+                match r {
+                    Ok(record) => out.write(&record).map_err(|e| e.to_string())?,
+                    Err(e) => assert!(e.line() >= 1 && !e.to_string().contains('\x1b'), "{e}"),
+                }
+            }
+            Ok::<_, String>(())
+        });
+        prop_assert!(written.is_ok(), "the importer yielded a record the format refuses: {:?}", written);
+    }
 }
 
 proptest! {

@@ -208,6 +208,18 @@ pub enum PolicyError {
         /// The parser's message with line and column.
         message: String,
     },
+    /// A numeric switch is outside the range the model runs (see [`Policy::out_of_range`]).
+    #[error("policy file {origin}{at}: {message}", at = line.map(|l| format!(", line {l}")).unwrap_or_default())]
+    OutOfRange {
+        /// The file.
+        origin: String,
+        /// The line that sets the switch (`None` when it comes from the base).
+        line: Option<usize>,
+        /// The switch.
+        key: &'static str,
+        /// The value and its range.
+        message: String,
+    },
     /// The file could not be read.
     #[error("policy file {path}: cannot read it")]
     Io {
@@ -421,7 +433,36 @@ const VARIANTS: &[Variant] = &[
     },
 ];
 
+/// `hz` (`CONFIG_HZ`, ticks per second): x86 Linux offers 100 to 1000; 0 has no tick, and far
+/// beyond 10,000 the simulated ticks alone make a run last hours.
+pub const HZ_RANGE: std::ops::RangeInclusive<u64> = 1..=10_000;
+
+/// `tlb_single_page_flush_ceiling`: a range flush below it is a loop of one INVLPG per page, so
+/// a ceiling past 65,535 pages (256 MiB) turns the large flushes of exec and exit into loops of
+/// millions of steps; Linux's default is 33.
+pub const CEILING_RANGE: std::ops::RangeInclusive<u64> = 0..=65_535;
+
 impl Policy {
+    /// The first numeric switch outside the range the model runs ([`HZ_RANGE`],
+    /// [`CEILING_RANGE`]), with a message that gives its value and range.
+    pub fn out_of_range(&self) -> Option<(&'static str, String)> {
+        let check = |key, value: u64, range: &std::ops::RangeInclusive<u64>, what| {
+            (!range.contains(&value)).then(|| {
+                let (lo, hi) = (range.start(), range.end());
+                (key, format!("`{key} = {value}` is outside {lo} to {hi} ({what})"))
+            })
+        };
+        check("hz", self.hz, &HZ_RANGE, "CONFIG_HZ, ticks per second; Linux uses 100 to 1000")
+            .or_else(|| {
+                check(
+                    "tlb_single_page_flush_ceiling",
+                    self.tlb_single_page_flush_ceiling,
+                    &CEILING_RANGE,
+                    "pages; Linux's default is 33",
+                )
+            })
+    }
+
     /// A policy by name: a base (`linux-6.18`), a variant on its study's base (`pti-deferred`),
     /// or a base and variants joined by `+` (`linux-6.18+pti-deferred`).
     pub fn named(name: &str) -> Result<Policy, PolicyError> {
@@ -489,8 +530,9 @@ impl Policy {
             name: String,
             base: String,
             mirrors: Option<String>,
+            /// Each switch with where its value is, to name the line of a bad one.
             #[serde(default)]
-            set: toml::Table,
+            set: std::collections::BTreeMap<String, toml::Spanned<toml::Value>>,
         }
         let parse = |message: String| PolicyError::Parse { origin: origin.to_string(), message };
         let file: File = toml::from_str(text).map_err(|e| parse(e.to_string()))?;
@@ -498,23 +540,30 @@ impl Policy {
         // Merge the changes into the base's own table, so that serde checks every key and type.
         let mut table = base.switch_table().map_err(parse)?;
         let known = table.keys().cloned().collect::<Vec<_>>().join(", ");
-        for (key, value) in file.set {
+        let line_of = |key: &str| {
+            let start = file.set.get(key)?.span().start;
+            Some(text.get(..start)?.matches('\n').count() + 1)
+        };
+        for (key, value) in &file.set {
             if key == "name" || key == "mirrors" {
                 return Err(parse(format!("[set] cannot change {key:?}; set it at the top")));
             }
-            if !table.contains_key(&key) {
-                let hint =
-                    tlblab_types::names::did_you_mean(&key, table.keys().map(|k| k.as_str()));
+            if !table.contains_key(key) {
+                let hint = tlblab_types::names::did_you_mean(key, table.keys().map(|k| k.as_str()));
                 return Err(parse(format!(
                     "[set] has unknown switch {key:?}{hint} (switches: {known})"
                 )));
             }
-            table.insert(key, value);
+            table.insert(key.clone(), value.get_ref().clone());
         }
         table.insert("name".into(), toml::Value::String(base.name.clone()));
         table.insert("mirrors".into(), toml::Value::String(base.mirrors.clone()));
         let mut policy: Policy =
             table.try_into().map_err(|e: toml::de::Error| parse(e.to_string()))?;
+        if let Some((key, message)) = policy.out_of_range() {
+            let line = line_of(key);
+            return Err(PolicyError::OutOfRange { origin: origin.to_string(), line, key, message });
+        }
         policy.name = file.name;
         policy.mirrors = file.mirrors.unwrap_or_else(|| format!("{} (changed)", base.mirrors));
         Ok(policy)
@@ -631,5 +680,40 @@ mod tests {
         let text = "name='x'\nbase='linux-6.18'\nextra=1\n";
         let e = Policy::from_toml(text, "x.toml").unwrap_err().to_string();
         assert!(e.contains("extra"), "{e}");
+    }
+
+    /// A zero or huge `hz` (a division by zero, a run of hours) and a ceiling past the page
+    /// loop's bound are refused with the file, the line and the range; the bounds themselves
+    /// are accepted.
+    #[test]
+    fn numeric_switches_out_of_range_are_refused_with_their_line() {
+        let file =
+            |set: &str| format!("name = 'x'\nbase = 'linux-6.18'\n[set]\npcid = true\n{set}\n");
+        for (set, key) in [
+            ("hz = 0", "hz"),
+            ("hz = 100000000", "hz"),
+            (
+                "tlb_single_page_flush_ceiling = 9223372036854775807",
+                "tlb_single_page_flush_ceiling",
+            ),
+        ] {
+            let e = Policy::from_toml(&file(set), "p.toml").unwrap_err();
+            let PolicyError::OutOfRange { line, key: k, .. } = &e else { panic!("{e:?}") };
+            assert_eq!((*line, *k), (Some(5), key), "{set}");
+            let shown = e.to_string();
+            assert!(shown.starts_with("policy file p.toml, line 5: `"), "{shown}");
+            assert!(shown.contains(set) && shown.contains(" to "), "{shown}");
+        }
+        for set in [
+            "hz = 1",
+            "hz = 10000",
+            "tlb_single_page_flush_ceiling = 0",
+            "tlb_single_page_flush_ceiling = 65535",
+        ] {
+            Policy::from_toml(&file(set), "p.toml").unwrap();
+        }
+        for name in Policy::builtin_names() {
+            assert_eq!(Policy::named(name).unwrap().out_of_range(), None, "{name}");
+        }
     }
 }

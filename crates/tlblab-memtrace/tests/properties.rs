@@ -31,7 +31,13 @@ fn drain(mut source: impl EventSource) -> Result<Vec<TraceEvent>, TraceError> {
 }
 
 /// Feeds `bytes` to every reader, directly and through detection; none may panic.
+/// Feeds `bytes` to every reader, each case within 2 s (a reader that loops fails the case).
 fn feed_everywhere(bytes: &[u8]) {
+    let bytes = bytes.to_vec();
+    common::within(std::time::Duration::from_secs(2), move || feed_unbounded(&bytes));
+}
+
+fn feed_unbounded(bytes: &[u8]) {
     let options = ReadOptions::default();
     let _ = drain(LackeyReader::new("fuzz", bytes, &options));
     let _ = drain(ChampSimReader::new("fuzz", bytes, &options));

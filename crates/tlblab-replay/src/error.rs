@@ -54,6 +54,16 @@ pub enum ReplayError {
         /// The largest ceiling the replay handles.
         max: u64,
     },
+    /// The replayed span (quiet gaps shortened) is more than the model's clock runs.
+    #[error("the trace's replayed span, {span_ns} ns with every quiet gap shortened to 2 s, is more than the model runs at {mhz} MHz ({max_cycles} cycles)")]
+    TooLong {
+        /// The replayed span.
+        span_ns: u64,
+        /// The machine's clock.
+        mhz: u64,
+        /// The most cycles a replay runs.
+        max_cycles: u64,
+    },
     /// The sweep has no ceiling values.
     #[error("the ceiling sweep needs at least one value")]
     EmptySweep,
@@ -65,4 +75,16 @@ pub enum ReplayError {
         /// The model's reason.
         source: tlblab_kernel::KernelError,
     },
+}
+
+impl ReplayError {
+    /// The record (0-based, in input order) the error is about, if it is about one.
+    pub fn record(&self) -> Option<u64> {
+        match self {
+            ReplayError::OutOfOrder { index, .. } | ReplayError::CpuOutOfRange { index, .. } => {
+                Some(*index)
+            }
+            _ => None,
+        }
+    }
 }

@@ -37,7 +37,7 @@ mod run;
 
 pub use error::ReplayError;
 pub use options::{Refill, ReplayOptions};
-pub use plan::{KindCounts, Plan, RequestSummary, ScheduleMode, TraceSummary};
+pub use plan::{KindCounts, Plan, RequestSummary, ScheduleMode, TraceSummary, MAX_QUIET_NS};
 pub use render::{render_replay, render_sweep};
 pub use report::{
     Cost, PolicyReplay, ReasonRow, ReplayReport, Slip, SweepReport, SCHEMA, SWEEP_SCHEMA,
@@ -84,6 +84,7 @@ pub fn replay_plan(
     policies: &[Policy],
     opts: &ReplayOptions,
 ) -> Result<ReplayReport, ReplayError> {
+    run::check_span(plan, spec)?;
     let jobs: Vec<(usize, bool)> =
         (0..policies.len()).flat_map(|p| [(p, false), (p, true)]).collect();
     let runs = jobs
@@ -135,6 +136,7 @@ pub fn sweep_plan(
     opts: &ReplayOptions,
 ) -> Result<SweepReport, ReplayError> {
     let top = *ceilings.iter().max().ok_or(ReplayError::EmptySweep)?;
+    run::check_span(plan, spec)?;
     // One layout for every row, so that one twin (which flushes nothing, whatever the ceiling)
     // serves them all.
     let pages = censored_pages(policy, top)?;

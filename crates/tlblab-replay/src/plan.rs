@@ -10,6 +10,13 @@ use tlblab_flushtrace::{reason, Header, Record};
 /// The largest request the replay makes, in pages (larger recorded sizes are clamped).
 pub(crate) const MAX_REQUEST_PAGES: u64 = 1 << 16;
 
+/// The longest quiet stretch replayed: a gap between consecutive records longer than this is
+/// replayed as this long. Nothing is recorded in it, and 2 s outlast every time constant the
+/// model has (a tick at any `hz`, the once-a-second cpumask trim, the deepest idle state's
+/// residency, the pairing and idle-gap windows' defaults), so what follows sees the same state
+/// as after the whole gap; a replay's work follows its records, not its trace's span.
+pub const MAX_QUIET_NS: u64 = 2_000_000_000;
+
 /// CPUs of a trace the model can run (it runs 4096, one of which replays wake-up timers).
 pub(crate) const MAX_TRACE_CPUS: usize = 4095;
 
@@ -213,6 +220,42 @@ pub struct TraceSummary {
     pub requests_without_thread: u64,
     /// Records that went back in time within the tolerance.
     pub reordered_records: u64,
+    /// Gaps between consecutive records longer than [`MAX_QUIET_NS`], each replayed as that
+    /// long.
+    pub quiet_gaps: u64,
+    /// Trace time those gaps lose in the replay, ns: the replayed span is `span_ns` minus this.
+    pub quiet_ns_skipped: u64,
+}
+
+/// The gaps of a trace replayed shorter: each as [`MAX_QUIET_NS`].
+#[derive(Clone, Debug, Default)]
+struct Quiet {
+    /// Each gap's start (ns after the first record), in time order, the time skipped in the
+    /// gaps before it, and its own.
+    gaps: Vec<(u64, u64, u64)>,
+    /// All the time skipped.
+    total: u64,
+}
+
+impl Quiet {
+    /// Notes a gap from `from` to `to` (ns after the first record) with no record in it.
+    fn gap(&mut self, from: u64, to: u64) {
+        if let Some(skip) = (to - from).checked_sub(MAX_QUIET_NS).filter(|&s| s > 0) {
+            self.gaps.push((from, self.total, skip));
+            self.total += skip;
+        }
+    }
+
+    /// Replay time of trace time `t` (ns after the first record): the gaps before it shortened.
+    /// Inside a gap (only a record reordered within the tolerance lands there) time runs for
+    /// its first [`MAX_QUIET_NS`] and then stands until the gap's end: the map never goes back.
+    fn map(&self, t: u64) -> u64 {
+        let k = self.gaps.partition_point(|&(from, _, _)| from < t);
+        let Some(&(from, before, skip)) = k.checked_sub(1).map(|i| &self.gaps[i]) else {
+            return t;
+        };
+        t - before - (t - from).saturating_sub(MAX_QUIET_NS).min(skip)
+    }
 }
 
 /// A trace, read: threads, schedules and requests, ready to be replayed under any policy.
@@ -221,6 +264,8 @@ pub struct Plan {
     pub(crate) cpus: usize,
     pub(crate) threads: Vec<Thread>,
     pub(crate) processes: Vec<Process>,
+    /// The replayed span: from the first record to the last, quiet gaps shortened.
+    pub(crate) end_ns: u64,
     /// What the trace holds.
     pub summary: TraceSummary,
 }
@@ -254,6 +299,7 @@ struct Builder<'a> {
     opts: &'a ReplayOptions,
     t0: Option<u64>,
     latest: u64,
+    quiet: Quiet,
     max_cpu: Option<u32>,
     tgid: HashMap<i32, i32>,
     kthreads: std::collections::HashSet<i32>,
@@ -284,6 +330,7 @@ impl Plan {
             opts,
             t0: None,
             latest: 0,
+            quiet: Quiet::default(),
             max_cpu: None,
             tgid: HashMap::new(),
             kthreads: std::collections::HashSet::new(),
@@ -314,6 +361,8 @@ impl Plan {
                 requests: RequestSummary::default(),
                 requests_without_thread: 0,
                 reordered_records: 0,
+                quiet_gaps: 0,
+                quiet_ns_skipped: 0,
             },
         };
         for (i, r) in records.into_iter().enumerate() {
@@ -331,7 +380,9 @@ impl Plan {
 impl Builder<'_> {
     fn push(&mut self, index: u64, r: Record) -> Result<(), ReplayError> {
         let ts = r.ts_ns();
-        if ts + self.opts.order_tolerance_ns < self.latest {
+        // Saturating: a timestamp near u64::MAX plus the tolerance must not wrap into a
+        // "0 ns before" refusal.
+        if ts.saturating_add(self.opts.order_tolerance_ns) < self.latest {
             return Err(ReplayError::OutOfOrder {
                 index,
                 ts_ns: ts,
@@ -343,8 +394,13 @@ impl Builder<'_> {
         if ts < self.latest {
             self.s.reordered_records += 1;
         }
-        self.latest = self.latest.max(ts);
         let t0 = *self.t0.get_or_insert(ts);
+        // The latest time so far (the first record's, for the first record).
+        let previous = self.latest.max(t0);
+        if ts > previous {
+            self.quiet.gap(previous - t0, ts - t0);
+        }
+        self.latest = self.latest.max(ts);
         let rel = ts.saturating_sub(t0);
         self.s.records += 1;
         let kind = match &r {
@@ -593,7 +649,15 @@ impl Builder<'_> {
             } else {
                 self.s.threads_inferred += 1;
             }
-            threads.push(schedule(th, from_switches));
+            let mut th = schedule(th, from_switches);
+            for seg in &mut th.segments {
+                seg.from_ns = self.quiet.map(seg.from_ns);
+                seg.to_ns = self.quiet.map(seg.to_ns);
+            }
+            for r in &mut th.requests {
+                r.at_ns = self.quiet.map(r.at_ns);
+            }
+            threads.push(th);
         }
         let mut groups: Vec<(i32, Vec<usize>)> = Vec::new();
         let mut group_of: HashMap<i32, usize> = HashMap::new();
@@ -612,6 +676,8 @@ impl Builder<'_> {
             groups[g].1.push(i);
         }
         self.s.span_ns = end;
+        self.s.quiet_gaps = self.quiet.gaps.len() as u64;
+        self.s.quiet_ns_skipped = self.quiet.total;
         self.s.cpus = cpus;
         self.s.schedule =
             if self.any_switch { ScheduleMode::Switch } else { ScheduleMode::Inferred };
@@ -619,6 +685,7 @@ impl Builder<'_> {
         self.s.processes = groups.len() as u64;
         Ok(Plan {
             cpus,
+            end_ns: self.quiet.map(end),
             threads,
             processes: groups.into_iter().map(|(_, threads)| Process { threads }).collect(),
             summary: self.s,
@@ -815,6 +882,26 @@ mod tests {
         assert_eq!(p.summary.kernel_threads_left_out, 1, "the kworker; kswapd made a request");
         let pids: Vec<i32> = p.threads.iter().map(|t| t.pid).collect();
         assert_eq!(pids, vec![5, 8]);
+    }
+
+    /// Gaps longer than 2 s lose their excess; times between gaps keep their distances; the
+    /// map never goes back, even inside a gap.
+    #[test]
+    fn quiet_gaps_are_shortened_to_two_seconds() {
+        let s = 1_000_000_000;
+        let mut q = Quiet::default();
+        q.gap(10, 10 + s); // 1 s: kept
+        q.gap(100 * s, 105 * s); // 5 s: 3 s skipped
+        q.gap(200 * s, 200 * s + 2 * s + 1); // 1 ns skipped
+        assert_eq!((q.gaps.len(), q.total), (2, 3 * s + 1));
+        assert_eq!(q.map(50 * s), 50 * s);
+        assert_eq!(q.map(100 * s), 100 * s);
+        assert_eq!(q.map(105 * s), 102 * s);
+        assert_eq!(q.map(150 * s), 147 * s);
+        assert_eq!(q.map(202 * s + 1), 199 * s);
+        let inside: Vec<u64> = (0..=50).map(|i| q.map(100 * s + i * s / 10)).collect();
+        assert!(inside.windows(2).all(|w| w[0] <= w[1]), "{inside:?}");
+        assert_eq!(*inside.last().unwrap(), 102 * s);
     }
 
     #[test]

@@ -31,9 +31,11 @@ pub(crate) struct RunSetup {
 }
 
 impl RunSetup {
-    /// Simulated time of `ns` after the first record.
+    /// Simulated time of `ns` after the first record (replay time: quiet gaps shortened);
+    /// saturating, though a replay checks its span fits first ([`crate::run::check_span`]).
     pub fn at(&self, ns: u64) -> u64 {
-        self.lead + (u128::from(ns) * u128::from(self.mhz) / 1000) as u64
+        let cycles = u128::from(ns) * u128::from(self.mhz) / 1000;
+        self.lead.saturating_add(u64::try_from(cycles).unwrap_or(u64::MAX))
     }
 
     /// Pages a request covers in the model.

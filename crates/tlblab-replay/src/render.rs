@@ -76,6 +76,16 @@ fn trace_lines(out: &mut String, t: &TraceSummary, assumptions: &[String]) {
         t.kernel_release.as_deref().map(|k| format!(", kernel {k}")).unwrap_or_default(),
         t.cpus
     );
+    if t.quiet_gaps > 0 {
+        let _ = writeln!(
+            out,
+            "  quiet gaps: {} of more than {} s without a record, each replayed as {} s ({:.3} s of trace time skipped)",
+            t.quiet_gaps,
+            crate::MAX_QUIET_NS / 1_000_000_000,
+            crate::MAX_QUIET_NS / 1_000_000_000,
+            t.quiet_ns_skipped as f64 / 1e9
+        );
+    }
     let _ = writeln!(
         out,
         "  schedule: {} ({} threads from sched_switch, {} inferred); {} processes, {} threads ({} without a known thread group); {} kernel threads without requests left out (idle time)",

@@ -270,6 +270,15 @@ pub(crate) fn assumptions(plan: &Plan, opts: &ReplayOptions) -> Vec<String> {
         },
         "costs: each figure is the replay minus a twin run whose requests flush nothing".to_string(),
     ];
+    if s.quiet_gaps > 0 {
+        a.push(format!(
+            "quiet gaps ({}) of more than {} s without a record are replayed as {} s each ({:.3} s skipped): longer than every time constant of the model, so what follows a gap sees what it would after the whole gap",
+            s.quiet_gaps,
+            crate::MAX_QUIET_NS / 1_000_000_000,
+            crate::MAX_QUIET_NS / 1_000_000_000,
+            s.quiet_ns_skipped as f64 / 1e9
+        ));
+    }
     if s.kernel_threads_left_out > 0 {
         a.push(format!(
             "{} kernel threads (by name) without requests are left out: their CPU time is idle time, in which the previous mm stays loaded lazily",

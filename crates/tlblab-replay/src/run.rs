@@ -79,6 +79,24 @@ pub(crate) fn setup(
     s
 }
 
+/// The most simulated cycles a replay runs to: far beyond any trace whose quiet gaps are
+/// shortened, and far below the model's 64-bit clock.
+const MAX_REPLAY_CYCLES: u64 = 1 << 60;
+
+/// Refuses a plan whose replayed span does not fit the model's clock at `spec`'s frequency.
+pub(crate) fn check_span(plan: &Plan, spec: &MachineSpec) -> Result<(), ReplayError> {
+    let mhz = spec.raw().kernel.as_ref().map_or(1000, |k| k.clock.mhz).max(1);
+    let cycles = u128::from(plan.end_ns) * u128::from(mhz) / 1000;
+    if cycles > u128::from(MAX_REPLAY_CYCLES) {
+        return Err(ReplayError::TooLong {
+            span_ns: plan.end_ns,
+            mhz,
+            max_cycles: MAX_REPLAY_CYCLES,
+        });
+    }
+    Ok(())
+}
+
 /// Runs the plan once under `policy`.
 pub(crate) fn run(
     plan: &Arc<Plan>,
@@ -148,7 +166,7 @@ pub(crate) fn run(
     // Run in slices of a millisecond until every thread is done; give up well past the trace's
     // end (the report then says how many threads did not finish).
     let slice = setup.mhz * 1000;
-    let end = setup.at(plan.summary.span_ns);
+    let end = setup.at(plan.end_ns);
     let give_up = end.saturating_mul(4).saturating_add(10_000 * slice);
     let mut horizon = 0u64;
     let threads = plan.threads.len();

@@ -8,7 +8,11 @@ use tlblab_kernel::Policy;
 use tlblab_replay::{replay, Refill, ReplayOptions};
 
 fn record() -> impl Strategy<Value = (u64, Record)> {
-    let step = 0u64..400_000;
+    records_with(0u64..400_000)
+}
+
+/// Records whose times step by `step`.
+fn records_with(step: impl Strategy<Value = u64> + Clone) -> impl Strategy<Value = (u64, Record)> {
     let cpu = 0u32..4;
     let pid = -1i32..6;
     prop_oneof![
@@ -31,7 +35,7 @@ fn with_time(steps: Vec<(u64, Record)>, back: Option<(usize, u64)>) -> Vec<Recor
     let mut ts = 0;
     let mut out = Vec::new();
     for (i, (d, mut r)) in steps.into_iter().enumerate() {
-        ts += d;
+        ts = u64::saturating_add(ts, d);
         let t = match back {
             Some((at, by)) if at == i => ts.saturating_sub(by),
             _ => ts,
@@ -75,6 +79,46 @@ proptest! {
                 }
             }
             Err(e) => prop_assert!(!e.to_string().is_empty()),
+        }
+    }
+}
+
+/// Runs `f` on a thread of its own; fails if it panics or takes longer than `bound`.
+fn within<T: Send + 'static>(
+    bound: std::time::Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(bound) {
+        Ok(value) => value,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("took longer than {bound:?}"),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!("panicked"),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+
+    /// Traces with gaps up to 2^62 ns (and times that saturate at the top of the clock) replay
+    /// in time bounded by their records, not their span, or are refused.
+    #[test]
+    fn replay_time_is_bounded_by_the_records(
+        steps in prop::collection::vec(records_with(prop_oneof![6 => 0u64..400_000, 1 => 0u64..(1 << 62)]), 0..24),
+    ) {
+        let records = with_time(steps, None);
+        let outcome = within(std::time::Duration::from_secs(10), move || {
+            let spec = tlblab_sim::machine::builtin("skylake").unwrap();
+            let policies = [Policy::named("linux-6.18").unwrap()];
+            replay(&Header::new(Origin::FtraceText), records, &spec, &policies, &ReplayOptions::default())
+                .map(|r| r.policies.iter().all(|p| p.complete))
+                .map_err(|e| e.to_string())
+        });
+        match outcome {
+            Ok(complete) => prop_assert!(complete),
+            Err(e) => prop_assert!(!e.is_empty()),
         }
     }
 }

@@ -245,6 +245,68 @@ fn records_out_of_order_beyond_the_tolerance_are_refused() {
     assert_eq!(ok.trace.reordered_records, 1);
 }
 
+/// A quiet stretch (no record) is replayed as at most 2 s: after a gap of 3 s, of 10^15 ns
+/// (11.6 days) or of 2^62 ns (146 years) the policy's figures are the same, and the replay
+/// takes as long (the work follows the records, not the span).
+#[test]
+fn quiet_gaps_are_replayed_as_two_seconds_whatever_their_length() {
+    let with_gap = |gap: u64| {
+        let r: Vec<_> = two_threads(20, 1, true, true)
+            .into_iter()
+            .map(|mut r| {
+                if r.ts_ns() > 1_520_000 {
+                    let ts = r.ts_ns() + gap;
+                    match &mut r {
+                        tlblab_flushtrace::Record::Flush(f) => f.ts_ns = ts,
+                        tlblab_flushtrace::Record::Other(o) => o.ts_ns = ts,
+                        other => panic!("{other:?}"),
+                    }
+                }
+                r
+            })
+            .collect();
+        let start = std::time::Instant::now();
+        let report =
+            replay(&header(2), r, &skylake(), &[named("linux-6.18")], &ReplayOptions::default())
+                .unwrap();
+        (report, start.elapsed())
+    };
+    let (short, _) = with_gap(3_000_000_000);
+    assert_eq!((short.trace.quiet_gaps, short.trace.quiet_ns_skipped), (1, 1_000_049_500));
+    let policy = serde_json::to_value(&short.policies).unwrap();
+    assert!(short.policies[0].complete);
+    assert_eq!(short.policies[0].ipis_sent_per_cpu, vec![20, 0]);
+    for gap in [1_000_000_000_000_000, 1 << 62] {
+        let (long, took) = with_gap(gap);
+        assert_eq!(long.trace.span_ns + 3_000_000_000, short.trace.span_ns + gap);
+        assert_eq!(long.trace.quiet_ns_skipped + 3_000_000_000, short.trace.quiet_ns_skipped + gap);
+        assert_eq!(serde_json::to_value(&long.policies).unwrap(), policy, "gap {gap}");
+        assert!(took < std::time::Duration::from_secs(20), "gap {gap}: {took:?}");
+    }
+}
+
+/// A record at the same time as the one before it is in order, even at the top of the u64
+/// range, where adding the tolerance would overflow; one far back from it is refused with the
+/// true distance.
+#[test]
+fn order_checks_near_the_top_of_the_clock_do_not_wrap() {
+    let top = u64::MAX - 1_000;
+    let plan = Plan::build(
+        &header(1),
+        vec![flush(top, 0, 10, 3, 1), flush(top, 0, 10, 3, 1), flush(u64::MAX, 0, 10, 3, 1)],
+        &ReplayOptions::default(),
+    )
+    .unwrap();
+    assert_eq!((plan.summary.records, plan.summary.span_ns), (3, 1_000));
+    let e = Plan::build(
+        &header(1),
+        vec![flush(top, 0, 10, 3, 1), flush(top - 20_000, 0, 10, 3, 1)],
+        &ReplayOptions::default(),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("is 20000 ns before the previous record's"), "{e}");
+}
+
 #[test]
 fn a_cpu_beyond_the_simulated_ones_is_refused() {
     let mut r = two_threads(5, 1, true, true);

@@ -138,6 +138,15 @@ impl Axis {
     fn build(scale: Scale, min: f64, max: f64, max_ticks: usize, room_below: bool) -> Axis {
         let below = if room_below { 0.999 } else { 1.0 };
         let max_ticks = max_ticks.max(2);
+        // Values of a damaged file (1e308, infinities): keep every bound and tick count below
+        // finite and small, so that no tick list or loop runs away.
+        let finite = |v: f64, or: f64| if v.is_finite() { v.clamp(-1e300, 1e300) } else { or };
+        let (min, max) = (finite(min, 0.0), finite(max, 1.0));
+        let (min, max) = if scale == Scale::Linear || min > 0.0 {
+            (min, max.max(min))
+        } else {
+            (1e-300, max.max(1e-300))
+        };
         match scale {
             Scale::Linear => {
                 let (mut min, mut max) = (min, max);
@@ -149,7 +158,7 @@ impl Axis {
                 let step = nice_step((max - min) / (max_ticks - 1) as f64);
                 let lo = snap(min / step, f64::floor) * step;
                 let hi = snap(max / step, f64::ceil) * step;
-                let count = ((hi - lo) / step).round() as i64;
+                let count = ((hi - lo) / step).round().clamp(0.0, 1000.0) as i64;
                 let ticks = (0..=count)
                     .map(|i| {
                         let v = lo + i as f64 * step;
@@ -185,7 +194,7 @@ impl Axis {
                 if hi <= lo {
                     hi = lo + 1.0;
                 }
-                let count = (hi - lo) as usize + 1;
+                let count = ((hi - lo) as usize).min(10_000) + 1;
                 let every = count.div_ceil(max_ticks).max(1);
                 let ticks = (0..count)
                     .step_by(every)

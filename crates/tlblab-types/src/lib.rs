@@ -18,6 +18,7 @@
 
 pub mod atomic;
 pub mod cpulist;
+pub mod escape;
 mod event;
 mod ids;
 pub mod names;

@@ -7,7 +7,9 @@ use crate::commands::BadInput;
 use anyhow::Result;
 use std::process::ExitCode;
 use tlblab_kernel::Policy;
-use tlblab_replay::{render_replay, render_sweep, replay, sweep_ceiling, Refill, ReplayOptions};
+use tlblab_replay::{
+    render_replay, render_sweep, replay, sweep_ceiling, Refill, ReplayError, ReplayOptions,
+};
 
 /// Replays `args.input` under each policy, or sweeps the ceiling under the first.
 pub fn run(args: &ReplayArgs) -> Result<ExitCode> {
@@ -30,10 +32,18 @@ pub fn run(args: &ReplayArgs) -> Result<ExitCode> {
         ..ReplayOptions::default()
     };
     let mut source = open_trace(&args.input, args.text_format, args.allow_truncated)?;
-    let mut records = Vec::new();
+    let (mut records, mut positions) = (Vec::new(), Vec::new());
     while let Some(r) = source.next_record()? {
         records.push(r);
+        positions.push(source.position());
     }
+    // An error about a record names where it is in the file.
+    let at = |e: ReplayError| -> anyhow::Error {
+        match e.record().and_then(|i| positions.get(usize::try_from(i).ok()?)) {
+            Some(p) => anyhow::Error::from(e).context(format!("{}: {p}", args.input.display())),
+            None => e.into(),
+        }
+    };
     let mut header = source.header().clone();
     trailer_of(&source).merge_into(&mut header);
     if let Some(at) = source.truncated_at() {
@@ -44,14 +54,15 @@ pub fn run(args: &ReplayArgs) -> Result<ExitCode> {
         );
     }
     let text = if args.ceiling.is_empty() {
-        let report = replay(&header, records, &spec, &policies, &opts)?;
+        let report = replay(&header, records, &spec, &policies, &opts).map_err(at)?;
         if args.json {
             serde_json::to_string_pretty(&report)? + "\n"
         } else {
             render_replay(&report)
         }
     } else {
-        let report = sweep_ceiling(&header, records, &spec, &policies[0], &args.ceiling, &opts)?;
+        let report = sweep_ceiling(&header, records, &spec, &policies[0], &args.ceiling, &opts)
+            .map_err(at)?;
         if args.json {
             serde_json::to_string_pretty(&report)? + "\n"
         } else {

@@ -20,6 +20,7 @@ mod lab;
 mod machines;
 mod output_safety;
 mod report_summary;
+mod robust;
 mod sim_run;
 mod sim_study;
 mod trace;

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use super::TextFormat;
+use tlblab_types::escape::escape;
 
 /// Longest quote of an offending line in an error message, in bytes.
 const QUOTE_MAX: usize = 160;
@@ -32,7 +33,8 @@ pub enum ImportError {
         line: u64,
         /// What is wrong with it.
         problem: LineProblem,
-        /// The line as read, truncated to 160 bytes (`…` marks a cut), invalid UTF-8 replaced.
+        /// The line as read, truncated to 160 bytes (`…` marks a cut), invalid UTF-8 replaced,
+        /// control characters escaped ([`tlblab_types::escape`]).
         text: String,
     },
 }
@@ -90,31 +92,35 @@ pub enum LineProblem {
         field: &'static str,
     },
     /// A tlb_flush reason with no integer and no known spelling.
-    #[error("tlb_flush reason `{0}` has no number and is not a known spelling")]
+    #[error("tlb_flush reason `{}` has no number and is not a known spelling", escape(.0))]
     UnknownReason(String),
     /// A sched_switch `prev_state` that is neither known letters nor a number.
-    #[error("sched_switch: unknown prev_state `{0}`")]
+    #[error("sched_switch: unknown prev_state `{}`", escape(.0))]
     UnknownTaskState(String),
     /// An IPI target list that is neither a CPU list nor a hex mask, or names a CPU past 65535.
     #[error("{0}: bad CPU list or mask")]
     BadCpuList(&'static str),
+    /// A timestamp past the trace format's last ([`crate::MAX_TS_NS`], 292 years).
+    #[error("timestamp {0} ns is past the last a trace holds ({max} ns, 292 years)", max = crate::MAX_TS_NS)]
+    TimestampTooLate(u64),
     /// The line is longer than the importer keeps.
     #[error("line longer than {0} bytes")]
     TooLong(usize),
 }
 
-/// The line for an error message: at most [`QUOTE_MAX`] bytes, cut on a character boundary.
+/// The line for an error message: at most [`QUOTE_MAX`] bytes of it, cut on a character
+/// boundary, its control characters escaped (the message goes to a terminal).
 fn quote(raw: &[u8]) -> String {
     let text = String::from_utf8_lossy(raw);
     let text = text.trim_end_matches(['\r', '\n']);
     if text.len() <= QUOTE_MAX {
-        return text.to_string();
+        return escape(text).into_owned();
     }
     let mut cut = QUOTE_MAX;
     while !text.is_char_boundary(cut) {
         cut -= 1;
     }
-    format!("{}…", &text[..cut])
+    format!("{}…", escape(&text[..cut]))
 }
 
 #[cfg(test)]

@@ -16,7 +16,8 @@
 //!   just before the event that showed it, with the same timestamp. Threads are seen in the
 //!   context of every event line and as prev/next of `sched_switch`; the placeholders `<...>`
 //!   (ftrace's comm cache lost the pid) and `:PID` (perf) never replace a name; pid 0 (every
-//!   CPU's idle task, `swapper/N`) is announced once.
+//!   CPU's idle task, `swapper/N`) is announced once. A name longer than the trace format holds
+//!   ([`crate::MAX_COMM_BYTES`]) is cut to it ([`TextImporter::comms_cut`]).
 //! * Other events, function-tracer lines, blank lines, `#` comments, stack-trace lines and
 //!   `CPU:N [LOST M EVENTS]` reports are counted in [`TextImporter::skipped`]; losses per CPU
 //!   are in [`TextImporter::lost_events`].
@@ -33,7 +34,7 @@
 //!   [`UNKNOWN_CPU`].
 //! * Timestamps `SECS.FRACTION` with 1 to 9 digits (µs, or ns with `perf script --ns`) become
 //!   `ts_ns` digit for digit, without floating point; a bare integer (ftrace's `counter` and
-//!   `x86-tsc` clocks) is kept as it is.
+//!   `x86-tsc` clocks) is kept as it is. A timestamp past [`crate::MAX_TS_NS`] is refused.
 //! * A reason label that is empty, `0x5` (the kernel's and libtraceevent's fallback for a value
 //!   without a name) or a number is not a name and is not kept.
 //! * cpumasks: the kernel's default hex bitmap (`00000000,0000000e`: every comma-separated
@@ -284,6 +285,12 @@ impl<R: BufRead> TextImporter<R> {
             .collect()
     }
 
+    /// Task names cut to the trace format's [`crate::MAX_COMM_BYTES`] so far (the kernel's are
+    /// at most 15 bytes; a longer one in text is kept up to the limit).
+    pub fn comms_cut(&self) -> u64 {
+        self.tasks.cut
+    }
+
     /// IPI callbacks printed as symbols (their records say `callback: 0`), with counts.
     pub fn callback_symbols(&self) -> &BTreeMap<String, u64> {
         &self.callback_symbols
@@ -380,6 +387,9 @@ impl<R: BufRead> TextImporter<R> {
             return Ok(());
         };
         let (ts_ns, pid) = (ctx.ts_ns, ctx.pid);
+        if ts_ns > crate::MAX_TS_NS {
+            return Err(LineProblem::TimestampTooLate(ts_ns));
+        }
         let cpu = ctx.cpu.unwrap_or(UNKNOWN_CPU);
         // Decode the body before announcing anyone, so that a refused line emits nothing.
         let record = match kind {

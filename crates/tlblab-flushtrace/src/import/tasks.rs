@@ -14,6 +14,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+use crate::file::MAX_COMM_BYTES;
 use crate::model::Task;
 
 /// What is known of one thread.
@@ -27,6 +28,23 @@ struct Known {
 #[derive(Default)]
 pub(super) struct Tasks {
     known: HashMap<i32, Known, BuildHasherDefault<PidHasher>>,
+    /// `Task` records whose comm was cut to [`MAX_COMM_BYTES`].
+    pub(super) cut: u64,
+}
+
+/// `comm` as text (invalid UTF-8 replaced), cut on a character boundary to the format's
+/// [`MAX_COMM_BYTES`]; and whether it was cut.
+fn comm_text(comm: &[u8]) -> (String, bool) {
+    let mut text = String::from_utf8_lossy(comm).into_owned();
+    if text.len() <= MAX_COMM_BYTES {
+        return (text, false);
+    }
+    let mut end = MAX_COMM_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    (text, true)
 }
 
 impl Tasks {
@@ -34,11 +52,11 @@ impl Tasks {
     /// the `Task` record to emit if this says something new.
     pub(super) fn sight(&mut self, ts_ns: u64, pid: i32, comm: &[u8], tgid: i32) -> Option<Task> {
         let placeholder = is_placeholder(comm);
-        let task = |comm: &[u8], tgid| Task {
-            ts_ns,
-            pid,
-            tgid,
-            comm: String::from_utf8_lossy(comm).into_owned(),
+        let cut = &mut self.cut;
+        let mut task = |comm: &[u8], tgid| {
+            let (comm, was_cut) = comm_text(comm);
+            *cut += u64::from(was_cut);
+            Task { ts_ns, pid, tgid, comm }
         };
         let Some(k) = self.known.get_mut(&pid) else {
             self.known.insert(pid, Known { comm: comm.into(), placeholder, tgid });

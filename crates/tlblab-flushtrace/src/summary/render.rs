@@ -30,6 +30,7 @@ use std::fmt::Write;
 
 use super::schema::{GroupCounts, GroupRates, IntervalChoice, SizeHistogram, Summary};
 use crate::model::{End, Origin};
+use tlblab_types::escape::{escape, escape_lines};
 
 /// The CSV's header line.
 pub const CSV_HEADER: &str = "table,key,column,value";
@@ -60,7 +61,7 @@ impl Cell {
             Cell::Rate(x) => format!("{x:.1}"),
             Cell::Ratio(x) => format!("{x:.4}"),
             Cell::Time(ns, decimals) => seconds(*ns, *decimals),
-            Cell::Text(s) if !s.is_empty() => s.clone(),
+            Cell::Text(s) if !s.is_empty() => escape(s).into_owned(),
             Cell::Text(_) | Cell::Empty => "-".into(),
         }
     }
@@ -73,7 +74,7 @@ impl Cell {
             Cell::Rate(x) => format!("{x:.3}"),
             Cell::Ratio(x) => format!("{x:.6}"),
             Cell::Time(ns, _) => ns.to_string(),
-            Cell::Text(s) => csv_field(s),
+            Cell::Text(s) => csv_field(&escape(s)),
             Cell::Empty => String::new(),
         }
     }
@@ -209,7 +210,7 @@ impl Table {
             .rows
             .iter()
             .map(|r| {
-                let mut cells = vec![r.label.clone()];
+                let mut cells = vec![escape(&r.label).into_owned()];
                 cells.extend(shown.iter().map(|&i| r.cells.get(i).unwrap_or(&Cell::Empty).shown()));
                 cells
             })
@@ -734,7 +735,8 @@ pub fn render_table(s: &Summary) -> String {
             out += &wrap("  - ", n);
         }
     }
-    out
+    // Titles, warnings and notes may quote the trace (reason labels, task names).
+    escape_lines(&out).into_owned()
 }
 
 fn markdown_cell(s: &str) -> String {
@@ -769,7 +771,7 @@ pub fn render_markdown(s: &Summary) -> String {
             let _ = writeln!(out, "- {n}");
         }
     }
-    out
+    escape_lines(&out).into_owned()
 }
 
 /// One long-format CSV of every table (see the module documentation for the columns).
@@ -781,7 +783,8 @@ pub fn render_csv(s: &Summary) -> String {
     for t in &all {
         for r in &t.rows {
             for (c, cell) in t.columns.iter().zip(&r.cells) {
-                let _ = writeln!(out, "{},{},{},{}", t.id, csv_field(&r.key), c.id, cell.csv());
+                let key = csv_field(&escape(&r.key));
+                let _ = writeln!(out, "{},{key},{},{}", t.id, c.id, cell.csv());
             }
         }
     }

@@ -81,6 +81,14 @@ pub enum KernelError {
         /// Why.
         why: &'static str,
     },
+    /// A numeric switch is outside the range the model runs ([`crate::Policy::out_of_range`]).
+    #[error("policy {policy}: {message}")]
+    OutOfRange {
+        /// The policy.
+        policy: String,
+        /// The switch, its value and its range.
+        message: String,
+    },
     /// Too few or too many CPUs.
     #[error("{0} CPUs: the model runs 1 to 4096")]
     CpuCount(usize),
@@ -504,6 +512,9 @@ impl<O: Observer> Kernel<O> {
             });
         }
         latr::check_policy(policy)?;
+        if let Some((_, message)) = policy.out_of_range() {
+            return Err(KernelError::OutOfRange { policy: policy.name.clone(), message });
+        }
         let pcid = policy.pcid && features.pcid;
         let n = config.nr_cpus;
         let on = |m| config.mechanisms.is_on(m);

@@ -69,3 +69,21 @@ pub fn lackey_text(n: usize) -> String {
     text.push_str("==42== \n==42== Exit code: 0\n");
     text
 }
+
+/// Runs `f` on a thread of its own and returns what it returns; panics if `f` panics or takes
+/// longer than `bound`, so that an input that makes a reader loop fails its case instead of
+/// stalling the suite.
+pub fn within<T: Send + 'static>(
+    bound: std::time::Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(bound) {
+        Ok(value) => value,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("took longer than {bound:?}"),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!("panicked"),
+    }
+}

@@ -187,12 +187,12 @@ pub fn checks(doc: &mut Document, name: &str, checks: &[Check]) {
                 "{} ({}–{})",
                 fmt::group(sc.schedules),
                 sc.first_seed,
-                sc.first_seed + sc.schedules.saturating_sub(1)
+                sc.first_seed.saturating_add(sc.schedules.saturating_sub(1))
             )
             .into(),
             format!("0–{}", fmt::group(sc.max_ipi_delay_cycles)).into(),
-            fmt::group(of().map(|c| c.accesses).sum()).into(),
-            fmt::group(of().map(|c| c.window_uses).sum()).into(),
+            fmt::group(of().map(|c| c.accesses).fold(0, u64::saturating_add)).into(),
+            fmt::group(of().map(|c| c.window_uses).fold(0, u64::saturating_add)).into(),
         ]);
     }
     let table = table.note(

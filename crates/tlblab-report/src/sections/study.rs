@@ -661,8 +661,8 @@ fn flush_histograms(doc: &mut Document, ctx: &Ctx, s: &Study, part: &Part) {
         for run in &pol.runs {
             for f in &run.flush_sizes {
                 let e = by.entry(f.pages).or_default();
-                e.0 += f.flushes;
-                e.1 += f.cycles;
+                e.0 = e.0.saturating_add(f.flushes);
+                e.1 = e.1.saturating_add(f.cycles);
             }
         }
         by_policy.push((&pol.policy.name, by));
@@ -679,7 +679,7 @@ fn flush_histograms(doc: &mut Document, ctx: &Ctx, s: &Study, part: &Part) {
     };
     let label = |p: i64| if p < 0 { "full".to_string() } else { p.to_string() };
     for (name, by) in &by_policy {
-        let total: u64 = by.values().map(|e| e.0).sum();
+        let total = by.values().map(|e| e.0).fold(0u64, u64::saturating_add);
         doc.para(vec![
             b(format!("Flush sizes under {name}")),
             t(": flushes of "),
@@ -702,7 +702,7 @@ fn flush_histograms(doc: &mut Document, ctx: &Ctx, s: &Study, part: &Part) {
         let mut cumulative = 0;
         for p in order(by) {
             let (flushes, cycles) = by[&p];
-            cumulative += flushes;
+            cumulative = u64::saturating_add(cumulative, flushes);
             let avg = cycles as f64 / flushes as f64;
             table.row(vec![
                 label(p).into(),
@@ -741,7 +741,7 @@ fn flush_histograms(doc: &mut Document, ctx: &Ctx, s: &Study, part: &Part) {
     let (mut lo, mut hi) = (f64::INFINITY, 0f64);
     let mut share_summary = Vec::new();
     for (name, by) in &by_policy {
-        let total: u64 = by.values().map(|e| e.0).sum();
+        let total = by.values().map(|e| e.0).fold(0u64, u64::saturating_add);
         let bars = sizes
             .iter()
             .map(|p| {

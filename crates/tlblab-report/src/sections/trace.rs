@@ -289,7 +289,8 @@ fn rate(doc: &mut Document, ctx: &Ctx, s: &Summary) {
         .markers(r.buckets.len() <= 30);
     let mut summary = Vec::new();
     for (label, get) in groups {
-        let total: u64 = r.buckets.iter().map(|b| get(&b.events)).sum();
+        // Saturating, like the times below: a damaged file's counts must not overflow.
+        let total = r.buckets.iter().fold(0u64, |sum, b| sum.saturating_add(get(&b.events)));
         if total == 0 {
             continue;
         }
@@ -298,9 +299,8 @@ fn rate(doc: &mut Document, ctx: &Ctx, s: &Summary) {
             .buckets
             .iter()
             .map(|b| {
-                let mid = (b.start_ns + (b.start_ns + r.interval_ns).min(b.end_ns.max(b.start_ns)))
-                    as f64
-                    / 2e9;
+                let end = b.start_ns.saturating_add(r.interval_ns).min(b.end_ns.max(b.start_ns));
+                let mid = (b.start_ns as f64 + end as f64) / 2e9;
                 Point::new(mid, get(&b.events) as f64 / (r.interval_ns as f64 / 1e9))
             })
             .collect();
@@ -341,7 +341,12 @@ fn rate(doc: &mut Document, ctx: &Ctx, s: &Summary) {
             per(e.received).into(),
             per(e.switch).into(),
             per(e.other).into(),
-            fmt::group(e.initiated + e.sends + e.received + e.switch + e.other).into(),
+            fmt::group(
+                [e.initiated, e.sends, e.received, e.switch, e.other]
+                    .into_iter()
+                    .fold(0u64, u64::saturating_add),
+            )
+            .into(),
         ]);
     }
     doc.push(Block::Details {

@@ -59,6 +59,41 @@ mod tests {
         assert!(err.contains("C10") && err.contains("over 1 s"), "{err}");
     }
 
+    /// Figures past any machine (a latency or instruction cost near u64::MAX, mitigation event
+    /// counts whose cost overflows) are refused with the key, not carried into the clock.
+    #[test]
+    fn huge_figures_are_refused_with_their_key() {
+        let text = BUILTIN_PRESETS.iter().find(|(n, _)| *n == "skylake").unwrap().1;
+        for (from, to, key) in [
+            (
+                "walk_pt = { cycles = ",
+                "walk_pt = { cycles = 9223372036854775807",
+                "[latency] walk_pt",
+            ),
+            ("invlpg = { cycles = ", "invlpg = { cycles = 10000000001", "[cost] invlpg"),
+        ] {
+            let at = text.find(from).unwrap_or_else(|| panic!("{from}"));
+            let end = at + text[at..].find(',').unwrap();
+            let edited = format!("{}{to}{}", &text[..at], &text[end..]);
+            let err = MachineSpec::from_toml(&edited, "test").unwrap_err().to_string();
+            assert!(err.contains(key) && err.contains("above the limit"), "{err}");
+        }
+        let mitigations = "\n[mitigations]\nsource = \"t\"\n\
+            safe_ret = { cycles = 1000000000, source = \"t\" }\n\
+            [mitigations.paths.syscall]\nrets = 4294967295\nindirect = 4294967295\n";
+        let err = MachineSpec::from_toml(&format!("{text}{mitigations}"), "test").unwrap_err();
+        assert!(err.to_string().contains("`[mitigations.paths] syscall`"), "{err}");
+        // Cycles within the limit but past 1 s at the preset's clock (a 1 MHz clock here).
+        let slow = text.replacen("clock = { mhz = 4000,", "clock = { mhz = 1,", 1).replacen(
+            "exec = { cycles = 500000,",
+            "exec = { cycles = 2000000,",
+            1,
+        );
+        assert_eq!(slow.len(), text.len() - 3 + 1);
+        let err = MachineSpec::from_toml(&slow, "test").unwrap_err().to_string();
+        assert!(err.contains("is more than 1 s at the 1 MHz clock"), "{err}");
+    }
+
     #[test]
     fn unknown_preset_lists_the_known_ones() {
         let err = builtin("pentium").unwrap_err().to_string();

@@ -151,20 +151,23 @@ impl RawMitigations {
     /// Cycles the mitigations add to one occurrence of a path with `events` (resolved figures).
     /// A retpoline thunk ends in a `ret`, which goes through the return thunk too.
     pub fn path_cycles(&self, events: &PathEvents) -> u64 {
-        InPath::ALL.iter().map(|&m| self.path_cycles_of(events, m)).sum()
+        InPath::ALL.iter().fold(0, |sum, &m| sum.saturating_add(self.path_cycles_of(events, m)))
     }
 
-    /// The cycles of mitigation `m` alone in one occurrence of a path with `events`.
+    /// The cycles of mitigation `m` alone in one occurrence of a path with `events`; saturating,
+    /// so that absurd event counts in a file are refused by the check against the path's
+    /// figure rather than overflow.
     pub fn path_cycles_of(&self, events: &PathEvents, m: InPath) -> u64 {
-        match m {
-            InPath::Retpoline => u64::from(events.indirect) * Self::cycles(&self.retpoline),
+        let (count, figure) = match m {
+            InPath::Retpoline => (u64::from(events.indirect), &self.retpoline),
             InPath::SafeRet => {
-                u64::from(events.rets + events.indirect) * Self::cycles(&self.safe_ret)
+                (u64::from(events.rets) + u64::from(events.indirect), &self.safe_ret)
             }
-            InPath::UntrainRet => u64::from(events.entries) * Self::cycles(&self.untrain_ret),
-            InPath::Verw => u64::from(events.entries) * Self::cycles(&self.verw),
-            InPath::RsbFill => u64::from(events.switches) * Self::cycles(&self.rsb_fill),
-        }
+            InPath::UntrainRet => (u64::from(events.entries), &self.untrain_ret),
+            InPath::Verw => (u64::from(events.entries), &self.verw),
+            InPath::RsbFill => (u64::from(events.switches), &self.rsb_fill),
+        };
+        count.saturating_mul(Self::cycles(figure))
     }
 
     /// Whether mitigation `m` costs anything on some listed path.

@@ -23,9 +23,17 @@ pub struct CyclesFigure {
 
 /// Upper bound of a clock, in MHz (`[kernel].clock`, a figure's `at_mhz`): 100 GHz.
 pub const MAX_MHZ: u64 = 100_000;
-/// Upper bound of one kernel path's resolved cost: 10^10 cycles (2.5 s at 4 GHz). Larger figures
-/// are typing mistakes, and would overflow the simulator's clock arithmetic.
+/// Upper bound of one kernel path's resolved cost, and of a `[latency]` or `[cost]` figure:
+/// 10^10 cycles (2.5 s at 4 GHz). Larger figures are typing mistakes, and would overflow the
+/// simulator's clock arithmetic.
 pub const MAX_PATH_CYCLES: u64 = 10_000_000_000;
+
+/// The most cycles one path or instruction may cost at a clock of `mhz`: 1 s. No kernel path
+/// takes that long, and a longer one spans more ticks than a run can simulate (10^10 cycles at
+/// 1 MHz are 2.5 million ticks).
+pub fn max_cycles_at(mhz: u64) -> u64 {
+    mhz.saturating_mul(1_000_000).min(MAX_PATH_CYCLES)
+}
 
 /// How a cost measured as a time at one clock carries over to another clock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -126,6 +134,12 @@ impl WrittenCost {
         if cycles > MAX_PATH_CYCLES {
             return Err(format!(
                 "`cycles = {cycles}` is above the limit of {MAX_PATH_CYCLES} cycles for one path"
+            ));
+        }
+        let second = max_cycles_at(clock_mhz);
+        if cycles > second {
+            return Err(format!(
+                "{cycles} cycles is more than 1 s at the {clock_mhz} MHz clock (at most {second})"
             ));
         }
         Ok(cycles)
@@ -839,7 +853,40 @@ pub struct RawCosts {
     pub tlbsync: Option<CyclesFigure>,
 }
 
+impl RawLatency {
+    /// Every latency, named as in the file.
+    pub fn figures(&self) -> [(&'static str, &CyclesFigure); 6] {
+        [
+            ("stlb_hit", &self.stlb_hit),
+            ("walk_pml5", &self.walk_pml5),
+            ("walk_pml4", &self.walk_pml4),
+            ("walk_pdpt", &self.walk_pdpt),
+            ("walk_pd", &self.walk_pd),
+            ("walk_pt", &self.walk_pt),
+        ]
+    }
+}
+
 impl RawCosts {
+    /// Every instruction cost the file gives, named as in the file.
+    pub fn figures(&self) -> Vec<(&'static str, &CyclesFigure)> {
+        [
+            ("invlpg", Some(&self.invlpg)),
+            ("invpcid_indiv_addr", self.invpcid_indiv_addr.as_ref()),
+            ("invpcid_single_ctxt", self.invpcid_single_ctxt.as_ref()),
+            ("invpcid_all_incl_global", self.invpcid_all_incl_global.as_ref()),
+            ("invpcid_all_non_global", self.invpcid_all_non_global.as_ref()),
+            ("mov_cr3", Some(&self.mov_cr3)),
+            ("mov_cr3_noflush", Some(&self.mov_cr3_noflush)),
+            ("mov_cr4", Some(&self.mov_cr4)),
+            ("invlpgb", self.invlpgb.as_ref()),
+            ("tlbsync", self.tlbsync.as_ref()),
+        ]
+        .into_iter()
+        .filter_map(|(n, f)| f.map(|f| (n, f)))
+        .collect()
+    }
+
     /// The cost of an instruction, if the machine has it (the field named like the counter).
     pub fn for_op(&self, kind: OpKind) -> Option<&CyclesFigure> {
         match kind {

@@ -2,8 +2,8 @@
 
 use super::nested::NestedSpec;
 use super::raw::{
-    resolve_kernel_figures, CyclesFigure, PscLevel, PscScope, RawGuest, RawIdle, RawKernel,
-    RawMachine,
+    max_cycles_at, resolve_kernel_figures, CyclesFigure, PscLevel, PscScope, RawGuest, RawIdle,
+    RawKernel, RawMachine, MAX_MHZ, MAX_PATH_CYCLES,
 };
 use crate::hw::Replacement;
 use std::path::Path;
@@ -295,6 +295,26 @@ fn check(raw: &RawMachine) -> Result<Vec<StructureSpec>, String> {
             return Err(format!("{what}: a PML5E cache needs `features.la57 = true`"));
         }
         seen.push(psc.level);
+    }
+    // A translation or an instruction is paid per access and per flush: a huge figure overflows
+    // the clock or makes every step outlast millions of ticks.
+    let latencies = raw.latency.figures().into_iter().map(|(n, f)| ("latency", n, f));
+    let clock = raw.kernel.as_ref().map(|k| k.clock.mhz).filter(|m| (1..=MAX_MHZ).contains(m));
+    for (section, name, figure) in
+        latencies.chain(raw.cost.figures().into_iter().map(|(n, f)| ("cost", n, f)))
+    {
+        if figure.cycles > MAX_PATH_CYCLES {
+            return Err(format!(
+                "`[{section}] {name}`: `cycles = {}` is above the limit of {MAX_PATH_CYCLES} cycles",
+                figure.cycles
+            ));
+        }
+        if let Some(mhz) = clock.filter(|&m| figure.cycles > max_cycles_at(m)) {
+            return Err(format!(
+                "`[{section}] {name}`: `cycles = {}` is more than 1 s at the {mhz} MHz clock",
+                figure.cycles
+            ));
+        }
     }
     let f = &raw.features;
     let c = &raw.cost;

@@ -8,7 +8,9 @@ use std::io::BufReader;
 use std::process::ExitCode;
 use tlblab_flushtrace::{
     Header, ImportError, Record, SourceError, TextFormat, TextImporter, TraceWriter, Trailer,
+    MAX_COMM_BYTES,
 };
+use tlblab_types::escape::escape;
 
 /// Line errors shown with `--skip-bad-lines` before they are only counted.
 const SHOWN_ERRORS: u64 = 10;
@@ -72,12 +74,12 @@ pub fn import(args: &TraceImportArgs) -> Result<ExitCode> {
 
     let skipped = importer.skipped();
     let others: Vec<String> =
-        skipped.other_events.iter().map(|(name, n)| format!("{name} {n}")).collect();
+        skipped.other_events.iter().map(|(name, n)| format!("{} {n}", escape(name))).collect();
     eprintln!(
         "tlblab: imported {} lines of {detected} from {}: {records} records ({flushes} tlb_flush) into {}",
         importer.lines_read(),
-        args.input.display(),
-        args.output.display()
+        escape(&args.input.display().to_string()),
+        escape(&args.output.display().to_string())
     );
     eprintln!(
         "tlblab: skipped {} lines: {} comments, {} blank, {} stack, {} untagged, {} loss reports{}{}",
@@ -90,6 +92,13 @@ pub fn import(args: &TraceImportArgs) -> Result<ExitCode> {
         if others.is_empty() { String::new() } else { format!(", other events: {}", others.join(", ")) },
         if bad_lines > 0 { format!("; {bad_lines} lines could not be read") } else { String::new() },
     );
+    match importer.comms_cut() {
+        0 => {}
+        cut => eprintln!(
+            "tlblab: {cut} task {} cut to {MAX_COMM_BYTES} bytes, the longest a trace holds (the kernel's are at most 15)",
+            if cut == 1 { "name was" } else { "names were" }
+        ),
+    }
     let lost = trailer.lost_events();
     if lost > 0 {
         eprintln!("tlblab: WARNING: the text reports {lost} lost events");
