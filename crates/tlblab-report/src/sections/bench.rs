@@ -347,6 +347,17 @@ fn comparisons(
         if cfg.runs.is_empty() {
             continue;
         }
+        let fewest = first.runs.len().min(cfg.runs.len());
+        if fewest < tlblab_bench::MIN_RUNS {
+            failed.push(vec![
+                b(format!("{} → {}", first.config.key(), cfg.config.key())),
+                t(format!(
+                    ": no comparison: {fewest} run on one side; the tests need {} or more",
+                    tlblab_bench::MIN_RUNS
+                )),
+            ]);
+            continue;
+        }
         let mut pair = r.clone();
         pair.configs = vec![(*first).clone(), (*cfg).clone()];
         match compare_within(&pair, settings) {
