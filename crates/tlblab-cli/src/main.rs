@@ -5,6 +5,7 @@
 
 mod cli;
 mod commands;
+mod progress;
 mod render;
 
 use clap::Parser;

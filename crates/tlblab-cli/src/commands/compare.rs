@@ -10,18 +10,19 @@ use tlblab_bench::{compare_results, BaselineStore, CompareSettings};
 /// Runs `tlblab compare`.
 pub fn run(args: &CompareArgs) -> Result<ExitCode> {
     let noise_threshold = noise_fraction(args.noise)?;
+    args.output.check()?;
     let store =
         args.baseline_dir.as_ref().map_or_else(BaselineStore::default_location, BaselineStore::new);
     let a = store.load(&args.a).with_context(|| format!("loading {}", args.a))?;
     let b = store.load(&args.b).with_context(|| format!("loading {}", args.b))?;
     let settings = CompareSettings { noise_threshold, ..CompareSettings::default() };
     let cmp = compare_results((&args.a, &a), (&args.b, &b), &settings)?;
-    let format = match args.format {
-        OutputFormat::Table => Format::Table,
+    let format = match args.format.get() {
+        OutputFormat::Text => Format::Table,
         OutputFormat::Markdown => Format::Markdown,
         OutputFormat::Csv => Format::Csv,
         OutputFormat::Json => Format::Json,
     };
-    print!("{}", render::comparison(&cmp, format));
+    args.output.emit(&render::comparison(&cmp, format))?;
     Ok(ExitCode::SUCCESS)
 }

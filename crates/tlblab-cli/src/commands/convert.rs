@@ -12,7 +12,8 @@ use tlblab_memtrace::{CompactWriter, EventSource, BATCH_SIZE};
 
 pub fn run(args: &ConvertArgs) -> Result<ExitCode> {
     refuse_existing(&args.output, args.force)?;
-    let (format, options) = read_options(&args.input_args);
+    let (format, options) =
+        read_options(&args.input_args, args.input_args.format.or(args.old_format));
     let mut trace = tlblab_memtrace::open(&args.input, format, &options)?;
     // Write beside the output and rename at the end: a failed conversion leaves no partial file
     // under the real name.

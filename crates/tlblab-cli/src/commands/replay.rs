@@ -11,6 +11,7 @@ use tlblab_replay::{render_replay, render_sweep, replay, sweep_ceiling, Refill, 
 
 /// Replays `args.input` under each policy, or sweeps the ceiling under the first.
 pub fn run(args: &ReplayArgs) -> Result<ExitCode> {
+    args.output.check()?;
     let spec = load_machine(&args.machine)?;
     let policies: Vec<Policy> =
         args.policies.iter().map(|p| Policy::load(p)).collect::<Result<_, _>>()?;
@@ -45,19 +46,19 @@ pub fn run(args: &ReplayArgs) -> Result<ExitCode> {
     }
     let text = if args.ceiling.is_empty() {
         let report = replay(&header, records, &spec, &policies, &opts)?;
-        if args.json {
+        if args.format.json() {
             serde_json::to_string_pretty(&report)? + "\n"
         } else {
             render_replay(&report)
         }
     } else {
         let report = sweep_ceiling(&header, records, &spec, &policies[0], &args.ceiling, &opts)?;
-        if args.json {
+        if args.format.json() {
             serde_json::to_string_pretty(&report)? + "\n"
         } else {
             render_sweep(&report)
         }
     };
-    crate::render::stdout(&text)?;
+    args.output.emit(&text)?;
     Ok(ExitCode::SUCCESS)
 }

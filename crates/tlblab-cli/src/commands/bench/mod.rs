@@ -69,7 +69,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         Some(name) => Some(store.load(name).with_context(|| format!("loading baseline {name}"))?),
         None => None,
     };
-    let notes = !args.quiet && !args.json;
+    let notes = !args.quiet && !args.format.json();
     let note = |text: &str| {
         if notes {
             eprintln!("tlblab: {text}");
@@ -135,7 +135,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     if let Some(path) = &args.output {
         note(&format!("results written to {}", path.display()));
     }
-    if args.json {
+    if args.format.json() {
         println!("{}", serde_json::to_string_pretty(results)?);
     } else {
         print!("{}", report(results, noise_threshold)?);
@@ -153,7 +153,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     if let (Some(base), Some(name)) = (&baseline, &args.baseline) {
         let settings = compare_settings(results, noise_threshold);
         let cmp = compare_results((name, base), ("this session", results), &settings)?;
-        if !args.json {
+        if !args.format.json() {
             println!("\nagainst baseline {name}:");
             print!("{}", render::comparison(&cmp, Format::Table));
         }
@@ -229,22 +229,34 @@ fn report(results: &BenchResults, noise_threshold: f64) -> Result<String> {
 struct Reporter {
     bar: Option<ProgressBar>,
     lines: bool,
+    /// Under `tlblab study`: `tlblab-progress K/N` lines for its bar.
+    progress_lines: bool,
+    total: usize,
     skipped: BTreeSet<String>,
 }
 
 impl Reporter {
     fn new(args: &BenchArgs) -> Reporter {
-        let quiet = args.quiet || args.json;
+        let quiet = args.quiet || args.format.json();
         let terminal = std::io::stderr().is_terminal();
         let bar = (!quiet && terminal).then(|| {
             let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
             bar.set_style(
-                ProgressStyle::with_template("{bar:30} {pos}/{len} runs, {elapsed} {wide_msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                ProgressStyle::with_template(
+                    "{bar:30} {pos}/{len} runs, {elapsed}, ETA {eta} {wide_msg}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
             bar
         });
-        Reporter { bar, lines: !quiet && !terminal, skipped: BTreeSet::new() }
+        let progress_lines = !quiet && std::env::var_os(crate::progress::LINES_ENV).is_some();
+        Reporter {
+            bar,
+            lines: !quiet && !terminal,
+            progress_lines,
+            total: 0,
+            skipped: BTreeSet::new(),
+        }
     }
 
     fn finish(&self) {
@@ -256,6 +268,7 @@ impl Reporter {
 
 impl Progress for Reporter {
     fn start(&mut self, total: usize) {
+        self.total = total;
         if let Some(bar) = &self.bar {
             bar.set_length(total as u64);
         }
@@ -274,8 +287,13 @@ impl Progress for Reporter {
                     bar.set_message(message);
                 }
             }
-            None if self.lines && !message.is_empty() => eprintln!("run {done}: {message}"),
+            None if self.lines && !message.is_empty() => {
+                eprintln!("run {done}/{}: {message}", self.total);
+            }
             None => {}
+        }
+        if self.progress_lines {
+            eprintln!("{}", crate::progress::line(done as u64, self.total as u64, "runs"));
         }
         if let Some(r) = record {
             for w in &r.warnings {

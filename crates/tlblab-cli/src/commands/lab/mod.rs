@@ -64,6 +64,10 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
             tlblab_studies::lookup(name)?;
         }
     }
+    // So is a bad --machine (`host` is built later, into DIR).
+    if args.machine != crate::commands::HOST_PRESET {
+        crate::commands::load_preset(&args.machine)?;
+    }
     let dir = match &args.out {
         Some(dir) => {
             crate::commands::refuse_existing(&dir.join("results.json"), args.force)?;
@@ -129,7 +133,12 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
     };
 
     // 5. The same configurations simulated on a preset of this machine.
-    let host_sims = match (&bench, host_preset(dir)) {
+    let preset = if args.machine == crate::commands::HOST_PRESET {
+        host_preset(dir)
+    } else {
+        Ok((PathBuf::from(&args.machine), Vec::new()))
+    };
+    let host_sims = match (&bench, preset) {
         (Outcome::Done(bench), Ok((path, provenance))) => {
             let sims = simulate_on_host(&mut runner, bench, &path, cpus, args.quick);
             json!({ "preset": path, "provenance": provenance, "runs": sims })

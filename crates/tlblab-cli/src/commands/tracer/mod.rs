@@ -40,7 +40,7 @@ pub fn cleanup() -> Result<ExitCode> {
 /// `tlblab trace dump`: every record as a line of ftrace text or JSON.
 pub fn dump(args: &TraceDumpArgs) -> Result<ExitCode> {
     let mut reader = TraceReader::open(&args.input)?.allow_truncated(args.allow_truncated);
-    match write_dump(&mut reader, args.json) {
+    match write_dump(&mut reader, args.format.json()) {
         // A closed pipe (`tlblab trace dump | head`): the reader has stopped reading.
         Err(e)
             if e.downcast_ref::<std::io::Error>().map(|e| e.kind())
