@@ -42,7 +42,8 @@ pub fn load_results(path: &Path) -> Result<BenchResults, BenchError> {
     struct Header {
         schema: Option<String>,
     }
-    let header: Header = serde_json::from_str(&text).map_err(|e| parse(e.to_string()))?;
+    let header: Header = serde_json::from_str(&text)
+        .map_err(|e| parse(tlblab_types::plain::serde_message(&e.to_string())))?;
     match header.schema.as_deref() {
         Some(SCHEMA) => {}
         Some(other) => {
@@ -52,7 +53,8 @@ pub fn load_results(path: &Path) -> Result<BenchResults, BenchError> {
         }
         None => return Err(parse(format!("no \"schema\" field: not a {SCHEMA} result file"))),
     }
-    serde_json::from_str(&text).map_err(|e| parse(e.to_string()))
+    serde_json::from_str(&text)
+        .map_err(|e| parse(tlblab_types::plain::serde_message(&e.to_string())))
 }
 
 /// A directory of saved baselines, one `NAME.json` result file each.

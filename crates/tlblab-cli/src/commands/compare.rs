@@ -2,7 +2,7 @@
 
 use crate::cli::{CompareArgs, OutputFormat};
 use crate::commands::noise_fraction;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::process::ExitCode;
 use tlblab_bench::render::{self, Format};
 use tlblab_bench::{compare_results, BaselineStore, CompareSettings};
@@ -13,8 +13,9 @@ pub fn run(args: &CompareArgs) -> Result<ExitCode> {
     args.output.check()?;
     let store =
         args.baseline_dir.as_ref().map_or_else(BaselineStore::default_location, BaselineStore::new);
-    let a = store.load(&args.a).with_context(|| format!("loading {}", args.a))?;
-    let b = store.load(&args.b).with_context(|| format!("loading {}", args.b))?;
+    // The store's errors name the file (or the baseline and its directory).
+    let a = store.load(&args.a)?;
+    let b = store.load(&args.b)?;
     let settings = CompareSettings { noise_threshold, ..CompareSettings::default() };
     let cmp = compare_results((&args.a, &a), (&args.b, &b), &settings)?;
     let format = match args.format.get() {

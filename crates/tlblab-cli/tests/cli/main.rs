@@ -18,6 +18,7 @@ mod golden;
 mod help;
 mod lab;
 mod machines;
+mod messages;
 mod sim_run;
 mod sim_study;
 mod trace;

@@ -169,8 +169,8 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
 /// starts, tracing off until a run turns it on; `None`, with a note saying why, when tracefs
 /// cannot be used (not mounted, not root).
 fn flush_trace(buffer_size_kb: u32, note: &dyn Fn(&str)) -> Option<Instance> {
-    let unavailable = |e: &dyn std::fmt::Display| {
-        note(&format!("tlb_flush counts unavailable: {e}"));
+    let unavailable = |e: &(dyn std::error::Error + 'static)| {
+        note(&format!("tlb_flush counts unavailable: {}", crate::render::chain(e)));
         None
     };
     let tracefs = match Tracefs::find() {
