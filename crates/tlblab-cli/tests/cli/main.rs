@@ -7,6 +7,7 @@
 
 mod bench;
 mod check;
+mod cliout;
 mod common;
 mod compare;
 mod convert;
