@@ -283,6 +283,9 @@ pub struct TraceDumpArgs {
     /// `{"kind":"flush",...}`, then the header and trailer).
     #[command(flatten)]
     pub format: TextOrJson,
+    /// Where the records go.
+    #[command(flatten)]
+    pub output: OutputFile,
     /// Read a truncated trace (a recorder that was killed) up to its last complete record.
     #[arg(long)]
     pub allow_truncated: bool,
@@ -466,8 +469,8 @@ pub struct TextOrJson {
         value_parser = formats(&[OutputFormat::Text, OutputFormat::Json])
     )]
     format: OutputFormat,
-    /// The same as --format json.
-    #[arg(long, conflicts_with = "format")]
+    /// The same as --format json (of the two, the last given counts).
+    #[arg(long, overrides_with = "format")]
     json: bool,
 }
 
@@ -503,8 +506,8 @@ pub struct AnyFormat {
         ])
     )]
     format: OutputFormat,
-    /// The same as --format json.
-    #[arg(long, conflicts_with = "format")]
+    /// The same as --format json (of the two, the last given counts).
+    #[arg(long, overrides_with = "format")]
     json: bool,
 }
 
@@ -869,7 +872,7 @@ pub struct TraceArgs {
     )]
     pub format: SimTraceFormat,
     /// The same as --format json.
-    #[arg(long, conflicts_with = "format")]
+    #[arg(long)]
     pub json: bool,
     /// Where the report goes.
     #[command(flatten)]

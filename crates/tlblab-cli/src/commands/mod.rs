@@ -19,7 +19,7 @@ mod tracer;
 use crate::cli::{
     Cli, Command, FormatArg, InputArgs, MachineArgs, ReplacementArg, SimCommand, TraceCommand,
 };
-use anyhow::Result;
+use anyhow::{Context, Result};
 use std::process::ExitCode;
 use tlblab_kernel::workloads::{Params, ScenarioInfo};
 use tlblab_kernel::{Kernel, KernelConfig, Mechanisms, NoObserver};
@@ -162,6 +162,34 @@ pub fn write_whole(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
         return Err(anyhow::Error::new(e).context(format!("writing {}", path.display())));
     }
     Ok(())
+}
+
+/// Streams output into `path` through a temporary file beside it, renamed when `write`
+/// succeeds and removed when it fails, like [`write_whole`] for output too large to hold.
+pub fn write_streamed(
+    path: &std::path::Path,
+    write: impl FnOnce(&mut dyn std::io::Write) -> Result<()>,
+) -> Result<()> {
+    let Some(name) = path.file_name() else {
+        return Err(BadInput(format!("{}: not a file name", path.display())).into());
+    };
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(".partial");
+    let tmp = path.with_file_name(tmp_name);
+    let result = std::fs::File::create(&tmp)
+        .with_context(|| format!("creating {}", tmp.display()))
+        .and_then(|mut file| {
+            write(&mut file)?;
+            file.sync_all().with_context(|| format!("writing {}", path.display()))
+        })
+        .and_then(|()| {
+            std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
+        });
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
 }
 
 /// A usage error found after parsing (e.g. an existing output file).

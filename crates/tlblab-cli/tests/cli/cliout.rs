@@ -172,3 +172,48 @@ fn study_refuses_an_unknown_machine_before_writing_anything() {
         assert!(!out_dir.exists(), "{flag}: {} was created", out_dir.display());
     }
 }
+
+#[test]
+fn the_last_of_json_and_format_counts() {
+    assert_eq!(run_with(&["--format", "text", "--json"]), run_with(&["--format", "json"]));
+    assert_eq!(run_with(&["--json", "--format", "text"]), run_with(&[]));
+}
+
+#[test]
+fn trace_dump_and_report_read_text_by_input_format_and_write_output_files() {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tlblab-flushtrace/tests/fixtures/text/ftrace-6.18-trace_pipe.txt");
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("pipe.flushtrace");
+    let old = dir.path().join("old.flushtrace");
+    for (flag, out) in [("--input-format", &trace), ("--format", &old)] {
+        let status = tlblab()
+            .args(["trace", "import", flag, "ftrace"])
+            .arg(&fixture)
+            .arg("-o")
+            .arg(out)
+            .output()
+            .unwrap()
+            .status;
+        assert!(status.success(), "{flag}");
+    }
+    let dump = |extra: &[&str]| {
+        let mut args: Vec<&std::ffi::OsStr> =
+            vec!["trace".as_ref(), "dump".as_ref(), trace.as_os_str()];
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        stdout_of(args)
+    };
+    let json = dump(&["--format", "json"]);
+    assert_eq!(dump(&["--json"]), json);
+    let file = dir.path().join("dump.jsonl");
+    assert!(dump(&["--json", "-o", file.to_str().unwrap()]).is_empty());
+    assert_eq!(std::fs::read(&file).unwrap(), json);
+    // The report reads the text with either spelling of its format.
+    let report = |flag: &str| {
+        let mut cmd = tlblab();
+        cmd.args(["trace", "report", flag, "ftrace", "--format", "csv"]).arg(&fixture);
+        cmd.output().unwrap().stdout
+    };
+    assert!(!report("--input-format").is_empty());
+    assert_eq!(report("--text-format"), report("--input-format"));
+}

@@ -283,3 +283,22 @@ fn read_json(path: &Path) -> Result<Value> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     serde_json::from_slice(&bytes).with_context(|| format!("parsing {}", path.display()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_lines_move_the_bar_and_are_not_kept_as_the_childs_messages() {
+        let stderr = format!(
+            "{}\ntlblab: warning: one\n{}\ntlblab: error: two\n",
+            progress::line(1, 4, "runs"),
+            progress::line(3, 4, "runs")
+        );
+        let bar = ProgressBar::hidden();
+        let kept = follow_stderr(stderr.as_bytes(), Some(&bar));
+        assert_eq!(kept, "tlblab: warning: one\ntlblab: error: two\n");
+        assert_eq!((bar.position(), bar.length()), (3, Some(4)));
+        assert_eq!(follow_stderr(stderr.as_bytes(), None), kept);
+    }
+}

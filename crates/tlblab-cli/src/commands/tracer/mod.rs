@@ -39,8 +39,14 @@ pub fn cleanup() -> Result<ExitCode> {
 
 /// `tlblab trace dump`: every record as a line of ftrace text or JSON.
 pub fn dump(args: &TraceDumpArgs) -> Result<ExitCode> {
+    args.output.check()?;
     let mut reader = TraceReader::open(&args.input)?.allow_truncated(args.allow_truncated);
-    match write_dump(&mut reader, args.format.json()) {
+    let json = args.format.json();
+    let written = match &args.output.output {
+        Some(path) => super::write_streamed(path, |out| write_dump(&mut reader, json, out)),
+        None => write_dump(&mut reader, json, &mut std::io::stdout().lock()),
+    };
+    match written {
         // A closed pipe (`tlblab trace dump | head`): the reader has stopped reading.
         Err(e)
             if e.downcast_ref::<std::io::Error>().map(|e| e.kind())
@@ -60,9 +66,13 @@ pub fn dump(args: &TraceDumpArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn write_dump<R: std::io::Read>(reader: &mut TraceReader<R>, json: bool) -> Result<()> {
+fn write_dump<R: std::io::Read>(
+    reader: &mut TraceReader<R>,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
     let header = reader.header().clone();
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut out = std::io::BufWriter::new(out);
     let mut text = FtraceText::new(&header);
     if !json {
         write!(out, "{}", FtraceText::preamble(&header))?;
