@@ -162,15 +162,15 @@ fn check_one(
     (name, policy): (&str, &Policy),
     progress: &crate::progress::Progress,
 ) -> Result<CheckReport> {
-    let (spec, params) = (spec, params.clone());
+    let params = params.clone();
     let seeds: Vec<u64> = (0..args.schedules).map(|i| args.seed + i).collect();
     // Each schedule is independent and deterministic; results come back in seed order.
     let outcomes: Vec<Outcome> = seeds
         .par_iter()
         .map(|&seed| -> Result<Outcome> {
             let mut k = super::scenario_kernel(
-                &spec,
-                &policy,
+                spec,
+                policy,
                 (args.cpus, seed, Mechanisms::all()),
                 (info, &params),
                 |k| {
@@ -234,7 +234,7 @@ fn check_one(
             as u64,
         witnesses,
         speed,
-        exposure: ExposureReport::of(&policy, outcomes.iter().map(|o| &o.exposure), clock_mhz),
+        exposure: ExposureReport::of(policy, outcomes.iter().map(|o| &o.exposure), clock_mhz),
     };
     Ok(report)
 }
