@@ -262,9 +262,11 @@ fn follow_stderr(stderr: impl std::io::Read, bar: Option<&ProgressBar>) -> Strin
         match (progress::parse_line(&line), bar) {
             (Some((k, n, unit)), Some(bar)) => {
                 if bar.length() != Some(n) {
-                    bar.set_style(progress::bar_style());
-                    bar.set_prefix(unit.to_string());
+                    // Length and unit before the style, so that no frame shows 0/0.
                     bar.set_length(n);
+                    bar.set_position(k);
+                    bar.set_prefix(unit.to_string());
+                    bar.set_style(progress::bar_style());
                     bar.reset_eta();
                 }
                 bar.set_position(k);
