@@ -1,7 +1,7 @@
 //! A/B comparisons of configurations, with tlblab-stats' tests and verdict.
 
 use serde::{Deserialize, Serialize};
-use tlblab_env::{Difference, Environment};
+use tlblab_env::{Difference, Environment, SystemLoad};
 use tlblab_stats::{compare, harmonic_mean, CompareOptions, Comparison};
 
 use crate::error::BenchError;
@@ -20,7 +20,11 @@ pub struct CompareSettings {
 
 impl Default for CompareSettings {
     fn default() -> CompareSettings {
-        CompareSettings { noise_threshold: 0.01, significance: 0.05, seed: 0 }
+        CompareSettings {
+            noise_threshold: tlblab_stats::DEFAULT_NOISE,
+            significance: 0.05,
+            seed: 0,
+        }
     }
 }
 
@@ -60,7 +64,17 @@ pub struct ResultsComparison {
     pub environment_differences: Vec<Difference>,
     /// The noise threshold used.
     pub noise_threshold: f64,
+    /// The load around A's runs (absent from comparisons saved by older tlblab).
+    #[serde(default)]
+    pub load_a: SystemLoad,
+    /// The load around B's runs.
+    #[serde(default)]
+    pub load_b: SystemLoad,
 }
+
+/// Runs a configuration needs on each side to be compared: the tests need two samples (with
+/// one, e.g. `--runs 1` or a session stopped early, the session table still shows the run).
+pub const MIN_RUNS: usize = 2;
 
 fn compare_configs(
     a: &ConfigResult,
@@ -97,7 +111,7 @@ fn compare_configs(
 
 /// Compares session `b` with session `a`, configuration by configuration. Refused (with the
 /// configurations that differ) unless both measured the same scenarios with the same
-/// parameters; configurations without runs in either are left out.
+/// parameters; configurations with fewer than [`MIN_RUNS`] runs in either are left out.
 pub fn compare_results(
     (a_label, a): (&str, &BenchResults),
     (b_label, b): (&str, &BenchResults),
@@ -118,7 +132,7 @@ pub fn compare_results(
     let mut rows = Vec::new();
     for ca in &a.configs {
         let cb = b.configs.iter().find(|c| c.config.key() == ca.config.key()).expect("matched");
-        if ca.runs.is_empty() || cb.runs.is_empty() {
+        if ca.runs.len() < MIN_RUNS || cb.runs.len() < MIN_RUNS {
             continue;
         }
         rows.push(compare_configs(ca, cb, settings)?);
@@ -130,6 +144,8 @@ pub fn compare_results(
         rows,
         environment_differences: differences(a, b),
         noise_threshold: settings.noise_threshold,
+        load_a: a.environment.system_load.clone(),
+        load_b: b.environment.system_load.clone(),
     })
 }
 
@@ -146,7 +162,8 @@ fn differences(a: &BenchResults, b: &BenchResults) -> Vec<Difference> {
 }
 
 /// Compares every configuration of one session with its first configuration of the same
-/// scenario (e.g. `--busy 1` against `--busy 0`). Configurations without runs are left out.
+/// scenario (e.g. `--busy 1` against `--busy 0`). Configurations with fewer than [`MIN_RUNS`]
+/// runs are left out.
 pub fn compare_within(
     results: &BenchResults,
     settings: &CompareSettings,
@@ -155,8 +172,8 @@ pub fn compare_within(
     for (i, c) in results.configs.iter().enumerate() {
         let first = results.configs[..i]
             .iter()
-            .find(|f| f.config.scenario == c.config.scenario && !f.runs.is_empty());
-        if let Some(first) = first.filter(|_| !c.runs.is_empty()) {
+            .find(|f| f.config.scenario == c.config.scenario && f.runs.len() >= MIN_RUNS);
+        if let Some(first) = first.filter(|_| c.runs.len() >= MIN_RUNS) {
             rows.push(compare_configs(first, c, settings)?);
         }
     }

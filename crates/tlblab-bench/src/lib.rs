@@ -42,7 +42,7 @@ mod session;
 mod store;
 
 pub use compare::{
-    compare_results, compare_within, CompareSettings, ConfigComparison, ResultsComparison,
+    compare_results, compare_within, CompareSettings, ConfigComparison, ResultsComparison, MIN_RUNS,
 };
 pub use error::{BenchError, ExecError};
 pub use executor::{Executor, MockExecutor};

@@ -3,12 +3,13 @@
 //! In comparison tables every percentage is signed so that **positive means better**: for a
 //! lower-is-better unit `(A − B) / A`, for a higher-is-better one `(B − A) / A`; for `Stddev`
 //! and `CoeffVar`, where less spread is better, always `(A − B) / A`. A `*` around the mean
-//! row's percentage marks a significant change by the verdict's rule (Welch p below the level
-//! and the whole 95% interval of the change outside the noise band), as mmtests marks its rows.
+//! row's percentage marks a change by the verdict's rule ([`tlblab_stats::judge`]: Welch p below
+//! the level and the whole 95% interval of the change outside the noise band), as mmtests marks
+//! its rows.
 
 use std::fmt::Write;
 
-use tlblab_stats::{bootstrap_ci, mean, outliers, Group, Summary, Verdict};
+use tlblab_stats::{bootstrap_ci, mean, outliers, Group, Summary, MIN_OUTLIER_DEVIATION};
 
 use crate::compare::{ConfigComparison, ResultsComparison};
 use crate::results::BenchResults;
@@ -64,6 +65,7 @@ pub fn session_header(results: &BenchResults) -> String {
         if m.flush_trace { "on during runs" } else { "off" },
     );
     let _ = writeln!(out, "counter sources: {}", results.sources);
+    let _ = writeln!(out, "system: {}", results.environment.system_load.summary());
     if !results.flush_reasons.is_empty() {
         let legend: Vec<String> =
             results.flush_reasons.iter().map(|(r, name)| format!("{r} {name}")).collect();
@@ -132,9 +134,11 @@ pub fn session_table(results: &BenchResults) -> String {
         for i in outliers(&values, OUTLIER_Z).unwrap_or_default() {
             let _ = writeln!(
                 out,
-                "  warning: run {} ({}) is an outlier (modified z-score above {OUTLIER_Z})",
+                "  warning: run {} ({}) is an outlier (modified z-score above {OUTLIER_Z}, \
+                 more than {:.0}% from the median)",
                 i + 1,
-                number(values[i])
+                number(values[i]),
+                MIN_OUTLIER_DEVIATION * 100.0
             );
         }
         let per_op = |per_cpu: bool| -> Vec<String> {
@@ -190,7 +194,7 @@ fn better_percent(a: f64, b: f64, lower_is_better: bool) -> f64 {
 /// The rows of one comparison: (statistic, A, B, % for B, significant).
 fn rows(c: &ConfigComparison) -> Vec<(&'static str, f64, f64, f64, bool)> {
     let (a, b, lib) = (&c.comparison.summary_a, &c.comparison.summary_b, c.lower_is_better);
-    let significant = c.comparison.verdict != Verdict::NoSignificantChange;
+    let significant = c.comparison.verdict.is_change();
     let cv = |s: &Summary| s.cv.unwrap_or(0.0) * 100.0;
     let mut rows = vec![("Min", a.min, b.min, better_percent(a.min, b.min, lib), false)];
     match c.hmean {
@@ -205,8 +209,9 @@ fn rows(c: &ConfigComparison) -> Vec<(&'static str, f64, f64, f64, bool)> {
     rows
 }
 
-/// "B is 1.116 ± 0.029 times faster than A", hyperfine's line, with the test behind it.
-pub fn verdict_line(c: &ConfigComparison, a: &str, b: &str) -> String {
+/// "B is 1.116 ± 0.029 times faster than A", hyperfine's line, with the test behind it and the
+/// verdict against the noise band `noise`.
+pub fn verdict_line(c: &ConfigComparison, a: &str, b: &str, noise: f64) -> String {
     let cmp = &c.comparison;
     let speed = match cmp.speedup {
         Some(s) => {
@@ -223,12 +228,28 @@ pub fn verdict_line(c: &ConfigComparison, a: &str, b: &str) -> String {
         cmp.change.ci.high * 100.0,
         cmp.welch.p_two_sided,
         cmp.mann_whitney.p_two_sided,
-        cmp.verdict
+        verdict_text(c, noise)
     )
 }
 
+/// The verdict's words. Within a session, a configuration is compared with another parameter
+/// value of its scenario (a sweep, e.g. `--busy 1` against `--busy 0`): that is higher or lower,
+/// not improved or regressed, so the direction-free words are used.
+pub fn verdict_text(c: &ConfigComparison, noise: f64) -> String {
+    if c.a == c.b {
+        c.comparison.verdict.text(noise)
+    } else {
+        c.comparison.verdict.effect(c.lower_is_better).text(noise)
+    }
+}
+
+/// The comparison's cautions, one `warning:` line each (hyperfine-style), indented by `indent`.
+pub fn caution_lines(c: &ConfigComparison, indent: &str) -> String {
+    c.comparison.cautions.iter().map(|w| format!("{indent}warning: {w}\n")).collect()
+}
+
 /// mmtests-style tables, one per configuration, for baseline `a` and candidate `b`.
-pub fn comparison_table(rows_of: &[ConfigComparison], a: &str, b: &str) -> String {
+pub fn comparison_table(rows_of: &[ConfigComparison], a: &str, b: &str, noise: f64) -> String {
     let mut out = String::new();
     for c in rows_of {
         let title = if c.a == c.b { c.a.clone() } else { format!("{} → {}", c.a, c.b) };
@@ -254,7 +275,8 @@ pub fn comparison_table(rows_of: &[ConfigComparison], a: &str, b: &str) -> Strin
                 number(*pb)
             );
         }
-        let _ = writeln!(out, "  {}", verdict_line(c, a, b));
+        let _ = writeln!(out, "  {}", verdict_line(c, a, b, noise));
+        out += &caution_lines(c, "  ");
     }
     out
 }
@@ -265,12 +287,13 @@ pub fn comparison(cmp: &ResultsComparison, format: Format) -> String {
     match format {
         Format::Json => serde_json::to_string_pretty(cmp).expect("serializes") + "\n",
         Format::Table => {
-            let mut out = comparison_table(&cmp.rows, a, b);
+            let mut out = comparison_table(&cmp.rows, a, b, cmp.noise_threshold);
             let _ = writeln!(
                 out,
-                "positive % = better; * = significant (Welch p < 0.05 and the 95% CI of the change outside ±{:.1}%)",
-                cmp.noise_threshold * 100.0
+                "positive % = better; * = a change (Welch p < 0.05 and the 95% CI of the change wholly outside the {} noise band)",
+                tlblab_stats::band(cmp.noise_threshold)
             );
+            out += &system_load(cmp);
             out + &environment_differences(cmp)
         }
         Format::Markdown => {
@@ -293,9 +316,12 @@ pub fn comparison(cmp: &ResultsComparison, format: Format) -> String {
                         number(vb)
                     );
                 }
-                let _ = writeln!(out, "\n{}\n", verdict_line(c, a, b));
+                let _ = writeln!(out, "\n{}\n", verdict_line(c, a, b, cmp.noise_threshold));
+                for w in &c.comparison.cautions {
+                    let _ = writeln!(out, "warning: {w}\n");
+                }
             }
-            out + &environment_differences(cmp)
+            out + &system_load(cmp) + &environment_differences(cmp)
         }
         Format::Csv => {
             let mut out = String::from("config,unit,statistic,a,b,better_percent,significant\n");
@@ -312,6 +338,17 @@ pub fn comparison(cmp: &ResultsComparison, format: Format) -> String {
             out
         }
     }
+}
+
+/// The load around each side's runs, one line each.
+pub fn system_load(cmp: &ResultsComparison) -> String {
+    format!(
+        "system during A ({}): {}\nsystem during B ({}): {}\n",
+        cmp.a_label,
+        cmp.load_a.summary(),
+        cmp.b_label,
+        cmp.load_b.summary()
+    )
 }
 
 /// "environment differences" as lines (or a line saying there are none).

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rand_pcg::rand_core::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
-use tlblab_env::{Environment, Sources};
+use tlblab_env::{Environment, ProcessSample, Sources};
 
 use crate::error::{BenchError, ExecError};
 use crate::executor::Executor;
@@ -26,6 +26,8 @@ impl Progress for () {}
 pub struct Session {
     results: BenchResults,
     output: Option<PathBuf>,
+    /// Every process's CPU time when the session started, for the competing processes.
+    processes: Result<ProcessSample, String>,
 }
 
 impl Session {
@@ -33,7 +35,7 @@ impl Session {
     /// results are written there (atomically) after every run.
     pub fn new(configs: Vec<BenchConfig>, method: Method, output: Option<PathBuf>) -> Session {
         let results = BenchResults::new(configs, method, Environment::capture(), Sources::probe());
-        Session { results, output }
+        Session { results, output, processes: ProcessSample::take() }
     }
 
     /// The results so far.
@@ -107,12 +109,14 @@ impl Session {
                 }
                 Err(source) => {
                     let (config, run) = (entry.config.key(), entry.runs.len() + 1);
+                    self.results.environment.system_load.finish(&self.processes);
                     self.save()?;
                     return Err(BenchError::Run { config, run, source });
                 }
             }
             self.save()?;
         }
+        self.results.environment.system_load.finish(&self.processes);
         self.save()?;
         Ok(&self.results)
     }

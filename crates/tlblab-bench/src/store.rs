@@ -1,48 +1,45 @@
 //! Result files and saved baselines.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
+use tlblab_types::atomic::write_file;
 
 use crate::error::BenchError;
 use crate::results::{BenchResults, SCHEMA};
 
-/// Writes `results` to `path` so that a reader sees the old file or the new one, never a part:
-/// a temporary file in the same directory, flushed to disk, then renamed over `path`.
+/// Writes `results` to `path` so that a reader sees the old file or the new one, never a part
+/// (see [`tlblab_types::atomic`]).
 pub fn write_atomic(path: &Path, results: &BenchResults) -> Result<(), BenchError> {
     let io = |action, source| BenchError::Io { path: path.to_path_buf(), action, source };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         fs::create_dir_all(dir).map_err(|e| io("creating its directory", e))?;
     }
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(".tmp.{}", std::process::id()));
-    let tmp = path.with_file_name(name);
-    let text = serde_json::to_string_pretty(results).expect("results serialize");
-    let written = fs::File::create(&tmp).and_then(|mut f| {
-        f.write_all(text.as_bytes())?;
-        f.write_all(b"\n")?;
-        f.sync_all()
-    });
-    if let Err(e) = written.and_then(|()| fs::rename(&tmp, path)) {
-        let _ = fs::remove_file(&tmp);
-        return Err(io("writing", e));
-    }
-    Ok(())
+    let text = serde_json::to_string_pretty(results).expect("results serialize") + "\n";
+    write_file(path, text.as_bytes()).map_err(|e| io("writing", e))
 }
 
-/// Reads a result file, checking its schema first so that a wrong file gets a clear message.
+/// Reads a result file, checking its schema first so that a wrong file gets a clear message,
+/// and its values after, so that a damaged one is refused with the run it names rather than
+/// failing in the statistics. Anything wrong with the contents is [`BenchError::Parse`].
 pub fn load_results(path: &Path) -> Result<BenchResults, BenchError> {
-    let text = fs::read_to_string(path).map_err(|source| BenchError::Io {
+    let bytes = fs::read(path).map_err(|source| BenchError::Io {
         path: path.to_path_buf(),
         action: "reading",
         source,
     })?;
     let parse = |message: String| BenchError::Parse { path: path.to_path_buf(), message };
+    let text = std::str::from_utf8(&bytes).map_err(|e| {
+        let at = e.valid_up_to();
+        parse(format!(
+            "not a bench result file: byte offset {at} (byte 0x{:02x}) is not UTF-8 text",
+            bytes[at]
+        ))
+    })?;
     #[derive(serde::Deserialize)]
     struct Header {
         schema: Option<String>,
     }
-    let header: Header = serde_json::from_str(&text)
+    let header: Header = serde_json::from_str(text)
         .map_err(|e| parse(tlblab_types::plain::serde_message(&e.to_string())))?;
     match header.schema.as_deref() {
         Some(SCHEMA) => {}
@@ -53,8 +50,25 @@ pub fn load_results(path: &Path) -> Result<BenchResults, BenchError> {
         }
         None => return Err(parse(format!("no \"schema\" field: not a {SCHEMA} result file"))),
     }
-    serde_json::from_str(&text)
-        .map_err(|e| parse(tlblab_types::plain::serde_message(&e.to_string())))
+    let results: BenchResults = serde_json::from_str(text)
+        .map_err(|e| parse(tlblab_types::plain::serde_message(&e.to_string())))?;
+    for c in &results.configs {
+        for (i, run) in c.runs.iter().enumerate() {
+            // Zero, or a positive normal number: a subnormal (1e-320) or an infinity is no
+            // measurement, and would make a ratio of means infinite.
+            if !(run.value == 0.0 || run.value.is_normal() && run.value > 0.0) {
+                return Err(parse(format!(
+                    "{}, run {} of {}: value {:?} {} is not a measurement",
+                    c.config.key(),
+                    i + 1,
+                    c.runs.len(),
+                    run.value,
+                    c.config.unit
+                )));
+            }
+        }
+    }
+    Ok(results)
 }
 
 /// A directory of saved baselines, one `NAME.json` result file each.

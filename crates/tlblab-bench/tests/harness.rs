@@ -143,23 +143,26 @@ fn busy_one_against_busy_zero_is_a_significant_regression_with_a_star() {
     let rows = compare_within(s.results(), &CompareSettings::default()).unwrap();
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].comparison.verdict, Verdict::Regressed);
-    let table = render::comparison_table(&rows, "busy 0", "busy 1");
+    let table = render::comparison_table(&rows, "busy 0", "busy 1", 0.01);
     let amean = table.lines().find(|l| l.trim_start().starts_with("Amean")).unwrap();
     // Means 2.00125 and 9.0375: (A − B) / A = −351.59 %, negative = worse, starred.
     assert!(amean.contains("*-351.59%*"), "{amean}");
     let min = table.lines().find(|l| l.trim_start().starts_with("Min")).unwrap();
     assert!(!min.contains('*'), "only the mean row carries the star: {min}");
     assert!(table.contains("busy 0 is 4.516"), "{table}");
+    // Another parameter value of the scenario: the time is higher, not "regressed".
+    assert!(table.contains(": higher (beyond ±1.0%)\n"), "{table}");
+    assert!(!table.contains("regressed"), "{table}");
 }
 
 #[test]
-fn a_shift_inside_the_noise_band_is_no_significant_change_even_with_a_tiny_p() {
+fn a_shift_inside_the_noise_band_is_within_noise_even_with_a_tiny_p() {
     let a: Vec<f64> = (0..10).map(|i| 100.0 + f64::from(i) * 0.01).collect();
     let b: Vec<f64> = a.iter().map(|x| x * 1.005).collect();
     let (s, _) = session(&[(cfg("0"), a), (cfg("1"), b)], Method { runs: 10, ..Method::default() });
     let rows = compare_within(s.results(), &CompareSettings::default()).unwrap();
     assert!(rows[0].comparison.welch.p_two_sided < 1e-6);
-    assert_eq!(rows[0].comparison.verdict, Verdict::NoSignificantChange, "0.5% < 1% noise");
+    assert_eq!(rows[0].comparison.verdict, Verdict::WithinNoise, "0.5% < 1% noise");
     let strict = CompareSettings { noise_threshold: 0.001, ..CompareSettings::default() };
     let rows = compare_within(s.results(), &strict).unwrap();
     assert_eq!(rows[0].comparison.verdict, Verdict::Regressed, "0.5% > 0.1% noise");

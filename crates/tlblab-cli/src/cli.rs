@@ -74,10 +74,11 @@ pub enum Command {
     )]
     Study(LabArgs),
     /// Render saved results (tlblab study's results.json, sim study JSON, bench result files,
-    /// trace reports, replays) as one self-contained HTML page with plots, or as Markdown.
-    #[command(
-        after_help = "Examples:\n  tlblab report tlblab-study/results.json -o report.html\n  tlblab report bench.json trace-report.json -o report.html"
-    )]
+    /// trace reports, replays) as one self-contained HTML page with plots, or as Markdown or
+    /// plain text for mail; the summary first. Written to a file beside the first input.
+    ///
+    /// Examples: `tlblab report tlblab-study/results.json` (→ tlblab-study/results.html);
+    /// `tlblab report results.json --format text -o -`.
     Report(ReportArgs),
     /// Record the kernel's tlb:tlb_flush events (and, on request, context switches and IPIs),
     /// summarise a trace, import ftrace or perf text, remove left-over tracing instances.
@@ -118,12 +119,18 @@ pub struct ReportArgs {
     /// Result files (JSON written by tlblab), rendered in this order.
     #[arg(value_name = "RESULTS.json", required = true)]
     pub inputs: Vec<PathBuf>,
-    /// The output file (default: standard output).
+    /// The output file; `-` for standard output. Default: beside the first input, with the
+    /// format's extension (results.json → results.html, results.md or results.txt).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// html: one self-contained page (inline CSS and SVG); markdown: the same tables, for mail.
+    /// html: one self-contained page (inline CSS and SVG); markdown and text: for mail, the
+    /// summary first, lines at most --width columns.
     #[arg(long, value_enum, default_value_t = ReportFormat::Html)]
     pub format: ReportFormat,
+    /// The longest line of the markdown and text forms, in columns.
+    #[arg(long, value_name = "N", default_value_t = 80,
+          value_parser = clap::value_parser!(u16).range(20..))]
+    pub width: u16,
     /// The page's title.
     #[arg(long, default_value = "tlblab report")]
     pub title: String,
@@ -137,8 +144,21 @@ pub struct ReportArgs {
 pub enum ReportFormat {
     /// One self-contained HTML page.
     Html,
-    /// Markdown (GitHub tables).
+    /// Markdown: aligned pipe tables where they fit, else wrapped or `column: value` lines.
     Markdown,
+    /// Plain text.
+    Text,
+}
+
+impl ReportFormat {
+    /// The extension of the default output file.
+    pub fn extension(self) -> &'static str {
+        match self {
+            ReportFormat::Html => "html",
+            ReportFormat::Markdown => "md",
+            ReportFormat::Text => "txt",
+        }
+    }
 }
 
 /// `tlblab study`.
@@ -167,6 +187,10 @@ pub struct LabArgs {
     /// Seeds per policy of the simulated studies (default: each study's own; quick: 2).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub seeds: Option<u64>,
+    /// Noise band in percent: a difference is called a change only when it is significant and
+    /// its whole 95% interval lies outside ±PCT.
+    #[arg(long, default_value_t = 1.0, value_name = "PCT")]
+    pub noise: f64,
     /// Replace the results of an earlier run in DIR.
     #[arg(long)]
     pub force: bool,
@@ -242,6 +266,9 @@ pub struct TraceReportArgs {
     /// Write the report to FILE instead of standard output.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Replace an existing output file.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `tlblab trace import`.
@@ -994,6 +1021,10 @@ pub struct RunArgs {
     /// not have is listed, not run.
     #[arg(long)]
     pub explain: bool,
+    /// Noise band in percent: a difference is called a change only when it is significant and
+    /// its whole 95% interval lies outside ±PCT.
+    #[arg(long, default_value_t = 1.0, value_name = "PCT")]
+    pub noise: f64,
     /// Output format: text or json (schema tlblab.sim.run/1).
     #[command(flatten)]
     pub format: TextOrJson,
@@ -1207,6 +1238,10 @@ pub struct StudyArgs {
     /// listed, not run.
     #[arg(long)]
     pub explain: bool,
+    /// Noise band in percent: a difference is called a change only when it is significant and
+    /// its whole 95% interval lies outside ±PCT.
+    #[arg(long, default_value_t = 1.0, value_name = "PCT")]
+    pub noise: f64,
     /// Output format: text or json (schema tlblab.sim.study/1; several studies:
     /// tlblab.sim.study-all/1).
     #[command(flatten)]

@@ -5,18 +5,41 @@ use std::io::Write;
 use tlblab_sim::stats::{HwReport, WALK_LEVEL_NAMES};
 pub use tlblab_studies::text::{group, Table};
 
-/// Writes `text` to standard output (instead of `print!`, which panics when the write fails). A
-/// closed pipe (`tlblab … | head`) is not an error: the reader has stopped reading, so the rest
-/// is dropped and the command finishes as it would have. Any other failure is an error.
+/// Writes `text` to standard output: what every command uses instead of `print!`, which panics
+/// when the write fails. A closed pipe (`tlblab … | head`) gives [`StdoutClosed`], which stops
+/// the command and exits with status 0, silently; any other failure (a full disk) is an error,
+/// status 1.
 pub fn stdout(text: &str) -> anyhow::Result<()> {
+    stdout_bytes(text.as_bytes())
+}
+
+/// [`stdout`] for bytes.
+pub fn stdout_bytes(bytes: &[u8]) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(anyhow::Error::new(e).context("writing to standard output"))
-        }
-        _ => Ok(()),
+    out.write_all(bytes).and_then(|()| out.flush()).map_err(stdout_error)
+}
+
+/// [`stdout`], with a line end.
+pub fn stdout_line(text: &str) -> anyhow::Result<()> {
+    stdout(&format!("{text}\n"))
+}
+
+/// The error for a failed write to standard output: [`StdoutClosed`] for a closed pipe, else
+/// the I/O error saying that standard output was being written.
+pub fn stdout_error(e: std::io::Error) -> anyhow::Error {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        StdoutClosed.into()
+    } else {
+        anyhow::Error::new(e).context("writing standard output")
     }
 }
+
+/// Standard output's reader stopped reading (`tlblab … | head`). Not a failure: the command
+/// stops and exits with status 0 without a message, as ripgrep does. (A broken pipe to a child
+/// process is an ordinary error: only this type is silent.)
+#[derive(Debug, thiserror::Error)]
+#[error("standard output was closed")]
+pub struct StdoutClosed;
 
 /// `part / whole` as a percentage with one decimal, or `-` when `whole` is 0.
 pub fn percent(part: u64, whole: u64) -> String {

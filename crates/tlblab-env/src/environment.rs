@@ -3,6 +3,7 @@
 use crate::cpuinfo::{parse_bracketed_choice, parse_cpuinfo, pti_enabled, TlbCpuFlags};
 use crate::hypervisor::{decode_vendor, read_hypervisor_cpuid, KvmPvTlbFlush, KVM_SIGNATURE};
 use crate::idlist::{parse_id_list, IdList};
+use crate::load::SystemLoad;
 use crate::source::read_source;
 use crate::vulnerabilities::read_vulnerability_dir;
 use crate::Source;
@@ -56,6 +57,11 @@ pub struct Environment {
     pub tlb_single_page_flush_ceiling: Source<u64>,
     /// Base page size in bytes (`sysconf(_SC_PAGESIZE)`).
     pub page_size: Source<u64>,
+    /// The load average and the competing processes around the measurement (results saved by
+    /// older tlblab read as "not recorded"). Not among [`Environment::fields`]: it describes the
+    /// moment, not the machine, so it is shown beside the results rather than as a difference.
+    #[serde(default)]
+    pub system_load: SystemLoad,
 }
 
 /// Three independent signs of virtualization.
@@ -197,6 +203,7 @@ impl Environment {
                     .map_err(|_| format!("{TLB_CEILING_PATH} holds {:?}, not a number", t.trim()))
             }),
             page_size: page_size.into(),
+            system_load: SystemLoad::start(),
         }
     }
 

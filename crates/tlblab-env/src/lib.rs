@@ -2,7 +2,8 @@
 //!
 //! - [`Environment::capture`] records kernel, CPU, mitigations, THP, hypervisor and paravirtual TLB
 //!   flush, `tlb_single_page_flush_ceiling` and tlblab's own version; every field that could not be
-//!   read is a [`Source::Unavailable`] carrying the reason. [`Environment::differences`] lists what
+//!   read is a [`Source::Unavailable`] carrying the reason; [`SystemLoad`] records the load
+//!   average and the competing processes around the measurement. [`Environment::differences`] lists what
 //!   differs between two results.
 //! - Counters read before and after a run, each with a delta that refuses counters going backwards:
 //!   [`InterruptSnapshot`] (`/proc/interrupts`, `TLB` and `CAL` rows per CPU),
@@ -32,6 +33,7 @@ mod error;
 pub mod hypervisor;
 mod idlist;
 pub mod interrupts;
+pub mod load;
 pub mod pmu;
 pub mod rusage;
 mod source;
@@ -47,6 +49,7 @@ pub use idlist::{parse_id_list, IdList};
 pub use interrupts::{
     parse_interrupts, InterruptDelta, InterruptRow, InterruptSnapshot, PerCpuDelta,
 };
+pub use load::{parse_loadavg, Competitor, LoadAverage, ProcessSample, SystemLoad};
 pub use pmu::{PmuCounters, PmuReading};
 pub use rusage::{ProcessCounters, RusageSnapshot};
 pub use source::Source;

@@ -40,6 +40,7 @@ fn sample() -> Environment {
             "permission denied reading /sys/kernel/debug/x86/tlb_single_page_flush_ceiling",
         ),
         page_size: Source::Available(4096),
+        system_load: tlblab_env::SystemLoad::default(),
     }
 }
 

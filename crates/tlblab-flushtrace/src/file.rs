@@ -14,6 +14,7 @@
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
+use tlblab_types::atomic::AtomicFile;
 
 use thiserror::Error;
 
@@ -107,9 +108,36 @@ pub struct TraceWriter<W: Write> {
     buf: Vec<u8>,
 }
 
-impl TraceWriter<BufWriter<File>> {
-    /// Creates (or truncates) `path` and writes the header.
+impl TraceWriter<AtomicFile> {
+    /// Starts writing `path` (under a temporary name beside it) and writes the header.
+    /// [`finish`](Self::finish), then [`AtomicFile::commit`] (or [`commit`](Self::commit), both
+    /// at once) puts the file in place; dropped before that, the temporary file is removed.
     pub fn create(path: &Path, header: &Header) -> Result<Self, FileError> {
+        let file = AtomicFile::create(path).map_err(|source| FileError::Io {
+            path: path.to_path_buf(),
+            action: "create",
+            source,
+        })?;
+        TraceWriter::new(file, path, header)
+    }
+
+    /// [`finish`](Self::finish)es the file and puts it in place under its name.
+    pub fn commit(self, trailer: Trailer) -> Result<(), FileError> {
+        let path = self.path.clone();
+        self.finish(trailer)?.commit().map_err(|source| FileError::Io {
+            path,
+            action: "write",
+            source,
+        })
+    }
+}
+
+impl TraceWriter<BufWriter<File>> {
+    /// Creates (or truncates) `path` and writes the header: a recording, which is readable
+    /// under its name while it is written ([`flush`](Self::flush) after each round) and keeps
+    /// what was flushed if the process is killed (a truncated file, which readers name as
+    /// such). Everything else is written with [`create`](TraceWriter::create), all or nothing.
+    pub fn create_streaming(path: &Path, header: &Header) -> Result<Self, FileError> {
         let file = File::create(path).map_err(|source| FileError::Io {
             path: path.to_path_buf(),
             action: "create",

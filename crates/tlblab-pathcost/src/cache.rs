@@ -4,7 +4,6 @@
 use crate::{PathCostError, PathCosts};
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 /// The version of the measuring code: raise it when a method changes, so old caches are
@@ -104,7 +103,7 @@ pub fn read_cache(path: &Path, key: &CacheKey) -> Result<Option<PathCosts>, Path
     Ok((costs.key == *key).then_some(costs))
 }
 
-/// Writes `costs` to `path` atomically: a temporary file in the same folder, then a rename.
+/// Writes `costs` to `path` all or nothing (see [`tlblab_types::atomic`]).
 pub fn write_cache(path: &Path, costs: &PathCosts) -> Result<(), PathCostError> {
     let io = |source| PathCostError::Io { path: path.to_owned(), source };
     if let Some(dir) = path.parent() {
@@ -114,15 +113,7 @@ pub fn write_cache(path: &Path, costs: &PathCosts) -> Result<(), PathCostError> 
         path: path.to_owned(),
         message: format!("cannot serialize: {e}"),
     })?;
-    let tmp = path.with_extension(format!("json.tmp.{}", std::process::id()));
-    let written = std::fs::File::create(&tmp)
-        .and_then(|mut f| f.write_all(text.as_bytes()).and_then(|()| f.sync_all()))
-        .and_then(|()| std::fs::rename(&tmp, path));
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(io(e));
-    }
-    Ok(())
+    tlblab_types::atomic::write_file(path, text.as_bytes()).map_err(io)
 }
 
 /// Costs from the cache or, failing that, measured now.

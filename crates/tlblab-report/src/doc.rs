@@ -162,6 +162,9 @@ pub struct Document {
     pub description: Vec<String>,
     /// What the report was made from, under the description.
     pub meta: String,
+    /// The machine and moment the results come from (kernel, CPU, hypervisor, date, load), as
+    /// name/value pairs under the title.
+    pub header: Vec<(String, String)>,
     /// The content.
     pub blocks: Vec<Block>,
     ids: BTreeSet<String>,
@@ -174,6 +177,7 @@ impl Document {
             title: title.to_string(),
             description: description.to_vec(),
             meta: String::new(),
+            header: Vec::new(),
             blocks: Vec::new(),
             ids: BTreeSet::new(),
         }

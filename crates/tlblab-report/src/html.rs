@@ -37,7 +37,17 @@ nav.toc ol{margin:.2em 0;padding-left:1.4em}
 details{margin:.5em 0 1em}
 summary{cursor:pointer;color:#0550ae}
 .meta{color:#57606a;font-size:.9em}
-@media print{nav.toc{display:none}h2{break-before:page}figure{break-inside:avoid}}
+table.header{font-size:.92em;margin:.3em 0 1em}
+section.summary{background:#f6f8fa;border:1px solid #d0d7de;padding:0 1em .6em;margin:1em 0}
+section.summary h2{border-top:none;margin-top:.6em}
+@media print{@page{margin:12mm}
+body{max-width:none;margin:0;padding:0;font-size:9pt;line-height:1.3}
+nav.toc{display:none}h2{margin:1.2em 0 .3em}h3{margin:.9em 0 .3em}
+.scroll{overflow:visible}table{font-size:7pt;width:100%;break-inside:auto}
+th,td{padding:.1em .25em;white-space:normal!important;overflow-wrap:anywhere}
+tr{break-inside:avoid}thead{display:table-header-group}
+figure{break-inside:avoid;display:inline-block;width:48.5%;vertical-align:top;margin:.3em .5%}
+figure svg{width:100%}figcaption{font-size:7pt}p,li{font-size:8.5pt}}
 ";
 
 /// Escapes text for element content and quoted attribute values.
@@ -235,22 +245,56 @@ pub fn render(doc: &Document) -> String {
     if !doc.meta.is_empty() {
         let _ = writeln!(out, "<p class=\"meta\">{}</p>", escape(&doc.meta));
     }
+    if !doc.header.is_empty() {
+        out.push_str("<table class=\"kv header\">\n<tbody>\n");
+        for (k, v) in &doc.header {
+            let _ = writeln!(
+                out,
+                "<tr><th scope=\"row\">{}</th><td>{}</td></tr>",
+                escape(k),
+                escape(v)
+            );
+        }
+        out.push_str("</tbody>\n</table>\n");
+    }
     out.push_str("</header>\n");
-    toc(&mut out, doc);
+    // The summary, when there is one, comes before the table of contents: conclusions first.
+    let summary_end = match doc.blocks.first() {
+        Some(Block::Heading { level: 2, text, .. }) if text == "Summary" => doc.blocks[1..]
+            .iter()
+            .position(|b| matches!(b, Block::Heading { level: 2, .. }))
+            .map_or(doc.blocks.len(), |i| i + 1),
+        _ => 0,
+    };
     out.push_str("<main>\n");
     let mut in_section = false;
-    for b in &doc.blocks {
-        if let Block::Heading { level: 2, .. } = b {
+    for (i, b) in doc.blocks.iter().enumerate() {
+        if i == summary_end {
+            if in_section {
+                out.push_str("</section>\n");
+                in_section = false;
+            }
+            toc(&mut out, doc);
+        }
+        if let Block::Heading { level: 2, text, .. } = b {
             if in_section {
                 out.push_str("</section>\n");
             }
-            out.push_str("<section>\n");
+            // The summary stands out; appendices are left out of print.
+            out.push_str(match text.as_str() {
+                "Summary" => "<section class=\"summary\">\n",
+                t if t.starts_with("Appendix") => "<section class=\"appendix\">\n",
+                _ => "<section>\n",
+            });
             in_section = true;
         }
         block(&mut out, b);
     }
     if in_section {
         out.push_str("</section>\n");
+    }
+    if summary_end == doc.blocks.len() {
+        toc(&mut out, doc);
     }
     out.push_str("</main>\n</body>\n</html>\n");
     out
@@ -264,6 +308,29 @@ mod tests {
     fn escapes_markup_and_quotes() {
         assert_eq!(escape("<script>&\"'"), "&lt;script&gt;&amp;&quot;&#39;");
         assert_eq!(escape("a\u{1}b"), "a b");
+    }
+
+    #[test]
+    fn print_keeps_every_column_and_no_page_per_section() {
+        let print = &CSS[CSS.find("@media print").unwrap()..];
+        // Wide tables scroll on screen, and in print the wrapper lets every column show.
+        assert!(CSS.contains(".scroll{overflow-x:auto"));
+        assert!(print.contains(".scroll{overflow:visible}"));
+        assert!(!print.contains("break-before:page"));
+        let mut d = Document::new("T", &[]);
+        d.table(Table::new(&["a", "b"]));
+        assert!(render(&d).contains("<div class=\"scroll\">\n<table>"));
+    }
+
+    #[test]
+    fn the_summary_comes_before_the_contents() {
+        let mut d = Document::new("T", &[]);
+        d.heading(2, "Summary");
+        d.heading(2, "A");
+        let html = render(&d);
+        let (summary, nav, a) =
+            (html.find("id=\"summary\""), html.find("<nav"), html.find("id=\"a\""));
+        assert!(summary < nav && nav < a, "{html}");
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! tlblab's saved results as one self-contained HTML page, or as Markdown.
+//! tlblab's saved results as one self-contained HTML page, as Markdown or as plain text.
 //!
 //! A [`Report`] takes the JSON files tlblab writes, whatever their kind, recognised by their
 //! `schema` field:
@@ -19,11 +19,19 @@
 //! report's [`Report::noise_threshold`]), and drawn as a `tlblab.bench.compare/1` input is;
 //! sessions of other scenarios or parameters get a note saying why they were not compared.
 //!
+//! A report opens with the machine and moment its results come from (kernel, CPU, hypervisor,
+//! date, load: from the environment record) and a summary: a verdict line per study part, the
+//! safety matrix (declared deferrals' stale uses counted), and simulated against measured on
+//! this machine with the configurations outside ±25% flagged. `tlblab study`'s step log comes
+//! last, as an appendix.
+//!
 //! The HTML page has inline CSS and inline SVG plots only: no script, no web font, no image,
-//! no URL, so it can be attached to a mail or a bug and opened anywhere. The Markdown has the
-//! same headings, text and tables (GitHub tables), with a one-line summary for each plot. The
-//! same inputs always give the same bytes: nothing depends on the clock, the host or the order
-//! of a hash map.
+//! no URL, so it can be attached to a mail or a bug and opened anywhere; wide tables scroll on
+//! screen and keep every column in print. The Markdown and the plain text have the same
+//! headings, text and tables, with a one-line summary for each plot, and keep to a width (80
+//! columns unless told): a table that does not fit has its text columns wrapped, or becomes one
+//! block of `column: value` lines per row. The same inputs always give the same bytes: nothing
+//! depends on the clock, the host or the order of a hash map.
 //!
 //! ```
 //! use tlblab_report::Report;
@@ -36,7 +44,8 @@
 //! report.add_json("bench.json", &text)?;
 //! let html = report.render_html();
 //! assert!(html.contains("<svg") && !html.contains("<script"));
-//! assert!(report.render_markdown().contains("| configuration |"));
+//! let text = report.render_text(80);
+//! assert!(text.contains("configuration") && text.lines().all(|l| l.chars().count() <= 80));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![deny(missing_docs)]
@@ -49,6 +58,8 @@ mod markdown;
 mod model;
 pub mod plot;
 mod sections;
+mod text;
+mod wrap;
 
 use std::path::Path;
 
@@ -59,6 +70,9 @@ pub use error::ReportError;
 use model::replay::{Replay, Sweep};
 use model::study::{Study, StudyAll};
 use sections::Ctx;
+
+/// The width of Markdown and text reports unless told otherwise: mail-ready.
+pub const DEFAULT_WIDTH: usize = 80;
 
 /// `tlblab sim study NAME --json`.
 pub const STUDY_SCHEMA: &str = "tlblab.sim.study/1";
@@ -134,6 +148,8 @@ pub struct Report {
     description: Vec<String>,
     inputs: Vec<(String, Input)>,
     noise_threshold: f64,
+    /// The environment record and date of `tlblab study`'s results (the header's source).
+    header: Option<(Option<Value>, Option<String>)>,
 }
 
 impl Report {
@@ -144,6 +160,7 @@ impl Report {
             description: Vec::new(),
             inputs: Vec::new(),
             noise_threshold: 0.01,
+            header: None,
         }
     }
 
@@ -240,6 +257,14 @@ impl Report {
     /// configurations beside their simulation on the host preset.
     fn add_study_results(&mut self, name: &str, v: Value) -> Result<InputKind, ReportError> {
         let schema = STUDY_RESULTS_SCHEMA;
+        if self.header.is_none() {
+            // The record taken when the study started, else the live benchmarks' own.
+            let env = [&v["environment"], &v["bench"]["environment"]]
+                .into_iter()
+                .find(|e| e.is_object())
+                .cloned();
+            self.header = Some((env, v["date"].as_str().map(str::to_string)));
+        }
         let steps: Vec<sections::lab::Step> =
             from_value(name, schema, v["steps"].clone()).unwrap_or_default();
         self.inputs.push((name.to_string(), Input::Steps(steps)));
@@ -375,15 +400,59 @@ impl Report {
     }
 
     fn document(&self, plots: bool) -> doc::Document {
+        self.build(plots, false)
+    }
+
+    /// The document; `summary_only` stops after the header and the summary.
+    fn build(&self, plots: bool, summary_only: bool) -> doc::Document {
         let ctx = Ctx { plots, noise_threshold: self.noise_threshold };
         let mut d = doc::Document::new(&self.title, &self.description);
-        if !self.inputs.is_empty() {
-            let names: Vec<&str> = self.inputs.iter().map(|(n, _)| n.as_str()).collect();
+        // The terminal's summary leaves out where the report came from (it was just made).
+        if !self.inputs.is_empty() && !summary_only {
+            // Each file once (the parts of `tlblab study`'s results are named `FILE: part`).
+            let mut names: Vec<&str> = Vec::new();
+            for (n, _) in &self.inputs {
+                let file = n.split(": ").next().unwrap_or(n);
+                if !names.contains(&file) {
+                    names.push(file);
+                }
+            }
             d.meta = format!(
                 "Made by tlblab-report {} from {}.",
                 env!("CARGO_PKG_VERSION"),
                 names.join(", ")
             );
+        }
+        // The header: the study's record, else the first live session's environment.
+        let header = self.header.clone().or_else(|| {
+            self.inputs.iter().find_map(|(_, input)| match input {
+                Input::Bench(r) => Some((serde_json::to_value(&r.environment).ok(), None)),
+                _ => None,
+            })
+        });
+        if let Some((env, date)) = &header {
+            d.header = sections::summary::header(env.as_ref(), date.as_deref());
+        }
+        // The conclusions first.
+        let mut inputs = sections::summary::Inputs {
+            studies: Vec::new(),
+            checks: Vec::new(),
+            hosts: Vec::new(),
+        };
+        for (_, input) in &self.inputs {
+            match input {
+                Input::Study(s) => inputs.studies.push(s),
+                Input::StudyAll(a) => inputs.studies.extend(a.studies.iter()),
+                Input::Checks(c) => inputs.checks.extend(c.iter()),
+                Input::Host(h) => inputs.hosts.push(h),
+                _ => {}
+            }
+        }
+        if !inputs.is_empty() {
+            sections::summary::summary(&mut d, &inputs);
+        }
+        if summary_only {
+            return d;
         }
         // The first session, which every later one is compared with.
         let mut first_bench: Option<(&str, &tlblab_bench::BenchResults)> = None;
@@ -423,9 +492,15 @@ impl Report {
                 Input::Trace(s) => sections::trace::trace(&mut d, &ctx, name, s),
                 Input::Replay(r) => sections::replay::replay(&mut d, &ctx, name, r),
                 Input::Sweep(s) => sections::replay::sweep(&mut d, &ctx, name, s),
-                Input::Steps(s) => sections::lab::steps(&mut d, name, s),
+                // The step log is an appendix, after every result.
+                Input::Steps(_) => {}
                 Input::Checks(c) => sections::check::checks(&mut d, name, c),
                 Input::Host(h) => sections::lab::host(&mut d, &ctx, h),
+            }
+        }
+        for (name, input) in &self.inputs {
+            if let Input::Steps(s) = input {
+                sections::lab::steps(&mut d, name, s);
             }
         }
         d
@@ -436,9 +511,27 @@ impl Report {
         html::render(&self.document(true))
     }
 
-    /// The report as Markdown: the same tables, one line per plot.
+    /// The report as Markdown at most [`DEFAULT_WIDTH`] columns wide: the same tables, one line
+    /// per plot.
     pub fn render_markdown(&self) -> String {
-        markdown::render(&self.document(false))
+        self.render_markdown_width(DEFAULT_WIDTH)
+    }
+
+    /// The report as Markdown for mail: paragraphs and lists wrapped to `width` columns, tables
+    /// as aligned pipe tables when they fit, else one block of `column: value` lines per row.
+    pub fn render_markdown_width(&self, width: usize) -> String {
+        markdown::render(&self.document(false), width)
+    }
+
+    /// The report as plain text, `width` columns wide: no markup, headings underlined, tables
+    /// aligned when they fit, else one block of `column: value` lines per row.
+    pub fn render_text(&self, width: usize) -> String {
+        text::render(&self.document(false), width)
+    }
+
+    /// The header and the summary alone, as plain text (what `tlblab study` prints).
+    pub fn render_summary_text(&self, width: usize) -> String {
+        text::render(&self.build(false, true), width)
     }
 
     /// The section and part headings (levels 2 and 3) in order: the table of contents.

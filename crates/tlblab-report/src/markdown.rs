@@ -2,6 +2,7 @@
 //! page; each plot becomes one line with its numbers. Plain enough to read as text in a mail.
 
 use crate::doc::{Block, Document, Span, Table};
+use crate::wrap::{column_widths, fill, pad, text_table};
 use std::fmt::Write;
 
 /// Escapes the characters that would start emphasis, code or HTML in running text.
@@ -50,68 +51,137 @@ fn spans(list: &[Span]) -> String {
     out
 }
 
-fn table(out: &mut String, t: &Table) {
-    let head: Vec<String> = t.head.iter().map(|h| cell(h)).collect();
-    let _ = writeln!(out, "| {} |", head.join(" | "));
-    let align: Vec<&str> = t.numeric.iter().map(|n| if *n { "---:" } else { "---" }).collect();
-    let _ = writeln!(out, "|{}|", align.join("|"));
-    for row in &t.rows {
-        let cells: Vec<String> = row.iter().map(|c| cell(&c.text)).collect();
-        let _ = writeln!(out, "| {} |", cells.join(" | "));
+/// A table: an aligned pipe table when it fits in `max` columns (it reads as plain text too),
+/// else one list item per row with a `column: value` line per cell.
+fn table(out: &mut String, t: &Table, max: usize) {
+    let w = column_widths(t, cell);
+    // `| a | b |`: the cells, three columns around each, one more at the end.
+    let total = w.iter().map(|n| n.max(&3) + 3).sum::<usize>() + 1;
+    if total <= max {
+        let w: Vec<usize> = w.iter().map(|n| *n.max(&3)).collect();
+        let line = |cells: Vec<String>| format!("| {} |", cells.join(" | "));
+        let head = t.head.iter().enumerate().map(|(i, h)| pad(&cell(h), w[i], t.numeric[i]));
+        let _ = writeln!(out, "{}", line(head.collect()));
+        // As wide as the cells and their spaces; a colon against the pipe right-aligns.
+        let rule: Vec<String> = w
+            .iter()
+            .zip(&t.numeric)
+            .map(
+                |(n, num)| if *num { format!("{}:", "-".repeat(n + 1)) } else { "-".repeat(n + 2) },
+            )
+            .collect();
+        let _ = writeln!(out, "|{}|", rule.join("|"));
+        for row in &t.rows {
+            let cells =
+                row.iter().enumerate().map(|(i, c)| pad(&cell(&c.text), w[i], t.numeric[i]));
+            let _ = writeln!(out, "{}", line(cells.collect()));
+        }
+    } else if let Some(text) = text_table(t, max.saturating_sub(4)) {
+        // Too wide for a pipe table: the aligned text table as a code block, which reads the
+        // same in a mail and in any Markdown viewer.
+        for l in text {
+            let indent = if l.is_empty() { "" } else { "    " };
+            let _ = writeln!(out, "{indent}{l}");
+        }
+    } else {
+        for row in &t.rows {
+            lines(out, &escape(&row[0].text), max, "- ", "  ");
+            for (h, c) in t.head.iter().zip(row).skip(1) {
+                if !c.text.is_empty() {
+                    let text = format!("{}: {}", escape(h), escape(&c.text));
+                    lines(out, &text, max, "  - ", "    ");
+                }
+            }
+        }
     }
     out.push('\n');
     if let Some(note) = &t.note {
-        let _ = writeln!(out, "{}\n", escape(note));
+        lines(out, &escape(note), max, "", "");
+        out.push('\n');
     }
 }
 
-fn block(out: &mut String, b: &Block) {
+/// `text` wrapped to `max` columns after the indents, one line each.
+fn lines(out: &mut String, text: &str, max: usize, first: &str, rest: &str) {
+    for l in fill(text, max, first, rest) {
+        out.push_str(&l);
+        out.push('\n');
+    }
+}
+
+fn block(out: &mut String, b: &Block, max: usize) {
     match b {
         Block::Heading { level, text, .. } => {
-            let _ = writeln!(out, "{} {}\n", "#".repeat(*level as usize), escape(text));
+            let marks = "#".repeat(*level as usize);
+            let text = escape(text);
+            if crate::wrap::width(&text) + marks.len() < max {
+                let _ = writeln!(out, "{marks} {text}\n");
+            } else if *level <= 2 {
+                // A setext heading may take several lines.
+                lines(out, &text, max, "", "");
+                let _ = writeln!(out, "{}\n", if *level == 1 { "=" } else { "-" }.repeat(8));
+            } else {
+                lines(out, &format!("**{text}**"), max, "", "");
+                out.push('\n');
+            }
         }
         Block::Para(s) => {
-            let _ = writeln!(out, "{}\n", spans(s));
+            lines(out, &spans(s), max, "", "");
+            out.push('\n');
         }
         Block::Warning(s) => {
-            let _ = writeln!(out, "> **Warning:** {}\n", spans(s));
+            lines(out, &format!("**Warning:** {}", spans(s)), max, "> ", "> ");
+            out.push('\n');
         }
         Block::List(items) => {
             for item in items {
-                let _ = writeln!(out, "- {}", spans(item));
+                lines(out, &spans(item), max, "- ", "  ");
             }
             out.push('\n');
         }
         Block::KeyValues(pairs) => {
             for (k, v) in pairs {
-                let _ = writeln!(out, "- **{}:** {}", escape(k), spans(v));
+                lines(out, &format!("**{}:** {}", escape(k), spans(v)), max, "- ", "  ");
             }
             out.push('\n');
         }
-        Block::Table(t) => table(out, t),
+        Block::Table(t) => table(out, t, max),
         Block::Figure(f) => {
-            let _ = writeln!(out, "_Plot in the HTML report:_ {}\n", escape(&f.summary));
+            lines(out, &format!("_Plot in the HTML report:_ {}", escape(&f.summary)), max, "", "");
+            out.push('\n');
         }
         Block::Details { summary, blocks } => {
-            let _ = writeln!(out, "**{}**\n", escape(summary));
+            lines(out, &format!("**{}**", escape(summary)), max, "", "");
+            out.push('\n');
             for b in blocks {
-                block(out, b);
+                block(out, b, max);
             }
         }
     }
 }
 
-/// The whole document.
-pub fn render(doc: &Document) -> String {
-    let mut out = format!("# {}\n\n", escape(&doc.title));
+/// The whole document, its lines at most `width` columns where a line can break (a heading is
+/// one line, however long; 20 columns at the least).
+pub fn render(doc: &Document, width: usize) -> String {
+    let max = width.max(20);
+    let mut out = String::new();
+    block(&mut out, &Block::Heading { level: 1, text: doc.title.clone(), id: String::new() }, max);
+    for (k, v) in &doc.header {
+        lines(&mut out, &format!("{}: {}", escape(k), escape(v)), max, "- ", "  ");
+    }
+    if !doc.header.is_empty() {
+        out.push('\n');
+    }
     for p in &doc.description {
-        let _ = writeln!(out, "{}\n", escape(p));
+        lines(&mut out, &escape(p), max, "", "");
+        out.push('\n');
     }
     if !doc.meta.is_empty() {
-        let _ = writeln!(out, "_{}_\n", escape(&doc.meta).replace('_', "\\_"));
+        lines(&mut out, &escape(&doc.meta), max, "", "");
+        out.push('\n');
     }
     for b in &doc.blocks {
-        block(&mut out, b);
+        block(&mut out, b, max);
     }
     // One newline at the end, whatever the last block left.
     while out.ends_with("\n\n") {
@@ -137,7 +207,10 @@ mod tests {
         let mut t = Table::new(&["name", "value"]).numeric_from(1);
         t.row(vec!["a|b".into(), tcell("1.0 *", Tone::Significant)]);
         let mut out = String::new();
-        table(&mut out, &t);
-        assert_eq!(out, "| name | value |\n|---|---:|\n| a\\|b | 1.0 \\* |\n\n");
+        table(&mut out, &t, 80);
+        assert_eq!(out, "| name |  value |\n|------|-------:|\n| a\\|b | 1.0 \\* |\n\n");
+        let mut out = String::new();
+        table(&mut out, &t, 15);
+        assert_eq!(out, "    name  value\n    ----  -----\n    a|b   1.0 *\n\n");
     }
 }

@@ -336,19 +336,113 @@ fn color(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
 }
 
+/// How a line series is told from the others beside its colour (so that two that coincide,
+/// or a print in grey, still show both): its dash pattern and its marker's shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Marker {
+    /// A filled circle, solid line.
+    Circle,
+    /// A filled triangle, dashed line.
+    Triangle,
+    /// A hollow square, dotted line.
+    Square,
+    /// A cross, dash-dot line.
+    Cross,
+}
+
+impl Marker {
+    /// The style of series `i` (cycling).
+    pub fn of(i: usize) -> Marker {
+        [Marker::Circle, Marker::Triangle, Marker::Square, Marker::Cross][i % 4]
+    }
+
+    /// Dash and gap lengths in pixels; `None` for a solid line.
+    fn dashes(self) -> Option<(u32, u32)> {
+        match self {
+            Marker::Circle => None,
+            Marker::Triangle => Some((8, 4)),
+            Marker::Square => Some((2, 3)),
+            Marker::Cross => Some((10, 3)),
+        }
+    }
+}
+
+/// A marker of `shape` at (`x`, `y`) (axis space), `size` pixels across its half.
+fn draw_marker(
+    chart: &mut Chart,
+    (x, y): (f64, f64),
+    shape: Marker,
+    size: i32,
+    color: RGBColor,
+) -> Result<(), PlotError> {
+    let filled = color.filled();
+    let stroke = color.stroke_width(2);
+    let at = || EmptyElement::at((x, y));
+    match shape {
+        Marker::Circle => {
+            chart.draw_series(std::iter::once(at() + Circle::new((0, 0), size, filled)))
+        }
+        Marker::Triangle => {
+            chart.draw_series(std::iter::once(at() + TriangleMarker::new((0, 0), size + 1, filled)))
+        }
+        Marker::Square => {
+            let r = [(-size, -size), (size, size)];
+            chart.draw_series(std::iter::once(
+                at() + Rectangle::new(r, WHITE.filled()) + Rectangle::new(r, stroke),
+            ))
+        }
+        Marker::Cross => {
+            chart.draw_series(std::iter::once(at() + Cross::new((0, 0), size + 1, stroke)))
+        }
+    }
+    .map_err(backend)?;
+    Ok(())
+}
+
 fn draw_legend<DB: DrawingBackend>(
     root: &DrawingArea<DB, plotters::coord::Shift>,
     names: &[String],
     colors: &[usize],
     width: u32,
+    markers: Option<&[Marker]>,
 ) -> Result<(), PlotError> {
     let (places, _) = legend_layout(names, width);
-    for ((name, (row, x)), c) in names.iter().zip(places).zip(colors) {
+    for (i, ((name, (row, x)), c)) in names.iter().zip(places).zip(colors).enumerate() {
         let x = 60 + x as i32;
         let y = 6 + row as i32 * LEGEND_ROW as i32;
         let color = color(*c);
-        root.draw(&Rectangle::new([(x, y + 2), (x + 12, y + 14)], color.filled()))
-            .map_err(backend)?;
+        match markers.and_then(|m| m.get(i)) {
+            // A line series: a piece of its line with its marker, as drawn in the plot.
+            Some(&m) => {
+                let line = [(x - 2, y + 8), (x + 14, y + 8)];
+                match m.dashes() {
+                    None => root.draw(&PathElement::new(line, color.stroke_width(2))),
+                    Some((dash, gap)) => root.draw(&DashedPathElement::new(
+                        line,
+                        dash as i32,
+                        gap as i32,
+                        color.stroke_width(2),
+                    )),
+                }
+                .map_err(backend)?;
+                let filled = color.filled();
+                let stroke = color.stroke_width(2);
+                match m {
+                    Marker::Circle => root.draw(&Circle::new((x + 6, y + 8), 3, filled)),
+                    Marker::Triangle => root.draw(&TriangleMarker::new((x + 6, y + 8), 4, filled)),
+                    Marker::Square => {
+                        let r = [(x + 3, y + 5), (x + 9, y + 11)];
+                        root.draw(&Rectangle::new(r, WHITE.filled()))
+                            .and_then(|_| root.draw(&Rectangle::new(r, stroke)))
+                    }
+                    Marker::Cross => root.draw(&Cross::new((x + 6, y + 8), 4, stroke)),
+                }
+                .map_err(backend)?;
+            }
+            None => root
+                .draw(&Rectangle::new([(x, y + 2), (x + 12, y + 14)], color.filled()))
+                .map_err(backend)?,
+        }
         root.draw_text(
             name,
             &style(LABEL_SIZE).pos(Pos::new(HPos::Left, VPos::Top)),
@@ -584,7 +678,7 @@ impl BarChart {
         {
             let root = SVGBackend::with_string(&mut buf, (w, h)).into_drawing_area();
             root.fill(&WHITE).map_err(backend)?;
-            draw_legend(&root, &names, &colors, w)?;
+            draw_legend(&root, &names, &colors, w, None)?;
             let (_, body) = root.split_vertically(legend_h);
             let mut chart = ChartBuilder::on(&body)
                 .margin_right(16)
@@ -923,7 +1017,8 @@ impl LineChart {
         {
             let root = SVGBackend::with_string(&mut buf, (w, h)).into_drawing_area();
             root.fill(&WHITE).map_err(backend)?;
-            draw_legend(&root, &names, &colors, w)?;
+            let shapes: Vec<Marker> = (0..names.len()).map(Marker::of).collect();
+            draw_legend(&root, &names, &colors, w, Some(&shapes))?;
             let (_, body) = root.split_vertically(legend_h);
             let mut chart = ChartBuilder::on(&body)
                 .margin_right(20)
@@ -968,24 +1063,24 @@ impl LineChart {
                         (x, y, whisker)
                     })
                     .collect();
-                chart
-                    .draw_series(std::iter::once(PathElement::new(
-                        points.iter().map(|p| (p.0, p.1)).collect::<Vec<_>>(),
+                let shape = Marker::of(si);
+                let line: Vec<(f64, f64)> = points.iter().map(|p| (p.0, p.1)).collect();
+                match shape.dashes() {
+                    None => chart.draw_series(std::iter::once(PathElement::new(
+                        line,
                         color.stroke_width(width),
-                    )))
-                    .map_err(backend)?;
+                    ))),
+                    Some((dash, gap)) => chart.draw_series(std::iter::once(
+                        DashedPathElement::new(line, dash, gap, color.stroke_width(width)),
+                    )),
+                }
+                .map_err(backend)?;
                 for &(x, y, whisker) in &points {
                     if let Some((lo, hi)) = whisker {
                         draw_whisker(&mut chart, x, lo, hi, 5, &color)?;
                     }
                     if self.markers {
-                        chart
-                            .draw_series(std::iter::once(Circle::new(
-                                (x, y),
-                                width + 1,
-                                color.filled(),
-                            )))
-                            .map_err(backend)?;
+                        draw_marker(&mut chart, (x, y), shape, width as i32 + 1, color)?;
                     }
                 }
             }
@@ -998,6 +1093,22 @@ impl LineChart {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn coinciding_line_series_differ_in_marker_and_dash() {
+        let pts = vec![Point::new(1.0, 1.0), Point::new(2.0, 2.0), Point::new(4.0, 3.0)];
+        let one = LineChart::new("x", "y").series(LineSeries::new("a", pts.clone()));
+        let two = one.clone().series(LineSeries::new("b", pts));
+        let (one, two) = (one.svg().unwrap(), two.svg().unwrap());
+        // The first series: a solid line with circles; the second adds triangles (three in the
+        // plot, one in the legend) and a dashed line drawn as many short pieces.
+        assert_eq!(one.matches("<polygon").count(), 0);
+        assert_eq!(two.matches("<polygon").count(), 4, "{two}");
+        assert_eq!(two.matches("<circle").count(), one.matches("<circle").count());
+        assert!(two.matches("<polyline").count() > one.matches("<polyline").count() + 5);
+        assert_eq!(Marker::of(0), Marker::Circle);
+        assert_eq!(Marker::of(5), Marker::Triangle);
+    }
 
     #[test]
     fn nice_steps_are_1_2_5() {

@@ -112,7 +112,7 @@ fn sessions_given_together_are_each_compared_with_the_first() {
         let change = mean(B[i]) / mean(A[i]) - 1.0;
         assert!(change < -0.09 && change > -0.11);
         assert!(row[3].starts_with(&format!("{:+.2}% [", change * 100.0)), "{row:?}");
-        assert_eq!(row[7], "improved (significant)", "{row:?}");
+        assert_eq!(row[7], "improved (beyond noise)", "{row:?}");
         assert!(row[1].ends_with(" (8)") && row[2].ends_with(" (8)"));
         assert!(row[6].starts_with("B 1.1") && row[6].ends_with("times faster"), "{row:?}");
     }
@@ -142,16 +142,17 @@ fn sessions_given_together_are_each_compared_with_the_first() {
     let c = section(&root, "Comparison: c.json against a.json");
     for row in change_rows(c) {
         assert!(row[3].starts_with("+0.20% ["), "{row:?}");
-        assert_eq!(row[7], "no significant change", "{row:?}");
+        assert_eq!(row[7], "not significant", "{row:?}");
     }
     assert!(c.text().contains("None: the saved environments"));
 
     // Markdown: the same sections and verdicts, the plot as a line.
-    let md = r.render_markdown();
+    // Wide enough for the pipe tables, whose padding is squeezed out.
+    let md = squeeze(&r.render_markdown_width(1000));
     assert!(md.contains("## Comparison: b.json against a.json"));
     assert!(md.contains("| configuration of madvise-busy (values in µs/op) | A: mean ± sd (runs) | B: mean ± sd (runs) | change of the mean [95% CI] | Welch p | Mann–Whitney p | speedup (± sd) | verdict |"), "{md}");
-    assert_eq!(md.matches("| improved (significant) |").count(), 2);
-    assert_eq!(md.matches("| no significant change |").count(), 2);
+    assert_eq!(md.matches("| improved (beyond noise) |").count(), 2);
+    assert_eq!(md.matches("| not significant |").count(), 2);
     assert!(md.contains("_Plot in the HTML report:_ change of the mean, B against A: --busy 0 -9."));
     assert!(md.contains("- `kernel_release`: 6.18.44-fc-v657 → 6.19.0-test"), "{md}");
 }
@@ -177,16 +178,16 @@ fn a_saved_comparison_shows_what_the_sessions_show() {
     };
     assert_eq!(other_than_input(f), other_than_input(s));
     assert_eq!(change_rows(f).len(), 2);
-    assert!(change_rows(f).iter().all(|r| r[7] == "improved (significant)"));
+    assert!(change_rows(f).iter().all(|r| r[7] == "improved (beyond noise)"));
     let input = rows(f).into_iter().find(|r| r[0] == "Input").unwrap();
     assert_eq!(input[1], "b-vs-a.json (a saved tlblab compare)");
     assert_eq!(f.find("figure").len(), 1);
     // The Markdown of the saved comparison too.
-    let md = saved.render_markdown();
+    let md = squeeze(&saved.render_markdown_width(1000));
     assert!(
         md.starts_with("# comparison test") && md.contains("## Comparison: b.json against a.json")
     );
-    assert_eq!(md.matches("| improved (significant) |").count(), 2);
+    assert_eq!(md.matches("| improved (beyond noise) |").count(), 2);
 }
 
 #[test]
@@ -243,4 +244,15 @@ fn a_comparison_without_rows_says_there_is_nothing_to_compare() {
     assert_eq!(root.find("figure").len(), 0);
     assert!(html.contains("No configuration has runs in both sessions: nothing to compare."));
     assert!(rows(&root).contains(&vec!["Verdicts".to_string(), "0 configurations".to_string()]));
+}
+
+/// `text` with each run of spaces as one (pipe tables are padded to their columns).
+fn squeeze(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for ch in text.chars() {
+        if !(ch == ' ' && out.ends_with(' ')) {
+            out.push(ch);
+        }
+    }
+    out
 }

@@ -1,13 +1,12 @@
 //! A/B comparison of two sets of measurements with a verdict.
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
-use crate::bootstrap::RelativeChange;
+use crate::bootstrap::{ConfidenceInterval, RelativeChange};
 use crate::error::{check_confidence, Group, StatsError};
 use crate::hypothesis::{mann_whitney_u, welch_t_test, MannWhitney, TTest};
 use crate::summary::Summary;
+use crate::verdict::{cautions, judge, Caution, Verdict, DEFAULT_NOISE};
 
 /// Settings of [`compare`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -32,33 +31,12 @@ impl Default for CompareOptions {
     fn default() -> Self {
         CompareOptions {
             lower_is_better: true,
-            noise_threshold: 0.01,
+            noise_threshold: DEFAULT_NOISE,
             significance: 0.05,
             confidence: 0.95,
             resamples: 10_000,
             seed: 0,
         }
-    }
-}
-
-/// The outcome of an A/B comparison, from `a` (baseline) to `b` (candidate).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Verdict {
-    /// `b` is better than `a`: significant, and beyond the noise threshold.
-    Improved,
-    /// `b` is worse than `a`: significant, and beyond the noise threshold.
-    Regressed,
-    /// Not significant, or within the noise threshold.
-    NoSignificantChange,
-}
-
-impl fmt::Display for Verdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Verdict::Improved => "improved",
-            Verdict::Regressed => "regressed",
-            Verdict::NoSignificantChange => "no significant change",
-        })
     }
 }
 
@@ -111,8 +89,12 @@ pub struct Comparison {
     pub change: RelativeChange,
     /// hyperfine-style speedup; `None` unless both means are > 0.
     pub speedup: Option<Speedup>,
-    /// The verdict.
+    /// The verdict, by [`judge`]'s rule.
     pub verdict: Verdict,
+    /// Reasons to distrust the verdict (few runs, high variance, tests that disagree); absent
+    /// from comparisons saved by older tlblab.
+    #[serde(default)]
+    pub cautions: Vec<Caution>,
 }
 
 /// Compares a baseline `a` with a candidate `b`.
@@ -152,25 +134,22 @@ pub fn compare(a: &[f64], b: &[f64], options: &CompareOptions) -> Result<Compari
     let mann_whitney = mann_whitney_u(a, b)?;
     let change =
         RelativeChange::bootstrap(a, b, options.resamples, options.confidence, options.seed)?;
-    let verdict = if welch.p_two_sided < options.significance {
-        if change.ci.low > noise {
-            if options.lower_is_better {
-                Verdict::Regressed
-            } else {
-                Verdict::Improved
-            }
-        } else if change.ci.high < -noise {
-            if options.lower_is_better {
-                Verdict::Improved
-            } else {
-                Verdict::Regressed
-            }
-        } else {
-            Verdict::NoSignificantChange
-        }
-    } else {
-        Verdict::NoSignificantChange
+    // The interval of mean(b)/mean(a) − 1, shifted to the ratio mean(b)/mean(a).
+    let ratio = ConfidenceInterval {
+        low: change.ci.low + 1.0,
+        high: change.ci.high + 1.0,
+        point: change.ci.point + 1.0,
+        confidence: change.ci.confidence,
     };
+    let effect = judge(Some(&ratio), Some(welch.p_two_sided), options.significance, noise);
+    let verdict = Verdict::of(effect, options.lower_is_better);
+    let cautions = cautions(
+        &summary_a,
+        &summary_b,
+        welch.p_two_sided,
+        mann_whitney.p_two_sided,
+        options.significance,
+    );
     let speedup = Speedup::of(&summary_a, &summary_b, options.lower_is_better);
-    Ok(Comparison { summary_a, summary_b, welch, mann_whitney, change, speedup, verdict })
+    Ok(Comparison { summary_a, summary_b, welch, mann_whitney, change, speedup, verdict, cautions })
 }

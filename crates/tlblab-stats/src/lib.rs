@@ -9,7 +9,9 @@
 //!   ([`Summary`]), Welch's t-test ([`welch_t_test`]), the Mann–Whitney U test
 //!   ([`mann_whitney_u`]), the relative change of the means with a bootstrap interval
 //!   ([`RelativeChange`]), a hyperfine-style speedup ([`Speedup`]) and a [`Verdict`] by
-//!   criterion's rule. [`outliers()`] flags suspicious runs by modified z-scores (see
+//!   criterion's rule, with [`cautions`] about the runs.
+//! * Both use one verdict rule, [`judge`]: a difference is a change only when significant *and*
+//!   its whole interval lies outside the noise band (see [`mod@verdict`]). [`outliers()`] flags suspicious runs by modified z-scores (see
 //!   [`mod@outliers`] for the method).
 //!
 //! Everything random (the bootstraps) is deterministic for a given seed. Distribution functions
@@ -49,17 +51,22 @@ mod hypothesis;
 pub mod outliers;
 mod seeds;
 mod summary;
+pub mod verdict;
 
 pub use bootstrap::{bootstrap_ci, bootstrap_ci_two_sample, ConfidenceInterval, RelativeChange};
-pub use compare::{compare, CompareOptions, Comparison, Speedup, Verdict};
+pub use compare::{compare, CompareOptions, Comparison, Speedup};
 pub use error::{Group, StatsError};
 pub use hypothesis::{
     mann_whitney_u, welch_t_test, MannWhitney, PValueMethod, TTest, MANN_WHITNEY_EXACT_MAX_N,
 };
 pub use outliers::{
     modified_z_scores, outliers, DEFAULT_OUTLIER_THRESHOLD, HYPERFINE_OUTLIER_THRESHOLD,
+    MIN_OUTLIER_DEVIATION,
 };
 pub use seeds::{ratio_to_baseline, ratio_to_baseline_bootstrap, IntervalMethod, RatioToBaseline};
 pub use summary::{
     geometric_mean, harmonic_mean, mean, mean_std, percentile, MeanStd, Summary, MAD_NORMAL_SCALE,
+};
+pub use verdict::{
+    band, cautions, judge, Caution, Effect, Verdict, DEFAULT_NOISE, HIGH_CV, MIN_RUNS,
 };

@@ -469,18 +469,19 @@ fn relative_change_of_means() {
 #[test]
 fn paired_ratio_to_baseline_with_t_interval() {
     // Ratios [1.02, 0.97/0.95, 1.10, 1.05/1.01, 0.99]; numpy mean / std(ddof=1), and
-    // scipy.stats.t.interval(0.95, 4, loc=mean, scale=sem) = (0.98336…, 1.08490…);
-    // t.ppf(0.975, 4) = 2.7764451051977934.
+    // the interval is on the log scale: l = ln(ratios), exp(mean(l) ± t·std(l, ddof=1)/√5),
+    // t.ppf(0.975, 4) = 2.7764451051977934 (a t interval of the raw ratios would be
+    // 0.98336…, 1.08490…).
     let policy = [1.02, 0.97, 1.10, 1.05, 0.99];
     let baseline = [1.00, 0.95, 1.00, 1.01, 1.00];
     let r = ratio_to_baseline(&policy, &baseline, 0.95).unwrap();
-    assert_eq!(r.method, IntervalMethod::StudentT);
+    assert_eq!(r.method, IntervalMethod::LogStudentT);
     assert_eq!(r.ratios.n, 5);
     close(r.ratios.mean, 1.0341313183949974, 1e-12);
     close(r.ratios.stddev, 0.0408868942894497, 1e-12);
-    close(r.ci.low, 0.9833635337574246, 1e-9);
-    close(r.ci.high, 1.08489910303257, 1e-9);
-    assert_eq!(r.ci.point, r.ratios.mean);
+    close(r.ci.low, 0.984609581719678, 1e-9);
+    close(r.ci.high, 1.084809761618601, 1e-9);
+    close(r.ci.point, 1.0334960501292274, 1e-12); // the geometric mean of the ratios
 
     let boot = ratio_to_baseline_bootstrap(&policy, &baseline, 4000, 0.95, 5).unwrap();
     assert_eq!(boot.method, IntervalMethod::Bootstrap);
@@ -543,7 +544,7 @@ fn significant_but_tiny_change_is_noise() {
     let c = compare(&a, &b, &opts(true)).unwrap();
     assert!(c.welch.p_two_sided < 1e-6, "{:?}", c.welch);
     assert!(c.change.ci.high < 0.01 && c.change.ci.low > 0.0, "{:?}", c.change);
-    assert_eq!(c.verdict, Verdict::NoSignificantChange);
+    assert_eq!(c.verdict, Verdict::WithinNoise);
     // With a smaller noise band the same data is a regression.
     let strict = CompareOptions { noise_threshold: 0.001, ..opts(true) };
     assert_eq!(compare(&a, &b, &strict).unwrap().verdict, Verdict::Regressed);
@@ -623,5 +624,6 @@ fn an_infinite_t_survives_json() {
 fn verdict_display() {
     assert_eq!(Verdict::Improved.to_string(), "improved");
     assert_eq!(Verdict::Regressed.to_string(), "regressed");
-    assert_eq!(Verdict::NoSignificantChange.to_string(), "no significant change");
+    assert_eq!(Verdict::NoSignificantChange.to_string(), "not significant");
+    assert_eq!(Verdict::WithinNoise.to_string(), "within noise");
 }

@@ -147,13 +147,22 @@ fn header(r: &StudyReport) -> String {
     if k >= 2 {
         let _ = write!(
             what,
-            "Ratios are to each part's first policy (the baseline): the mean of the per-seed ratios, paired by seed, with its {:.0}% Student-t confidence interval; significant = the interval excludes 1. The model is deterministic: seeds change only timer phases and random draws, so tight intervals are expected.",
-            r.confidence * 100.0
+            "Ratios are to each part's first policy (the baseline): the geometric mean of the per-seed ratios, paired by seed, with its {:.0}% log-t confidence interval. Verdict: a change (improved or regressed) only when the interval excludes 1 and lies wholly outside the {} noise band (--noise); otherwise within noise or not significant. The model is deterministic: seeds change only timer phases and random draws, so tight intervals are expected.",
+            r.confidence * 100.0,
+            tlblab_stats::band(r.noise)
         );
     } else {
-        what += "Ratios to the baseline need ≥ 2 seeds (--seeds 2 or more): none are shown.";
+        what += "One seed: no interval, so no ratio or verdict is shown (--seeds 2 or more).";
     }
     out += &wrap("", &what, 2, WIDTH);
+    if k == 2 {
+        out += &wrap(
+            "warning: ",
+            "few seeds (2): each interval has 1 degree of freedom and is wide; use --seeds 3 or more",
+            2,
+            WIDTH,
+        );
+    }
     for n in &r.not_run {
         out += &wrap(
             "NOT RUN: ",
@@ -219,9 +228,10 @@ fn single(m: &MeasureResult, decimals: usize) -> String {
     }
 }
 
-/// The ratio with enough decimals that a significant interval does not print as touching 1.
-fn ratio_text(r: &RatioToBaseline, significant: bool) -> String {
-    let show = |d: usize| format!("{:.d$} [{:.d$}, {:.d$}]", r.ratios.mean, r.ci.low, r.ci.high);
+/// The ratio with enough decimals that an interval that excludes 1 does not print as touching it.
+fn ratio_text(r: &RatioToBaseline) -> String {
+    let significant = !r.ci.contains(1.0);
+    let show = |d: usize| format!("{:.d$} [{:.d$}, {:.d$}]", r.ci.point, r.ci.low, r.ci.high);
     for d in 3..=6 {
         let one = format!("{:.d$}", 1.0);
         let (lo, hi) = (format!("{:.d$}", r.ci.low), format!("{:.d$}", r.ci.high));
@@ -232,19 +242,26 @@ fn ratio_text(r: &RatioToBaseline, significant: bool) -> String {
     show(6)
 }
 
-/// Ratio and significance cells of a policy's measure.
-fn ratio_cells(m: &MeasureResult, baseline: bool) -> (String, String) {
+/// Ratio and verdict cells of a policy's measure.
+fn ratio_cells(
+    m: &MeasureResult,
+    baseline: bool,
+    lower_is_better: bool,
+    noise: f64,
+) -> (String, String) {
     if baseline {
         return ("baseline".into(), "-".into());
     }
-    match (&m.ratio, m.significant) {
-        (Some(r), Some(sig)) => (ratio_text(r, sig), if sig { "yes" } else { "no" }.into()),
+    match (&m.ratio, m.effect) {
+        (Some(r), Some(effect)) => {
+            (ratio_text(r), tlblab_stats::Verdict::of(effect, lower_is_better).text(noise))
+        }
         _ if m.mean.is_none() => ("-".into(), "-".into()),
         _ => (format!("({})", m.note.as_deref().unwrap_or("no ratio")), "-".into()),
     }
 }
 
-/// One row per measure and policy: mean ± sd, ratio to the baseline [95% CI], significant.
+/// One row per measure and policy: mean ± sd, ratio to the baseline [95% CI], verdict.
 fn measure_table(p: &PartReport, r: &StudyReport) -> String {
     let base = &p.policies[0].policy.name;
     let ratio_head = format!("ratio to {base} [{:.0}% CI]", r.confidence * 100.0);
@@ -252,7 +269,7 @@ fn measure_table(p: &PartReport, r: &StudyReport) -> String {
     let with_ratios = r.seeds >= 2;
     let mut header = vec!["measure", "policy", if with_ratios { "mean ± sd" } else { "value" }];
     if with_ratios {
-        header.extend([ratio_head.as_str(), "significant"]);
+        header.extend([ratio_head.as_str(), "verdict"]);
     }
     let mut t = Table::new(&header);
     for (i, info) in p.measures.iter().enumerate() {
@@ -267,7 +284,7 @@ fn measure_table(p: &PartReport, r: &StudyReport) -> String {
                 if with_ratios { mean_sd(m, info.decimals) } else { single(m, info.decimals) };
             let mut row = vec![label, pol.policy.name.clone(), value];
             if with_ratios {
-                let (ratio, sig) = ratio_cells(m, pol.baseline);
+                let (ratio, sig) = ratio_cells(m, pol.baseline, info.lower_is_better, r.noise);
                 row.extend([ratio, sig]);
             }
             t.row(row);
@@ -495,19 +512,20 @@ fn sweep_tables(r: &StudyReport, sweep: Sweep) -> String {
     for (i, info) in first.measures.iter().enumerate() {
         let slowdown = i == 0 && sweep.relative == Relative::Slowdown && !info.lower_is_better;
         let how = if slowdown {
-            format!("(×n) is how many times as long the same work takes as under {base}: 1 / the mean per-seed speed ratio")
+            format!("(×n) is how many times as long the same work takes as under {base}: 1 / the geometric mean of the per-seed speed ratios")
         } else {
-            format!("(%) is the mean per-seed change against {base}")
+            format!("(%) is the change against {base} (geometric mean of the per-seed ratios)")
         };
         out.push('\n');
         out += &wrap(
             "",
             &format!(
-                "{}, Amean over {} runs ({}); {how}; *…* marks a significant difference (the {:.0}% CI of the paired ratio excludes 1){}.",
+                "{}, Amean over {} runs ({}); {how}; *…* marks a change, higher or lower than {base} (the {:.0}% CI of the paired ratio excludes 1 and lies wholly outside the {} noise band){}.",
                 info.label,
                 r.seeds,
                 if info.lower_is_better { "lower is better" } else { "higher is better" },
                 r.confidence * 100.0,
+                tlblab_stats::band(r.noise),
                 if r.seeds < 2 { "; with one seed no change can be tested" } else { "" }
             ),
             2,
@@ -539,16 +557,16 @@ fn sweep_cell(m: &MeasureResult, baseline: bool, decimals: usize, slowdown: bool
         return m.note.clone().unwrap_or_else(|| "-".into());
     };
     let value = num(mean, decimals);
-    let ratio = m.ratio.as_ref().filter(|r| r.ratios.mean > 0.0);
+    let ratio = m.ratio.as_ref().filter(|r| r.ci.point > 0.0);
     match (ratio, m.significant) {
         _ if baseline && slowdown => format!("{value} ( ×{:.3})", 1.0),
         _ if baseline => format!("{value} ({:>7.2}%)", 0.0),
         (Some(r), Some(sig)) => {
             let (open, close) = if sig { ('*', '*') } else { ('(', ')') };
             if slowdown {
-                format!("{value} {open}×{:.3}{close}", 1.0 / r.ratios.mean)
+                format!("{value} {open}×{:.3}{close}", 1.0 / r.ci.point)
             } else {
-                format!("{value} {open}{:>7.2}%{close}", (r.ratios.mean - 1.0) * 100.0)
+                format!("{value} {open}{:>7.2}%{close}", (r.ci.point - 1.0) * 100.0)
             }
         }
         _ => format!("{value} (      -)"),
@@ -632,7 +650,7 @@ fn explanation_table(p: &PartReport, e: &Explanation, r: &StudyReport, all_on: &
             String::new(),
         ];
         if with_ratios {
-            let (ratio, _) = ratio_cells(m, pol.baseline);
+            let (ratio, _) = ratio_cells(m, pol.baseline, true, r.noise);
             let a = if pol.baseline { "-".to_string() } else { answer(Answer::of(m)) };
             row.extend([ratio, a, String::new()]);
         }
@@ -663,7 +681,7 @@ fn explanation_table(p: &PartReport, e: &Explanation, r: &StudyReport, all_on: &
                     ];
                     if with_ratios {
                         let baseline = q == 0;
-                        let (ratio, _) = ratio_cells(&pe.off, baseline);
+                        let (ratio, _) = ratio_cells(&pe.off, baseline, true, r.noise);
                         let (a, changes) = if baseline {
                             ("-".to_string(), String::new())
                         } else {

@@ -12,7 +12,7 @@ use tlblab_kernel::stats::KernelReport;
 use tlblab_kernel::workloads::{Metric, Params};
 use tlblab_kernel::{Mechanism, Policy};
 use tlblab_sim::stats::{MissStats, OpStats};
-use tlblab_stats::RatioToBaseline;
+use tlblab_stats::{Effect, RatioToBaseline};
 
 /// The schema of a study's JSON.
 pub const SCHEMA: &str = "tlblab.sim.study/1";
@@ -50,6 +50,9 @@ pub struct StudyReport {
     pub seeds_why: &'static str,
     /// Confidence level of the ratio intervals.
     pub confidence: f64,
+    /// The noise band (`--noise`, a fraction): a ratio is a change only when its interval
+    /// excludes 1 and lies wholly outside `[1 − noise, 1 + noise]`.
+    pub noise: f64,
     /// The mechanisms switched off in every run (`--without`); left out when none is.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub without: Vec<Mechanism>,
@@ -152,20 +155,18 @@ pub enum Answer {
     Lower,
     /// Higher than the baseline: the interval is above 1.
     Higher,
-    /// No significant difference: the interval holds 1.
+    /// No difference beyond the noise band: the interval holds 1 or reaches into the band.
     NoDifference,
 }
 
 impl Answer {
     /// The answer of a measure's ratio to the baseline (`None` without a ratio).
     pub fn of(m: &MeasureResult) -> Option<Answer> {
-        let ci = &m.ratio.as_ref()?.ci;
-        Some(if ci.high < 1.0 {
-            Answer::Lower
-        } else if ci.low > 1.0 {
-            Answer::Higher
-        } else {
-            Answer::NoDifference
+        m.ratio.as_ref()?;
+        Some(match m.effect? {
+            Effect::Lower => Answer::Lower,
+            Effect::Higher => Answer::Higher,
+            _ => Answer::NoDifference,
         })
     }
 
@@ -250,10 +251,14 @@ pub struct MeasureResult {
     pub stddev: Option<f64>,
     /// Standard error of the mean.
     pub sem: Option<f64>,
-    /// Mean of the per-seed ratios to the baseline, with its interval (none for the baseline,
-    /// for one seed, or when the baseline has no value or a 0).
+    /// The per-seed ratios to the baseline, with the interval of their geometric mean (none
+    /// for the baseline, for one seed, or when the baseline has no value or a 0).
     pub ratio: Option<RatioToBaseline>,
-    /// Whether the ratio's interval excludes 1.
+    /// What the ratio says by the one verdict rule (`higher`, `lower`, `within-noise`,
+    /// `not-significant`, `no-interval`); none for the baseline.
+    pub effect: Option<Effect>,
+    /// Whether the ratio is a change: its interval excludes 1 and lies wholly outside the noise
+    /// band (`effect` is `higher` or `lower`).
     pub significant: Option<bool>,
     /// Why a value or ratio is missing.
     pub note: Option<String>,

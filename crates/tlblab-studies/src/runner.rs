@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use tlblab_kernel::workloads;
 use tlblab_kernel::{Kernel, KernelConfig, Mechanism, Mechanisms, NoObserver, Policy};
 use tlblab_sim::machine::MachineSpec;
-use tlblab_stats::StatsError;
+use tlblab_stats::{judge, Effect, StatsError};
 use tlblab_types::Cycles;
 
 /// How to run a study.
@@ -30,6 +30,9 @@ pub struct Options {
     /// Also run every part with each mechanism that is on and present on its machine switched
     /// off in turn, same seeds, and report its effect on the part's headline (`--explain`).
     pub explain: bool,
+    /// The noise band (a fraction, `--noise`): a ratio whose interval reaches into
+    /// `[1 − noise, 1 + noise]` is never a change.
+    pub noise: f64,
 }
 
 impl Default for Options {
@@ -40,6 +43,7 @@ impl Default for Options {
             size: Size::Full,
             mechanisms: Mechanisms::all(),
             explain: false,
+            noise: tlblab_stats::DEFAULT_NOISE,
         }
     }
 }
@@ -179,9 +183,10 @@ pub fn run_with_progress(
         let mut variants = variants.into_iter();
         let runs = variants.next().expect("the runs with every mechanism asked for on");
         let explained = std::mem::take(&mut prepared.explained);
-        let mut report = part_report(prepared, runs);
+        let mut report = part_report(prepared, runs, options.noise);
         if options.explain {
-            report.explanation = Some(explanation(&report, base, &explained, variants));
+            report.explanation =
+                Some(explanation(&report, base, &explained, variants, options.noise));
         }
         reports.push(report);
     }
@@ -198,6 +203,7 @@ pub fn run_with_progress(
         first_seed: options.first_seed,
         seeds_why: study.seeds_why,
         confidence: CONFIDENCE,
+        noise: options.noise,
         without: base.off(),
         parts: reports,
         not_run,
@@ -279,7 +285,7 @@ fn run_one(
     })
 }
 
-fn part_report(prepared: Prepared, runs: Vec<Vec<RunData>>) -> PartReport {
+fn part_report(prepared: Prepared, runs: Vec<Vec<RunData>>, noise: f64) -> PartReport {
     let Prepared { part, spec, scenario, policies, measures: prepared_measures, window_ms, .. } =
         prepared;
     let metric = scenario.metric;
@@ -307,7 +313,9 @@ fn part_report(prepared: Prepared, runs: Vec<Vec<RunData>>) -> PartReport {
     let mut out = Vec::with_capacity(policies.len());
     for (q, (policy, seeds)) in policies.into_iter().zip(runs).enumerate() {
         let results = (0..measures.len())
-            .map(|m| measure_result(measures[m].key, &values[q][m], &values[0][m], q == 0, k))
+            .map(|m| {
+                measure_result(measures[m].key, &values[q][m], &values[0][m], q == 0, (k, noise))
+            })
             .collect();
         out.push(PolicyReport {
             policy,
@@ -348,6 +356,7 @@ fn explanation(
     base: Mechanisms,
     explained: &[Mechanism],
     mut variants: impl Iterator<Item = Vec<Vec<RunData>>>,
+    noise: f64,
 ) -> Explanation {
     let Some(headline) = report.measures.first() else {
         return Explanation { measure: "", mechanisms: Vec::new() };
@@ -358,7 +367,7 @@ fn explanation(
             let status = m.effect_status(base, explained.contains(&m));
             let policies = if status == EffectStatus::Ran {
                 let runs = variants.next().expect("runs per explained mechanism");
-                effects(report, headline.key, &runs)
+                effects(report, headline.key, &runs, noise)
             } else {
                 Vec::new()
             };
@@ -371,7 +380,12 @@ fn explanation(
 /// Each policy's headline (the part's first measure) in `runs` (a mechanism off), set against
 /// the part's own runs: the values off with their ratio to the baseline off, as the study
 /// computes every ratio, the change of the mean, and the comparison's answer on and off.
-fn effects(report: &PartReport, key: &'static str, runs: &[Vec<RunData>]) -> Vec<PolicyEffect> {
+fn effects(
+    report: &PartReport,
+    key: &'static str,
+    runs: &[Vec<RunData>],
+    noise: f64,
+) -> Vec<PolicyEffect> {
     let k = runs.first().map_or(0, Vec::len);
     let values: Vec<Result<Vec<f64>, Missing>> =
         runs.iter().map(|seeds| seeds.iter().map(|run| run.samples[0]).collect()).collect();
@@ -381,7 +395,7 @@ fn effects(report: &PartReport, key: &'static str, runs: &[Vec<RunData>]) -> Vec
         .enumerate()
         .map(|(q, pol)| {
             let on = &pol.measures[0];
-            let off = measure_result(key, &values[q], &values[0], q == 0, k);
+            let off = measure_result(key, &values[q], &values[0], q == 0, (k, noise));
             let change = on.mean.zip(off.mean).map(|(on, off)| off - on);
             let change_pct =
                 change.zip(on.mean).filter(|&(_, on)| on != 0.0).map(|(c, on)| 100.0 * c / on);
@@ -405,7 +419,7 @@ fn measure_result(
     values: &Result<Vec<f64>, Missing>,
     baseline: &Result<Vec<f64>, Missing>,
     is_baseline: bool,
-    k: usize,
+    (k, noise): (usize, f64),
 ) -> MeasureResult {
     let mut r = MeasureResult {
         measure: key,
@@ -414,6 +428,7 @@ fn measure_result(
         stddev: None,
         sem: None,
         ratio: None,
+        effect: None,
         significant: None,
         note: None,
     };
@@ -440,7 +455,8 @@ fn measure_result(
         return r;
     }
     if k < 2 {
-        r.note = Some("ratios need ≥ 2 seeds".into());
+        r.effect = Some(Effect::NoInterval);
+        r.note = Some("one seed: no interval".into());
         return r;
     }
     let Ok(base) = baseline else {
@@ -449,7 +465,9 @@ fn measure_result(
     };
     match tlblab_stats::ratio_to_baseline(values, base, CONFIDENCE) {
         Ok(ratio) => {
-            r.significant = Some(ratio.ci.low > 1.0 || ratio.ci.high < 1.0);
+            let effect = judge(Some(&ratio.ci), None, 0.05, noise);
+            r.effect = Some(effect);
+            r.significant = Some(effect.is_change());
             r.ratio = Some(ratio);
         }
         Err(StatsError::ZeroBaseline) => {

@@ -30,7 +30,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     instance.set_tracing_on(false)?;
     let path =
         std::env::temp_dir().join(format!("tlblab-throughput-{}.flushtrace", std::process::id()));
-    let writer = TraceWriter::create(&path, &Header::new(Origin::Recorded))?;
+    let writer = TraceWriter::create_streaming(&path, &Header::new(Origin::Recorded))?;
     let mut recorder = Recorder::new(&instance, writer)?;
     recorder.start()?;
 

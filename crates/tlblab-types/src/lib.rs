@@ -16,6 +16,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod atomic;
 pub mod cpulist;
 mod event;
 mod ids;

@@ -4,67 +4,53 @@ use super::{read_options, refuse_existing};
 use crate::cli::ConvertArgs;
 use crate::render::group;
 use anyhow::{Context, Result};
-use std::fs::File;
-use std::io::BufWriter;
-use std::path::PathBuf;
 use std::process::ExitCode;
-use tlblab_memtrace::{CompactWriter, EventSource, BATCH_SIZE};
+use tlblab_memtrace::{CompactWriter, EventSource, TraceError, TraceErrorKind, BATCH_SIZE};
+use tlblab_types::atomic::AtomicFile;
 
 pub fn run(args: &ConvertArgs) -> Result<ExitCode> {
     refuse_existing(&args.output, args.force)?;
     let (format, options) =
         read_options(&args.input_args, args.input_args.format.or(args.old_format));
     let mut trace = tlblab_memtrace::open(&args.input, format, &options)?;
-    // Write beside the output and rename at the end: a failed conversion leaves no partial file
-    // under the real name.
-    let mut partial = args.output.clone().into_os_string();
-    partial.push(".partial");
-    let partial = PathBuf::from(partial);
-    let result = (|| -> Result<(u64, u64)> {
-        let file =
-            File::create(&partial).with_context(|| format!("creating {}", partial.display()))?;
-        let mut writer = CompactWriter::with_name(
-            &partial.display().to_string(),
-            BufWriter::with_capacity(1 << 20, file),
-        )?;
-        let (mut events, mut accesses) = (0u64, 0u64);
-        let mut batch = Vec::with_capacity(BATCH_SIZE);
-        loop {
-            let more = trace.read_batch(&mut batch)?;
-            for event in &batch {
-                writer.write(event)?;
-                events += 1;
-                accesses += event.accesses();
-            }
-            if !more {
-                break;
-            }
+    // Before the temporary file exists, so that a signal never leaves it behind.
+    let stop = super::Stop::install()?;
+    // All or nothing: a failed conversion leaves no partial file (the writer's drop removes it).
+    let name = args.output.display().to_string();
+    let file = AtomicFile::create(&args.output).with_context(|| format!("creating {name}"))?;
+    let mut writer = CompactWriter::with_name(&name, file)?;
+    let (mut events, mut accesses) = (0u64, 0u64);
+    let mut batch = Vec::with_capacity(BATCH_SIZE);
+    loop {
+        stop.check()?;
+        let more = trace.read_batch(&mut batch)?;
+        for event in &batch {
+            writer.write(event).map_err(write_failure)?;
+            events += 1;
+            accesses += event.accesses();
         }
-        let out = writer.finish()?;
-        out.into_inner()
-            .map_err(|e| e.into_error())
-            .and_then(|f| f.sync_all())
-            .with_context(|| format!("writing {}", partial.display()))?;
-        std::fs::rename(&partial, &args.output).with_context(|| {
-            format!("renaming {} to {}", partial.display(), args.output.display())
-        })?;
-        Ok((events, accesses))
-    })();
-    match result {
-        Ok((events, accesses)) => {
-            eprintln!(
-                "{} ({}) → {}: {} records for {} accesses",
-                args.input.display(),
-                trace.format().name(),
-                args.output.display(),
-                group(events),
-                group(accesses)
-            );
-            Ok(ExitCode::SUCCESS)
+        if !more {
+            break;
         }
-        Err(e) => {
-            let _ = std::fs::remove_file(&partial);
-            Err(e)
-        }
+    }
+    writer.finish().map_err(write_failure)?.commit().with_context(|| format!("writing {name}"))?;
+    eprintln!(
+        "{} ({}) → {}: {} records for {} accesses",
+        args.input.display(),
+        trace.format().name(),
+        args.output.display(),
+        group(events),
+        group(accesses)
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A write error of the output (a full disk) is a failure (exit status 1), not the bad input
+/// that a [`TraceError`] otherwise means.
+fn write_failure(e: TraceError) -> anyhow::Error {
+    let (name, position) = (e.name().to_owned(), e.position());
+    match e.into_kind() {
+        TraceErrorKind::Io(source) => anyhow::Error::new(source).context(format!("writing {name}")),
+        kind => TraceError::new(&name, position, kind).into(),
     }
 }

@@ -5,7 +5,6 @@ use crate::cli::Cli;
 use anyhow::{Context, Result};
 use clap::CommandFactory;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -14,7 +13,7 @@ pub fn completions(shell: clap_complete::Shell) -> Result<ExitCode> {
     let mut cmd = Cli::command();
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut cmd, "tlblab", &mut out);
-    std::io::stdout().write_all(&out).context("writing the completion script")?;
+    crate::render::stdout_bytes(&out)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -28,9 +27,8 @@ pub fn man_pages(dir: &Path) -> Result<ExitCode> {
     cmd.build();
     let mut written = Vec::new();
     write_pages(&cmd, "tlblab", dir, &mut written)?;
-    for page in &written {
-        println!("{}", page.display());
-    }
+    let list: String = written.iter().map(|p| format!("{}\n", p.display())).collect();
+    crate::render::stdout(&list)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -45,10 +43,8 @@ fn write_pages(
     let mut roff = Vec::new();
     clap_mangen::Man::new(titled).render(&mut roff).with_context(|| format!("rendering {name}"))?;
     let path = dir.join(format!("{name}.1"));
-    // Written beside the page and renamed over it: a reader never sees half a page.
-    let tmp = dir.join(format!(".{name}.1.tmp"));
-    fs::write(&tmp, &roff).with_context(|| format!("writing {}", tmp.display()))?;
-    fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
+    tlblab_types::atomic::write_file(&path, &roff)
+        .with_context(|| format!("writing {}", path.display()))?;
     written.push(path);
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set() && s.get_name() != "help") {
         write_pages(sub, &format!("{name}-{}", sub.get_name()), dir, written)?;

@@ -69,16 +69,28 @@ impl crate::cli::WithoutArg {
     }
 }
 
-/// Refuses to replace an existing output file unless `--force` was given.
+/// Refuses to replace an existing output file unless `--force` was given, and a directory in
+/// any case. A device or a pipe (`-o /dev/stdout`) is written, not replaced: no `--force`.
+/// Every command that writes a file asks this first, then writes it with
+/// [`tlblab_types::atomic`].
 pub fn refuse_existing(path: &std::path::Path, force: bool) -> Result<(), BadInput> {
-    if path.exists() && !force {
-        return Err(BadInput(format!("{} exists (use --force to replace it)", path.display())));
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => Err(BadInput(format!("{} is a directory", path.display()))),
+        Ok(m) if m.is_file() && !force => {
+            Err(BadInput(format!("{} exists (use --force to replace it)", path.display())))
+        }
+        _ => Ok(()),
     }
-    Ok(())
 }
 
-/// Exit status for an error: 2 for bad input (trace, preset, simulated fault), 1 otherwise.
+/// Exit status for an error (the README's "Exit status" table): 2 for bad input (an option, an
+/// input file that cannot be read or is invalid, a simulated fault), 1 for any other failure
+/// (writing an output file or standard output, a run that failed); 128 + the signal for
+/// [`Interrupted`] (130 for SIGINT, 143 for SIGTERM).
 pub fn exit_status(error: &anyhow::Error) -> u8 {
+    if let Some(Interrupted(signal)) = error.chain().find_map(|c| c.downcast_ref()) {
+        return (128 + signal).clamp(0, 255) as u8;
+    }
     let bad_input = error.chain().any(|cause| {
         cause.is::<TraceError>()
             || cause.is::<MachineError>()
@@ -88,9 +100,10 @@ pub fn exit_status(error: &anyhow::Error) -> u8 {
             || cause.is::<tlblab_flushtrace::SourceError>()
             || cause.is::<tlblab_replay::ReplayError>()
             || cause.is::<tlblab_report::ReportError>()
-            || cause
-                .downcast_ref::<tlblab_flushtrace::FileError>()
-                .is_some_and(|e| !matches!(e, tlblab_flushtrace::FileError::Io { .. }))
+            || cause.downcast_ref::<tlblab_flushtrace::FileError>().is_some_and(|e| {
+                !matches!(e, tlblab_flushtrace::FileError::Io { action, .. }
+                    if *action == "create" || *action == "write")
+            })
             || cause.is::<tlblab_kernel::policy::PolicyError>()
             || cause.is::<tlblab_kernel::workloads::ScenarioError>()
             || cause.is::<tlblab_kernel::mechanisms::MechanismError>()
@@ -105,11 +118,10 @@ pub fn exit_status(error: &anyhow::Error) -> u8 {
                         | tlblab_live::LiveError::CpuNotOnline { .. }
                 )
             })
-            || cause.downcast_ref::<tlblab_bench::BenchError>().is_some_and(|e| {
-                !matches!(
-                    e,
-                    tlblab_bench::BenchError::Io { .. } | tlblab_bench::BenchError::Run { .. }
-                )
+            || cause.downcast_ref::<tlblab_bench::BenchError>().is_some_and(|e| match e {
+                tlblab_bench::BenchError::Io { action, .. } => *action == "reading",
+                tlblab_bench::BenchError::Run { .. } => false,
+                _ => true,
             })
     });
     if bad_input {
@@ -117,6 +129,53 @@ pub fn exit_status(error: &anyhow::Error) -> u8 {
     } else {
         1
     }
+}
+
+/// SIGINT and SIGTERM for a command that writes a file record by record (`sim convert`,
+/// `trace import`): the signal is noted, the loop asks [`Stop::check`] and ends with
+/// [`Interrupted`], and the output's temporary file goes with the writer. A second signal ends
+/// the process at once.
+pub struct Stop(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl Stop {
+    /// Installs the handlers.
+    pub fn install() -> Result<Stop> {
+        use anyhow::Context;
+        let caught = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            let installed = signal_hook::flag::register_conditional_shutdown(
+                signal,
+                128 + signal,
+                flag.clone(),
+            )
+            .and_then(|_| signal_hook::flag::register(signal, flag.clone()))
+            .and_then(|_| {
+                signal_hook::flag::register_usize(signal, caught.clone(), signal as usize)
+            });
+            installed.context("installing the signal handler")?;
+        }
+        Ok(Stop(caught))
+    }
+
+    /// [`Interrupted`] once a signal came.
+    pub fn check(&self) -> Result<(), Interrupted> {
+        match self.0.load(std::sync::atomic::Ordering::SeqCst) {
+            0 => Ok(()),
+            signal => Err(Interrupted(signal as i32)),
+        }
+    }
+}
+
+/// The command was stopped by this signal; its exit status is 128 + the signal's number.
+#[derive(Debug, thiserror::Error)]
+#[error("stopped by {}; nothing was written", signal_name(*.0))]
+pub struct Interrupted(pub i32);
+
+/// `SIGINT` for 2.
+fn signal_name(signal: i32) -> String {
+    nix::sys::signal::Signal::try_from(signal)
+        .map_or_else(|_| format!("signal {signal}"), |s| s.as_str().to_string())
 }
 
 /// `--noise PCT` as a fraction, or a usage error.

@@ -1,13 +1,20 @@
-//! `tlblab report`: saved results as one HTML page or as Markdown.
+//! `tlblab report`: saved results as one HTML page, as Markdown or as plain text, written to a
+//! file (beside the first input unless `-o` says otherwise; `-o -` is standard output).
 
 use crate::cli::{ReportArgs, ReportFormat};
 use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tlblab_report::Report;
 
 /// Renders every input, in order.
 pub fn run(args: &ReportArgs) -> Result<ExitCode> {
-    if let Some(out) = &args.output {
+    let out = match &args.output {
+        Some(p) if p.as_os_str() == "-" => None,
+        Some(p) => Some(p.clone()),
+        None => Some(default_output(&args.inputs[0], args.format)),
+    };
+    if let Some(out) = &out {
         super::refuse_existing(out, args.force)?;
     }
     let mut report = Report::new(&args.title);
@@ -16,14 +23,21 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
     }
     let text = match args.format {
         ReportFormat::Html => report.render_html(),
-        ReportFormat::Markdown => report.render_markdown(),
+        ReportFormat::Markdown => report.render_markdown_width(args.width.into()),
+        ReportFormat::Text => report.render_text(args.width.into()),
     };
-    match &args.output {
+    match &out {
         Some(path) => {
-            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
-            eprintln!("tlblab: report: {}", path.display());
+            tlblab_types::atomic::write_file(path, text.as_bytes())
+                .with_context(|| format!("writing {}", path.display()))?;
+            eprintln!("tlblab: report written to {}", path.display());
         }
         None => crate::render::stdout(&text)?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `DIR/results.json` → `DIR/results.html` (or `.md`, `.txt`).
+fn default_output(first: &Path, format: ReportFormat) -> PathBuf {
+    first.with_extension(format.extension())
 }

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use tlblab_kernel::stats::KernelReport;
 use tlblab_kernel::workloads::{scenario, Params};
 use tlblab_kernel::{EffectStatus, Mechanism, Policy};
+use tlblab_stats::{judge, Effect, Verdict};
 
 /// The JSON output of `tlblab sim run`.
 #[derive(Serialize)]
@@ -23,6 +24,8 @@ struct RunReport {
     params: Params,
     /// The mechanisms off in every run (`--without`).
     without: Vec<Mechanism>,
+    /// The noise band (`--noise`, a fraction): a difference inside it is never a change.
+    noise: f64,
     policies: Vec<PolicyResult>,
 }
 
@@ -33,8 +36,11 @@ struct PolicyResult {
     values: Vec<f64>,
     mean: f64,
     stddev: f64,
-    /// Mean of per-seed ratios to the baseline, with its 95% CI (absent for the baseline).
+    /// Per-seed ratios to the baseline, with the 95% log-ratio interval (absent for the
+    /// baseline and with one seed).
     ratio: Option<tlblab_stats::RatioToBaseline>,
+    /// The verdict against the baseline (absent for the baseline itself).
+    verdict: Option<Verdict>,
     /// With `--explain`: the metric with each mechanism off in turn, beside these runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     explanation: Option<Vec<MechanismEffect>>,
@@ -55,21 +61,29 @@ struct MechanismEffect {
     change: Option<f64>,
     /// `change` as a percentage of the mean with it on.
     change_pct: Option<f64>,
-    /// Mean of the per-seed ratios off / on, with its 95% CI (≥ 2 seeds).
+    /// Per-seed ratios off / on, with the 95% log-ratio interval (≥ 2 seeds).
     ratio: Option<tlblab_stats::RatioToBaseline>,
-    /// Whether that CI excludes 1.
+    /// What switching the mechanism off does to the metric: higher, lower, within the noise
+    /// band, not significant, or no interval (one seed).
+    effect: Option<Effect>,
+    /// Whether that is a change: the interval excludes 1 and lies wholly outside the band.
     significant: Option<bool>,
 }
 
-/// The ratio of `values` to `base` (paired by seed) and whether its CI excludes 1; `None`
-/// with fewer than 2 seeds or a zero in `base`.
-fn paired_ratio(values: &[f64], base: &[f64]) -> Option<(tlblab_stats::RatioToBaseline, bool)> {
-    let q = tlblab_stats::ratio_to_baseline(values, base, 0.95).ok()?;
-    Some((q, q.ci.low > 1.0 || q.ci.high < 1.0))
+/// The ratio of `values` to `base` (paired by seed) and its effect by the one verdict rule;
+/// no ratio with fewer than 2 seeds or a zero in `base` (then the effect is `NoInterval`).
+fn paired_ratio(
+    values: &[f64],
+    base: &[f64],
+    noise: f64,
+) -> (Option<tlblab_stats::RatioToBaseline>, Effect) {
+    let q = tlblab_stats::ratio_to_baseline(values, base, 0.95).ok();
+    (q, judge(q.as_ref().map(|q| &q.ci), None, 0.05, noise))
 }
 
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     args.output.check()?;
+    let noise = super::noise_fraction(args.noise)?;
     let spec = super::load_preset(&args.machine)?;
     let info = scenario(&args.scenario)?;
     let policies: Vec<Policy> =
@@ -131,7 +145,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
                     } else {
                         Vec::new()
                     };
-                    effect(m, status, off, &values, ms.mean)
+                    effect(m, status, off, &values, ms.mean, noise)
                 })
                 .collect()
         });
@@ -141,15 +155,17 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             mean: ms.mean,
             stddev: ms.stddev,
             ratio: None,
+            verdict: None,
             explanation,
             runs,
         });
     }
-    if args.seeds >= 2 {
-        let base = results[0].values.clone();
-        for r in results.iter_mut().skip(1) {
-            r.ratio = tlblab_stats::ratio_to_baseline(&r.values, &base, 0.95).ok();
-        }
+    let base_values = results[0].values.clone();
+    let lower_is_better = info.metric.lower_is_better();
+    for r in results.iter_mut().skip(1) {
+        let (ratio, effect) = paired_ratio(&r.values, &base_values, noise);
+        r.ratio = ratio;
+        r.verdict = Some(Verdict::of(effect, lower_is_better));
     }
     let report = RunReport {
         schema: "tlblab.sim.run/1",
@@ -158,9 +174,10 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         cpus: args.cpus,
         scenario: info.name,
         metric: info.metric.unit(),
-        lower_is_better: info.metric.lower_is_better(),
+        lower_is_better,
         params,
         without: base.off(),
+        noise,
         policies: results,
     };
     if args.format.json() {
@@ -179,10 +196,12 @@ fn effect(
     off: Vec<f64>,
     on: &[f64],
     on_mean: f64,
+    noise: f64,
 ) -> MechanismEffect {
     let ms = tlblab_stats::mean_std(&off).ok();
     let change = ms.map(|ms| ms.mean - on_mean);
-    let ratio = paired_ratio(&off, on);
+    let (ratio, effect) = paired_ratio(&off, on, noise);
+    let effect = (status == EffectStatus::Ran).then_some(effect);
     MechanismEffect {
         mechanism: m,
         description: m.description(),
@@ -191,8 +210,9 @@ fn effect(
         stddev: ms.map(|ms| ms.stddev),
         change,
         change_pct: change.filter(|_| on_mean != 0.0).map(|c| 100.0 * c / on_mean),
-        ratio: ratio.map(|(q, _)| q),
-        significant: ratio.map(|(_, s)| s),
+        ratio,
+        effect,
+        significant: effect.filter(|e| *e != Effect::NoInterval).map(Effect::is_change),
         values: off,
     }
 }
@@ -232,7 +252,7 @@ fn text(r: &RunReport, description: &str) -> String {
         "policy",
         &format!("{} (mean ± sd)", r.metric),
         "ratio to first [95% CI]",
-        "significant",
+        "verdict",
         "IPIs/op",
         "remote flushes/op",
         "full flushes/op",
@@ -243,13 +263,12 @@ fn text(r: &RunReport, description: &str) -> String {
         let ops: u64 = run.tasks.iter().map(|t| t.ops).sum::<u64>().max(1);
         let per_op = |n: u64| render::ratio(n, ops, 2);
         let full = run.flush_sizes.by_pages.get(&-1).map_or(0, |e| e.0);
+        let verdict = p.verdict.map_or("-".into(), |v| v.text(r.noise));
         let (ratio, significant) = match &p.ratio {
-            Some(q) => (
-                format!("{:.3} [{:.3}, {:.3}]", q.ratios.mean, q.ci.low, q.ci.high),
-                if q.ci.low > 1.0 || q.ci.high < 1.0 { "yes" } else { "no" }.to_string(),
-            ),
+            Some(q) => (ratio_ci(q), verdict),
             None if std::ptr::eq(p, &r.policies[0]) => ("baseline".into(), "-".into()),
-            None => ("(needs ≥ 2 seeds)".into(), "-".into()),
+            None if k < 2 => ("one seed: no interval".into(), "-".into()),
+            None => ("(no ratio)".into(), verdict),
         };
         t.row(vec![
             p.policy.name.clone(),
@@ -263,12 +282,23 @@ fn text(r: &RunReport, description: &str) -> String {
         ]);
     }
     out += &t.render(2);
+    let verdicts = if k < 2 {
+        "With one seed there is no interval and no verdict (--seeds 2 or more).".to_string()
+    } else {
+        format!(
+            "Ratio: the geometric mean of the per-seed ratios\n  with its 95% log-t interval. Verdict: a change only when the interval excludes 1 and lies\n  wholly outside the {} noise band (--noise).",
+            tlblab_stats::band(r.noise)
+        )
+    };
     out += &format!(
-        "\n  {} ({}); per-op counts are from the first seed. Significant: the 95% CI of the ratio\n  excludes 1. Events simulated in the first run: {}.\n",
+        "\n  {} ({}); per-op counts are from the first seed. {verdicts}\n  Events simulated in the first run: {}.\n",
         r.metric,
         better,
         group(r.policies[0].runs[0].events)
     );
+    if k == 2 {
+        out += "  warning: few seeds (2): each interval has 1 degree of freedom and is wide; use --seeds 3 or more\n";
+    }
     for p in &r.policies {
         out += &format!("  {}: {}\n", p.policy.name, p.policy.mirrors);
     }
@@ -292,19 +322,16 @@ fn explanation(r: &RunReport, p: &PolicyResult, effects: &[MechanismEffect]) -> 
         &format!("{} off (mean ± sd)", r.metric),
         "change off − on",
         "ratio off/on [95% CI]",
-        "significant",
+        "effect of off",
     ]);
     for e in effects {
         let mut row = vec![e.mechanism.name().to_string()];
         match (e.status, e.mean, e.stddev, e.change) {
             (EffectStatus::Ran, Some(mean), Some(sd), Some(change)) => {
                 let pct = e.change_pct.map_or("-".into(), |p| format!("{p:+.1}%"));
-                let (ratio, significant) = match (&e.ratio, e.significant) {
-                    (Some(q), Some(s)) => (
-                        format!("{:.3} [{:.3}, {:.3}]", q.ratios.mean, q.ci.low, q.ci.high),
-                        if s { "yes" } else { "no" }.to_string(),
-                    ),
-                    _ if p.values.len() < 2 => ("(needs ≥ 2 seeds)".into(), "-".into()),
+                let (ratio, significant) = match (&e.ratio, e.effect) {
+                    (Some(q), Some(effect)) => (ratio_ci(q), effect.text(r.noise)),
+                    _ if p.values.len() < 2 => ("one seed: no interval".into(), "-".into()),
                     _ => ("-".into(), "-".into()),
                 };
                 row.extend([
@@ -325,4 +352,16 @@ fn explanation(r: &RunReport, p: &PolicyResult, effects: &[MechanismEffect]) -> 
         out += &format!("  {}: {}\n", e.mechanism.name(), e.description);
     }
     out
+}
+
+/// `point [low, high]` of a ratio, with enough decimals that an interval that excludes 1 does not
+/// print as touching it.
+fn ratio_ci(q: &tlblab_stats::RatioToBaseline) -> String {
+    let (p, lo, hi) = (q.ci.point, q.ci.low, q.ci.high);
+    let touches_one = |d: usize| {
+        let one = format!("{:.d$}", 1.0);
+        format!("{lo:.d$}") == one || format!("{hi:.d$}") == one
+    };
+    let d = if q.ci.contains(1.0) { 3 } else { (3..6).find(|&d| !touches_one(d)).unwrap_or(6) };
+    format!("{p:.d$} [{lo:.d$}, {hi:.d$}]")
 }

@@ -20,6 +20,7 @@ pub fn run(args: &StudyArgs) -> Result<ExitCode> {
         size: if args.quick { Size::Quick } else { Size::Full },
         mechanisms: args.without.mechanisms()?,
         explain: args.explain,
+        noise: super::noise_fraction(args.noise)?,
     };
     // `all` or a list (`s2,s4`) is a multi-study report; one name is that study's own.
     let chosen: Vec<&'static Study> = if args.name.eq_ignore_ascii_case("all") {

@@ -68,12 +68,13 @@ fn a_saved_comparison_and_two_sessions_make_the_same_report_section() {
     assert!(page.contains(&format!("Comparison: {b} against {a}")), "{page}");
     // Means 10.083 and 9.000: −10.74%, improved.
     assert!(page.contains("-10.74% ["), "{page}");
-    assert!(page.contains("improved (significant)"));
+    assert!(page.contains("improved (beyond noise)"));
     // tlblab report a.json b.json: each session, then B against A, with the same verdict.
-    let md =
-        String::from_utf8(crate::common::stdout_of(["report", "--format", "markdown", &a, &b]))
-            .unwrap();
+    let md = String::from_utf8(crate::common::stdout_of([
+        "report", "--format", "markdown", "--width", "1000", "-o", "-", &a, &b,
+    ]))
+    .unwrap();
     assert_eq!(md.matches("\n## Benchmark: ").count(), 2, "{md}");
     assert!(md.contains(&format!("\n## Comparison: {b} against {a}\n")), "{md}");
-    assert!(md.contains("-10.74% [") && md.contains("| improved (significant) |"), "{md}");
+    assert!(md.contains("-10.74% [") && md.contains("| improved (beyond noise) |"), "{md}");
 }

@@ -356,7 +356,7 @@ fn failed_write_to_standard_output_is_an_error_not_a_panic() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
-    assert!(stderr.contains("writing to standard output"), "{stderr}");
+    assert!(stderr.contains("writing standard output"), "{stderr}");
 }
 
 /// A mistyped scenario, policy (also after `+`), machine or study name is refused with the

@@ -205,7 +205,7 @@ fn explain_lists_absent_and_switched_off_mechanisms_without_running_them() {
     assert!(text.contains("mechanisms off in every run: csd-queue"), "{text}");
     assert!(text.contains("not present on this machine"), "{text}");
     assert!(text.contains("off in every run (--without)"), "{text}");
-    assert!(text.contains("(needs ≥ 2 seeds)"), "{text}");
+    assert!(text.contains("one seed: no interval"), "{text}");
 }
 
 /// `--without guest` is the preset without its `[guest]` section.

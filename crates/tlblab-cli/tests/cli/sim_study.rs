@@ -7,7 +7,8 @@ use crate::common::{
     json_keys, json_of, one_error, sim_output_doc, stdout_of, tlblab, undocumented, MECHANISMS,
 };
 use serde_json::Value;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, OnceLock};
 
 const STUDIES: [(&str, &str); 5] = [
     ("s1-pti", "S1"),
@@ -27,17 +28,23 @@ fn run_with_threads(args: &[&str], threads: &str) -> Vec<u8> {
 }
 
 /// The quick JSON report of `study` with 2 seeds, after checking that 1 and 2 threads print
-/// the same bytes.
+/// the same bytes. Run once per study for the whole test binary: several tests read the same
+/// report, and a study is the slowest thing the suite runs.
 fn quick_json(study: &str) -> Value {
-    let args = ["sim", "study", study, "--quick", "--seeds", "2", "--json"];
-    let one = run_with_threads(&args, "1");
-    let two = run_with_threads(&args, "2");
-    assert!(one == two, "{study}: output differs between 1 and 2 threads");
-    let report: Value = serde_json::from_slice(&one).unwrap();
-    assert_eq!(report["schema"], "tlblab.sim.study/1");
-    assert_eq!(report["quick"], true);
-    assert_eq!(report["seeds"], 2);
-    report
+    static REPORTS: Mutex<BTreeMap<String, Arc<OnceLock<Value>>>> = Mutex::new(BTreeMap::new());
+    let cell = REPORTS.lock().unwrap().entry(study.to_string()).or_default().clone();
+    cell.get_or_init(|| {
+        let args = ["sim", "study", study, "--quick", "--seeds", "2", "--json"];
+        let one = run_with_threads(&args, "1");
+        let two = run_with_threads(&args, "2");
+        assert!(one == two, "{study}: output differs between 1 and 2 threads");
+        let report: Value = serde_json::from_slice(&one).unwrap();
+        assert_eq!(report["schema"], "tlblab.sim.study/1");
+        assert_eq!(report["quick"], true);
+        assert_eq!(report["seeds"], 2);
+        report
+    })
+    .clone()
 }
 
 /// The part whose label starts with `label`.
@@ -107,11 +114,11 @@ fn unknown_study_exits_2_naming_the_known_ones() {
 }
 
 #[test]
-fn one_seed_says_ratios_need_two() {
+fn one_seed_says_there_is_no_interval() {
     let text =
         String::from_utf8(stdout_of(["sim", "study", "S2", "--quick", "--seeds", "1"])).unwrap();
     assert!(text.contains("QUICK RUN"), "{text}");
-    assert!(text.contains("need ≥ 2 seeds"), "{text}");
+    assert!(text.contains("One seed: no interval"), "{text}");
     assert!(!text.contains("significant"), "no significance without ratios: {text}");
 }
 
@@ -295,10 +302,9 @@ fn study_json_fields_are_documented() {
         |v: &Value, out: &mut BTreeSet<String>| json_keys(v, &["tlb_flush", "invalidations"], out);
     let mut all = BTreeSet::new();
     let base = ["sim", "study", "--quick", "--seeds", "2", "--json"];
-    for extra in [&["s2", "--explain", "--without", "zap-batch"][..], &["s4"]] {
-        let out = stdout_of(base.iter().chain(extra));
-        keys(&serde_json::from_slice(&out).unwrap(), &mut all);
-    }
+    let extra = ["s2", "--explain", "--without", "zap-batch"];
+    keys(&serde_json::from_slice(&stdout_of(base.iter().chain(&extra))).unwrap(), &mut all);
+    keys(&quick_json("s4"), &mut all);
     assert!(all.contains("explanation") && all.contains("answer_changes"), "{all:?}");
     let text = sim_output_doc();
     let missing = undocumented(&all, &text);
@@ -325,15 +331,13 @@ fn study_help_documents_the_output_and_every_study() {
 fn s5_core_sweep_prints_the_slowdown_per_cpu_count() {
     let args = ["sim", "study", "s5", "--quick", "--seeds", "2"];
     let text = String::from_utf8(stdout_of(args)).unwrap();
-    let json: Value = serde_json::from_slice(&stdout_of(
-        args.iter().copied().chain(["--json"]).collect::<Vec<_>>(),
-    ))
-    .unwrap();
+    let json = quick_json("s5");
     assert!(text.contains("== kbuild-xpfo core sweep: scenario kbuild-xpfo on skylake-server"));
     let p = part(&json, "kbuild-xpfo core sweep, 64 CPUs");
     assert_eq!(p["sweep"]["axis"], "cpus");
     let sync = &policy(p, "xpfo-sync")["measures"][0];
-    let slowdown = 1.0 / sync["ratio"]["ratios"]["mean"].as_f64().unwrap();
+    // The point of the log-ratio interval: the geometric mean of the per-seed ratios.
+    let slowdown = 1.0 / sync["ratio"]["ci"]["point"].as_f64().unwrap();
     let row = text.lines().find(|l| l.trim_start().starts_with("Amean  cpus-64")).unwrap();
     assert!(row.contains(&format!("*×{slowdown:.3}*")), "{row} (want ×{slowdown:.3})");
     // The table of each other measure follows, with the same rows.
@@ -435,9 +439,7 @@ fn explain_lists_every_mechanism_for_every_part_and_is_deterministic() {
     for p in r["parts"].as_array_mut().unwrap() {
         p.as_object_mut().unwrap().remove("explanation");
     }
-    let plain = stdout_of(["sim", "study", "s4", "--quick", "--seeds", "2", "--json"]);
-    let plain: Value = serde_json::from_slice(&plain).unwrap();
-    assert_eq!(r, plain);
+    assert_eq!(r, quick_json("s4"));
     let text = String::from_utf8(text).unwrap();
     assert!(text.contains("== each mechanism off in turn (--explain) =="), "{text}");
     let tables = text.split("--explain) ==").nth(1).unwrap();

@@ -30,6 +30,9 @@ pub struct Study {
     pub seeds_why: String,
     /// Confidence level of every ratio's interval.
     pub confidence: f64,
+    /// The practical band of its verdicts (`--noise`; absent in results of older tlblab).
+    #[serde(default)]
+    pub noise: Option<f64>,
     /// The parts that ran.
     pub parts: Vec<Part>,
     /// The parts that could not run.
@@ -170,29 +173,76 @@ pub struct Policy {
 
 /// A measure of a policy over the seeds.
 #[derive(Debug, Clone, Deserialize)]
+#[serde(from = "RawMeasureResult")]
 pub struct MeasureResult {
     /// The measure's key.
     pub measure: String,
     /// One value per run, in seed order.
-    #[serde(default)]
     pub values: Vec<f64>,
     /// Mean over the runs.
     pub mean: Option<f64>,
     /// Sample standard deviation.
     pub stddev: Option<f64>,
     /// The paired ratio to the baseline.
-    #[serde(default)]
     pub ratio: Option<Ratio>,
-    /// Whether the ratio's interval excludes 1.
-    #[serde(default)]
+    /// Whether the ratio is a change by the one verdict rule (its interval excludes 1 and lies
+    /// wholly outside the noise band). Results saved before the rule carried `effect` held the
+    /// interval alone here; for them it is judged again against the default ±1% band.
     pub significant: Option<bool>,
     /// Why a value or ratio is missing.
-    #[serde(default)]
     pub note: Option<String>,
+}
+
+/// [`MeasureResult`] as saved.
+#[derive(Deserialize)]
+struct RawMeasureResult {
+    measure: String,
+    #[serde(default)]
+    values: Vec<f64>,
+    mean: Option<f64>,
+    stddev: Option<f64>,
+    #[serde(default)]
+    ratio: Option<Ratio>,
+    #[serde(default)]
+    effect: Option<tlblab_stats::Effect>,
+    #[serde(default)]
+    significant: Option<bool>,
+    #[serde(default)]
+    note: Option<String>,
+}
+
+impl From<RawMeasureResult> for MeasureResult {
+    fn from(raw: RawMeasureResult) -> MeasureResult {
+        let significant = match (raw.effect, &raw.ratio) {
+            (Some(effect), _) => Some(effect.is_change()),
+            (None, Some(r)) => {
+                let ci = tlblab_stats::ConfidenceInterval {
+                    low: r.ci.low,
+                    high: r.ci.high,
+                    point: r.ratios.mean,
+                    confidence: 0.95,
+                };
+                let effect =
+                    tlblab_stats::judge(Some(&ci), None, 0.05, tlblab_stats::DEFAULT_NOISE);
+                Some(effect.is_change())
+            }
+            (None, None) => raw.significant,
+        };
+        MeasureResult {
+            measure: raw.measure,
+            values: raw.values,
+            mean: raw.mean,
+            stddev: raw.stddev,
+            ratio: raw.ratio,
+            significant,
+            note: raw.note,
+        }
+    }
 }
 
 /// Per-seed ratios to the baseline, summarised.
 #[derive(Debug, Clone, Deserialize)]
+#[serde(from = "RawRatio")]
 pub struct Ratio {
     /// Their summary.
     pub ratios: RatioSummary,
@@ -203,8 +253,35 @@ pub struct Ratio {
 /// The summary of the per-seed ratios.
 #[derive(Debug, Clone, Deserialize)]
 pub struct RatioSummary {
-    /// Mean ratio.
+    /// The ratio's point: the interval's point when saved (the geometric mean of the per-seed
+    /// ratios, at the centre of the log-ratio interval), else their arithmetic mean (results of
+    /// older tlblab, whose interval was centred on it).
     pub mean: f64,
+}
+
+/// [`Ratio`] as saved.
+#[derive(Deserialize)]
+struct RawRatio {
+    ratios: RatioSummary,
+    ci: RawInterval,
+}
+
+/// [`Interval`] as saved; `point` is absent in results of older tlblab.
+#[derive(Deserialize)]
+struct RawInterval {
+    low: f64,
+    high: f64,
+    #[serde(default)]
+    point: Option<f64>,
+}
+
+impl From<RawRatio> for Ratio {
+    fn from(raw: RawRatio) -> Ratio {
+        Ratio {
+            ratios: RatioSummary { mean: raw.ci.point.unwrap_or(raw.ratios.mean) },
+            ci: Interval { low: raw.ci.low, high: raw.ci.high },
+        }
+    }
 }
 
 /// A confidence interval.

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 use tlblab_bench::{compare_within, BenchResults, CompareSettings, ConfigComparison, ConfigResult};
-use tlblab_stats::{bootstrap_ci, mean, outliers, Summary, Verdict};
+use tlblab_stats::{bootstrap_ci, mean, outliers, Summary};
 
 use super::{figure, Ctx};
 use crate::doc::{b, c, cell, t, Block, Document, Span, Table, Tone};
@@ -360,7 +360,7 @@ fn comparisons(
             }
             Err(e) => failed.push(vec![
                 b(format!("{} → {}", first.config.key(), cfg.config.key())),
-                t(format!(": no comparison: {e}")),
+                t(format!(": no comparison: {}", with_causes(&e))),
             ]),
         }
     }
@@ -408,7 +408,7 @@ pub(super) fn tests_note(b: &str, a: &str, noise_threshold: f64) -> String {
 /// the two p-values, the speedup (`a` and `b` name the sides) and the verdict.
 pub(super) fn test_cells(row: &ConfigComparison, a: &str, b: &str) -> Vec<crate::doc::Cell> {
     let cmp = &row.comparison;
-    let significant = cmp.verdict != Verdict::NoSignificantChange;
+    let significant = cmp.verdict.is_change();
     let tone = if significant { Tone::Significant } else { Tone::Plain };
     let speed = match cmp.speedup {
         Some(s) => {
@@ -434,7 +434,19 @@ pub(super) fn test_cells(row: &ConfigComparison, a: &str, b: &str) -> Vec<crate:
         fmt::p_value(cmp.welch.p_two_sided).into(),
         fmt::p_value(cmp.mann_whitney.p_two_sided).into(),
         speed.into(),
-        cell(format!("{}{}", cmp.verdict, if significant { " (significant)" } else { "" }), tone),
+        // Another parameter value of the same session is higher or lower, not improved.
+        cell(
+            format!(
+                "{}{}",
+                if row.a == row.b {
+                    cmp.verdict.to_string()
+                } else {
+                    cmp.verdict.effect(row.lower_is_better).to_string()
+                },
+                if significant { " (beyond noise)" } else { "" }
+            ),
+            tone,
+        ),
     ]
 }
 
@@ -482,4 +494,17 @@ fn counters(doc: &mut Document, configs: &[&ConfigResult]) {
             blocks: vec![Block::Table(cpu)],
         });
     }
+}
+
+/// An error and its causes, each once (`a: b`): the error types keep their cause out of their
+/// own message.
+fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text += ": ";
+        text += &c.to_string();
+        cause = c.source();
+    }
+    text
 }

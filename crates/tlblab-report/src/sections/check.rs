@@ -66,12 +66,13 @@ impl Check {
         Some(((sd / mean).abs(), n))
     }
 
-    fn policy_name(&self) -> &str {
+    /// The policy's name.
+    pub fn policy_name(&self) -> &str {
         self.policy["name"].as_str().unwrap_or("?")
     }
 
     /// Whether `other` ran the same scenario at the same settings (a column of the matrix).
-    fn same_setup(&self, other: &Check) -> bool {
+    pub fn same_setup(&self, other: &Check) -> bool {
         self.scenario == other.scenario && self.cpus == other.cpus && self.params == other.params
     }
 

@@ -59,15 +59,21 @@ pub fn comparison(doc: &mut Document, ctx: &Ctx, origin: Origin, cmp: &ResultsCo
     differences(doc, cmp);
 }
 
-/// "2 configurations: 1 improved, 1 no significant change".
+/// "2 configurations: 1 improved, 1 not significant".
 fn tally(rows: &[ConfigComparison]) -> String {
     let count = |v: Verdict| rows.iter().filter(|r| r.comparison.verdict == v).count();
-    let parts: Vec<String> = [Verdict::Improved, Verdict::Regressed, Verdict::NoSignificantChange]
-        .into_iter()
-        .map(|v| (count(v), v))
-        .filter(|(n, _)| *n > 0)
-        .map(|(n, v)| format!("{n} {v}"))
-        .collect();
+    let parts: Vec<String> = [
+        Verdict::Improved,
+        Verdict::Regressed,
+        Verdict::WithinNoise,
+        Verdict::NoSignificantChange,
+        Verdict::NoInterval,
+    ]
+    .into_iter()
+    .map(|v| (count(v), v))
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, v)| format!("{n} {v}"))
+    .collect();
     let n = rows.len();
     let configs = if n == 1 { "configuration" } else { "configurations" };
     if parts.is_empty() {
@@ -202,7 +208,7 @@ fn full_table(row: &ConfigComparison) -> Block {
     let better = if row.lower_is_better { "lower is better" } else { "higher is better" };
     let title = format!("{} ({}, {better})", row.b, row.unit);
     let mut table = Table::new(&[title.as_str(), "A", "B", "B / A − 1"]).numeric_from(1);
-    let significant = row.comparison.verdict != Verdict::NoSignificantChange;
+    let significant = row.comparison.verdict.is_change();
     let mut stats = vec![("mean", a.mean, b_.mean)];
     if let Some((ha, hb)) = row.hmean {
         stats.push(("harmonic mean", ha, hb));

@@ -43,6 +43,31 @@ pub struct Row {
     pub note: Option<String>,
 }
 
+/// How far simulated / measured may be from 1 before the summary flags a configuration: the
+/// model is calibrated from instruction-level figures, not fitted, and agrees within 10–25% on
+/// the configurations whose costs carry over (docs/study-output.md).
+pub const AGREEMENT: f64 = 0.25;
+
+impl Row {
+    /// The mean of the measured runs.
+    pub fn measured_mean(&self) -> Option<f64> {
+        mean(&self.measured).ok()
+    }
+
+    /// The mean of the simulated seeds.
+    pub fn simulated_mean(&self) -> Option<f64> {
+        mean(&self.simulated).ok()
+    }
+
+    /// Simulated / measured, when both exist and the measured mean is not 0.
+    pub fn ratio(&self) -> Option<f64> {
+        match (self.measured_mean(), self.simulated_mean()) {
+            (Some(m), Some(s)) if m != 0.0 => Some(s / m),
+            _ => None,
+        }
+    }
+}
+
 /// The side-by-side comparison.
 #[derive(Debug, Clone)]
 pub struct HostComparison {
@@ -58,9 +83,19 @@ pub struct HostComparison {
     pub seed: u64,
 }
 
-/// "What ran": the steps, with the reasons for those that did not.
+/// "Appendix: what ran": a line of totals, then the steps (folded in HTML), with the reasons
+/// for those that did not run. It goes after every result: the bookkeeping, not the findings.
 pub fn steps(doc: &mut Document, name: &str, steps: &[Step]) {
-    doc.heading(2, format!("What ran ({name})"));
+    doc.heading(2, format!("Appendix: what ran ({name})"));
+    let count = |status: &str| steps.iter().filter(|s| s.status == status).count();
+    let seconds: f64 = steps.iter().map(|s| s.seconds).sum();
+    doc.para(vec![t(format!(
+        "{} steps in {seconds:.0} s: {} done, {} skipped, {} failed.",
+        steps.len(),
+        count("done"),
+        count("skipped"),
+        count("failed")
+    ))]);
     let mut table = Table::new(&["step", "status", "seconds", "why not"]).numeric_from(2);
     for s in steps {
         let tone = match s.status.as_str() {
@@ -76,7 +111,10 @@ pub fn steps(doc: &mut Document, name: &str, steps: &[Step]) {
             s.reason.clone().unwrap_or_default().into(),
         ]);
     }
-    doc.push(Block::Table(table));
+    doc.push(Block::Details {
+        summary: "Every step, its status and time".to_string(),
+        blocks: vec![Block::Table(table)],
+    });
 }
 
 /// "Simulated and measured on this machine".
@@ -99,6 +137,7 @@ pub fn host(doc: &mut Document, ctx: &Ctx, h: &HostComparison) {
         "measured 95% CI",
         "simulated mean ± sd (seeds)",
         "simulated / measured",
+        "within ±25%",
     ])
     .numeric_from(2);
     let mut categories = Vec::new();
@@ -111,9 +150,11 @@ pub fn host(doc: &mut Document, ctx: &Ctx, h: &HostComparison) {
                 .ok()
         });
         let s = Summary::of(&r.simulated).ok();
-        let ratio = match (&m, &s) {
-            (Some(m), Some(s)) if m.mean != 0.0 => format!("{:.2}", s.mean / m.mean),
-            _ => "-".into(),
+        let ratio = r.ratio().map_or_else(|| "-".to_string(), |x| format!("{x:.2}"));
+        let range = match r.ratio() {
+            Some(x) if (x - 1.0).abs() <= AGREEMENT => cell("yes", Tone::Plain),
+            Some(_) => cell("NO", Tone::Significant),
+            None => cell("-", Tone::Missing),
         };
         table.row(vec![
             r.name.clone().into(),
@@ -131,6 +172,7 @@ pub fn host(doc: &mut Document, ctx: &Ctx, h: &HostComparison) {
                 |s| format!("{} ({})", fmt::mean_sd(s.mean, s.stddev), s.n).into(),
             ),
             ratio.clone().into(),
+            range,
         ]);
         // One chart needs one unit: the µs/op configurations, the most common.
         if r.unit == "µs/op" {

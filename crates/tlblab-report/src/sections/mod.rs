@@ -7,6 +7,7 @@ pub mod compare;
 pub mod lab;
 pub mod replay;
 pub mod study;
+pub mod summary;
 pub mod trace;
 
 use crate::doc::{Block, Figure};

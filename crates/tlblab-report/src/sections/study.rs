@@ -83,14 +83,14 @@ fn how_to_read(s: &Study) -> Vec<Span> {
         vec![
             b("How to read: "),
             t(format!(
-                "each run is deterministic; seeds change only timer phases and the workload's random draws. A figure is the mean ± sample standard deviation over the {} runs of a policy. Each policy is compared with its part's first policy (the baseline): the ratio is the mean of the per-seed ratios policy/baseline, paired by seed, with its {conf:.0}% Student-t confidence interval; significant means the interval excludes 1. Intervals are tight because the model is deterministic: read the size of a ratio, not only its verdict.",
+                "each run is deterministic; seeds change only timer phases and the workload's random draws. A figure is the mean ± sample standard deviation over the {} runs of a policy. Each policy is compared with its part's first policy (the baseline): the ratio is the geometric mean of the per-seed ratios policy/baseline, paired by seed, with its {conf:.0}% log-t confidence interval; significant means a change: the interval excludes 1 and lies wholly outside the ±1% noise band. Intervals are tight because the model is deterministic: read the size of a ratio, not only its verdict.",
                 s.seeds
             )),
         ]
     } else {
         vec![
             b("How to read: "),
-            t("one run per policy: every figure is that run's value. Ratios to the baseline need 2 seeds or more, so none are shown and nothing is marked significant."),
+            t("one run per policy: every figure is that run's value. One seed gives no interval, so no ratio is shown and nothing is marked significant."),
         ]
     }
 }
@@ -213,8 +213,11 @@ fn part_section(doc: &mut Document, ctx: &Ctx, s: &Study, part: &Part) {
     doc.push(measure_notes(part));
     let main = part.measures.iter().position(|m| m.key == "scenario_metric").unwrap_or(0);
     doc.push(measure_figure(ctx, s, part, main));
-    if let Some(fig) = ratio_figure(ctx, s, part) {
-        doc.push(fig);
+    // One chart per direction, so that "up" means the same on each.
+    for lower_is_better in [true, false] {
+        if let Some(fig) = ratio_figure(ctx, s, part, lower_is_better) {
+            doc.push(fig);
+        }
     }
     let preempt = [("preempt_off_max_us", "max"), ("preempt_off_p99_us", "p99")];
     if let Some(fig) = grouped_figure(
@@ -380,7 +383,7 @@ fn measure_table(part: &Part, s: &Study) -> Table {
     }
     if with_ratios {
         table.note(format!(
-            "mean ± sample standard deviation over {} seeded runs; ratio: the mean of the per-seed ratios policy / {base}, paired by seed, with its {:.0}% Student-t interval; significant: the interval excludes 1. Unless marked, lower is better.",
+            "mean ± sample standard deviation over {} seeded runs; ratio: the geometric mean of the per-seed ratios policy / {base}, paired by seed, with its {:.0}% log-t interval; significant: a change, the interval excluding 1 and lying wholly outside the ±1% noise band. Unless marked, lower is better.",
             s.seeds,
             s.confidence * 100.0
         ))
@@ -494,21 +497,29 @@ fn slowdown(part: &Part, idx: usize) -> Option<String> {
     })
 }
 
-/// Every measure's ratio to the baseline, with its interval, for the other policies.
-fn ratio_figure(ctx: &Ctx, s: &Study, part: &Part) -> Option<Block> {
+/// The ratio to the baseline, with its interval, of every measure for which lower (or higher)
+/// is better, for the other policies.
+fn ratio_figure(ctx: &Ctx, s: &Study, part: &Part, lower_is_better: bool) -> Option<Block> {
     if s.seeds < 2 || part.policies.len() < 2 {
         return None;
     }
     let base = &part.policies[0].policy.name;
     let shown: Vec<usize> = (0..part.measures.len())
+        .filter(|&i| part.measures[i].lower_is_better == lower_is_better)
         .filter(|&i| part.policies[1..].iter().any(|p| p.measures[i].ratio.is_some()))
         .collect();
     if shown.is_empty() {
         return None;
     }
+    let direction = if lower_is_better {
+        "Lower is better for every measure here: below the line at 1 is better than the baseline"
+    } else {
+        "Higher is better for every measure here: above the line at 1 is better than the baseline"
+    };
     let categories: Vec<String> = shown.iter().map(|&i| part.measures[i].label.clone()).collect();
-    let mut chart =
-        BarChart::new("measure", &format!("ratio to {base}"), categories).reference(1.0);
+    let y_label =
+        format!("ratio to {base} ({} is better)", if lower_is_better { "lower" } else { "higher" });
+    let mut chart = BarChart::new("measure", &y_label, categories).reference(1.0);
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
     let mut summary = Vec::new();
     let mut missing = Vec::new();
@@ -551,7 +562,7 @@ fn ratio_figure(ctx: &Ctx, s: &Study, part: &Part) -> Option<Block> {
         chart = chart.y_scale(Scale::Log10);
     }
     let mut caption = format!(
-        "Each measure relative to {base}{}: bar = the mean of the per-seed ratios (paired by seed), whisker = its {:.0}% Student-t interval; the dashed line at 1 is the baseline. A ratio is significant when its whisker does not cross 1 (see the table). Above 1 is more of the measure, which is better only for the measures marked higher-is-better.",
+        "Each measure relative to {base}{}: bar = the geometric mean of the per-seed ratios (paired by seed), whisker = its {:.0}% log-t interval; the dashed line at 1 is the baseline. A ratio is significant when its whisker lies wholly outside the ±1% noise band around 1 (see the table). {direction}.",
         chart.scale_note(),
         s.confidence * 100.0
     );
@@ -897,15 +908,15 @@ fn sweep_section(doc: &mut Document, ctx: &Ctx, s: &Study, sweep: &Sweep) {
         }
     }
     let how = if slowdown {
-        format!("slowdown: how many times as long the same work takes as under {base}, 1 / the mean of the per-seed speed ratios, with its {:.0}% Student-t interval inverted", s.confidence * 100.0)
+        format!("slowdown: how many times as long the same work takes as under {base}, 1 / the geometric mean of the per-seed speed ratios, with its {:.0}% log-t interval inverted", s.confidence * 100.0)
     } else {
         format!(
-            "ratio: mean of the per-seed ratios to {base} with its {:.0}% Student-t interval",
+            "ratio: geometric mean of the per-seed ratios to {base} with its {:.0}% log-t interval",
             s.confidence * 100.0
         )
     };
     doc.table(table.note(format!(
-        "{} ({}), mean ± sample standard deviation of {} runs per point; {how} (significant: it excludes 1).",
+        "{} ({}), mean ± sample standard deviation of {} runs per point; {how} (significant: it excludes 1 and lies wholly outside the ±1% noise band).",
         main.label,
         if main.lower_is_better { "lower is better" } else { "higher is better" },
         s.seeds,
@@ -1011,14 +1022,14 @@ fn sweep_section(doc: &mut Document, ctx: &Ctx, s: &Study, sweep: &Sweep) {
         }
         let caption = if slowdown {
             format!(
-                "How many times as long the same work takes as under {base}, against {} (log₂ axis{}): point = 1 / the mean of the per-seed speed ratios, whisker = its {:.0}% Student-t interval inverted; 1 is no slowdown.",
+                "How many times as long the same work takes as under {base}, against {} (log₂ axis{}): point = 1 / the geometric mean of the per-seed speed ratios, whisker = its {:.0}% log-t interval inverted; 1 is no slowdown.",
                 axis.label(),
                 if chart.y_scale == Scale::Log10 { "; log₁₀ y axis" } else { "" },
                 s.confidence * 100.0
             )
         } else {
             format!(
-                "{} relative to {base} against {} (log₂ axis{}): point = mean of the per-seed ratios, whisker = its {:.0}% Student-t interval; above 1 is more of the measure.",
+                "{} relative to {base} against {} (log₂ axis{}): point = geometric mean of the per-seed ratios, whisker = its {:.0}% log-t interval; above 1 is more of the measure.",
                 main.label,
                 axis.label(),
                 if chart.y_scale == Scale::Log10 { "; log₁₀ y axis" } else { "" },

@@ -10,7 +10,7 @@ pub use worker::serve as serve_worker;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
@@ -29,14 +29,15 @@ use crate::cli::BenchArgs;
 use crate::commands::{noise_fraction, refuse_existing, BadInput};
 use executor::LiveExecutor;
 
-/// Exit status of a session stopped by Ctrl-C (128 + SIGINT, as shells report it).
+/// Exit status of a session stopped by Ctrl-C (128 + SIGINT, as shells report it), also when
+/// the stop came from a worker rather than a signal seen here.
 const INTERRUPTED: u8 = 130;
 
 /// Runs `tlblab bench`.
 pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     let online = online_cpus().context("reading the online CPUs")?;
     if args.list {
-        print!("{}", configs::list(online.len()));
+        crate::render::stdout(&configs::list(online.len()))?;
         return Ok(ExitCode::SUCCESS);
     }
     let noise_threshold = noise_fraction(args.noise)?;
@@ -80,11 +81,15 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     // Ctrl-C from the terminal also ends in the workers, within a few operations), and the
     // drops below tear everything down. A second one exits at once (the workers end when their
     // stdin closes; the next session removes a left-over trace instance).
+    // The exit status names the signal: 130 for SIGINT, 143 for SIGTERM (128 + its number).
     let flag = Arc::new(AtomicBool::new(false));
+    let caught = Arc::new(AtomicUsize::new(0));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(signal, INTERRUPTED as i32, flag.clone())
+        signal_hook::flag::register_conditional_shutdown(signal, 128 + signal, flag.clone())
             .context("installing the signal handler")?;
         signal_hook::flag::register(signal, flag.clone())
+            .context("installing the signal handler")?;
+        signal_hook::flag::register_usize(signal, caught.clone(), signal as usize)
             .context("installing the signal handler")?;
     }
 
@@ -136,11 +141,19 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         note(&format!("results written to {}", path.display()));
     }
     if args.format.json() {
-        println!("{}", serde_json::to_string_pretty(results)?);
+        crate::render::stdout(&(serde_json::to_string_pretty(results)? + "\n"))?;
     } else {
-        print!("{}", report(results, noise_threshold)?);
+        crate::render::stdout(&report(results, noise_threshold)?)?;
     }
     result?;
+    let few = super::compare::too_few_runs(&[results]);
+    if !few.is_empty() && results.configs.len() > 1 {
+        note(&format!(
+            "not compared, fewer than {} runs: {}",
+            tlblab_bench::MIN_RUNS,
+            few.join(", ")
+        ));
+    }
     let measured = results.configs.iter().any(|c| !c.runs.is_empty());
     if !measured && !results.interrupted {
         let reasons: Vec<String> = results
@@ -154,13 +167,19 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         let settings = compare_settings(results, noise_threshold);
         let cmp = compare_results((name, base), ("this session", results), &settings)?;
         if !args.format.json() {
-            println!("\nagainst baseline {name}:");
-            print!("{}", render::comparison(&cmp, Format::Table));
+            crate::render::stdout(&format!(
+                "\nagainst baseline {name}:\n{}",
+                render::comparison(&cmp, Format::Table)
+            ))?;
         }
     }
     if results.interrupted || flag.load(Ordering::SeqCst) {
         note("interrupted: the results hold the runs finished before the stop");
-        return Ok(ExitCode::from(INTERRUPTED));
+        let status = match caught.load(Ordering::SeqCst) {
+            0 => INTERRUPTED,
+            signal => (128 + signal).min(255) as u8,
+        };
+        return Ok(ExitCode::from(status));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -219,7 +238,12 @@ fn report(results: &BenchResults, noise_threshold: f64) -> Result<String> {
     out.push_str(&render::session_table(results));
     for row in compare_within(results, &compare_settings(results, noise_threshold))? {
         out.push('\n');
-        out.push_str(&render::comparison_table(std::slice::from_ref(&row), &row.a, &row.b));
+        out.push_str(&render::comparison_table(
+            std::slice::from_ref(&row),
+            &row.a,
+            &row.b,
+            noise_threshold,
+        ));
     }
     Ok(out)
 }

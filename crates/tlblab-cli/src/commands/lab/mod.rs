@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use steps::{Outcome, Runner};
+use tlblab_types::atomic::write_file;
 
 /// Identifies the JSON schema of `results.json`.
 pub const SCHEMA: &str = "tlblab.study/1";
@@ -77,6 +78,9 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
     };
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let dir = &dir;
+    // The moment and the machine, for the report's header (the live part records its own too).
+    let date = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let environment = tlblab_env::Environment::capture();
     let mut runner = Runner::new(args.quiet)?;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
 
@@ -91,11 +95,16 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
     if let Some(n) = &seeds {
         study_args.extend(["--seeds", n.as_str()]);
     }
+    crate::commands::noise_fraction(args.noise)?;
+    let noise = args.noise.to_string();
+    study_args.extend(["--noise", noise.as_str()]);
     let studies =
         runner.json_step("simulated studies S1–S5", &study_args, &dir.join("sim-studies.json"));
 
     // 1b. The safety checker on the studies' policies and the known-bad variants.
+    runner.begin_phase("safety checks", CHECK_POLICIES.len() * CHECK_SCENARIOS.len());
     let safety = safety_checks(&mut runner, args.quick);
+    runner.end_phase();
 
     // 2–4. The live part.
     let live = LiveSettings::new(args.quick);
@@ -103,14 +112,18 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
     let (bench, trace, replay) = match &why_not {
         Some(why) => {
             let skipped = Outcome::Skipped(why.clone());
+            runner.begin_phase("live part", 4);
             for step in ["live benchmarks", "trace", "trace report", "replay of the trace"] {
                 runner.note_skipped(step, why);
             }
+            runner.end_phase();
             (skipped.clone(), skipped.clone(), skipped)
         }
         None => {
-            let bench = runner
-                .bench(&bench_args(&live, cpus, &dir.join("bench.json")), &dir.join("bench.json"));
+            let bench = runner.bench(
+                &bench_args(&live, cpus, &dir.join("bench.json"), &noise),
+                &dir.join("bench.json"),
+            );
             let trace_file = dir.join("madvise-busy.flushtrace");
             let trace = runner.trace(&live, cpus, &trace_file, &dir.join("trace-report.json"));
             let replay = match &trace {
@@ -140,7 +153,10 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
     };
     let host_sims = match (&bench, preset) {
         (Outcome::Done(bench), Ok((path, provenance))) => {
+            let configs = bench["configs"].as_array().map_or(0, Vec::len);
+            runner.begin_phase("simulation on the host preset", configs);
             let sims = simulate_on_host(&mut runner, bench, &path, cpus, args.quick);
+            runner.end_phase();
             json!({ "preset": path, "provenance": provenance, "runs": sims })
         }
         (Outcome::Done(_), Err(e)) => {
@@ -155,6 +171,8 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
         "tlblab_version": env!("CARGO_PKG_VERSION"),
         "quick": args.quick,
         "cpus": cpus,
+        "date": date,
+        "environment": environment,
         "steps": runner.steps(),
         "sim_studies": studies.value(),
         "safety": safety,
@@ -177,12 +195,16 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
         }
     ));
     report.add_value("results.json", results.clone())?;
-    std::fs::write(&html, report.render_html())
+    write_file(&html, report.render_html().as_bytes())
         .with_context(|| format!("writing {}", html.display()))?;
     runner.finish();
-    println!("{}", summary::render(&results));
-    println!("results: {}", path.display());
-    println!("report: {}", html.display());
+    // The conclusions on the terminal; the details are in the files.
+    let summary = report.render_summary_text(tlblab_report::DEFAULT_WIDTH);
+    crate::render::stdout(&format!(
+        "\n{summary}\nresults: {}\nreport: {}\n",
+        path.display(),
+        html.display()
+    ))?;
     Ok(if runner.any_failed() { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
@@ -190,7 +212,8 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
 fn host_preset(dir: &Path) -> Result<(PathBuf, Vec<String>)> {
     let host = tlblab_host::host_spec()?;
     let path = dir.join("host.toml");
-    std::fs::write(&path, &host.toml).with_context(|| format!("writing {}", path.display()))?;
+    write_file(&path, host.toml.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))?;
     let lines = host.provenance_text().lines().map(str::to_string).collect();
     Ok((path, lines))
 }
@@ -315,7 +338,7 @@ fn live_unavailable(cpus: usize) -> Option<String> {
 }
 
 /// Every live scenario, at sizes this machine's CPUs allow.
-fn bench_args(live: &LiveSettings, cpus: usize, out: &Path) -> Vec<String> {
+fn bench_args(live: &LiveSettings, cpus: usize, out: &Path, noise: &str) -> Vec<String> {
     let sibling = (cpus - 1).min(3);
     let mut a: Vec<String> = [
         "bench",
@@ -339,6 +362,7 @@ fn bench_args(live: &LiveSettings, cpus: usize, out: &Path) -> Vec<String> {
     opt("--run-ms", live.run_ms.to_string());
     opt("--warmup-ms", live.warmup_ms.to_string());
     opt("-o", out.display().to_string());
+    opt("--noise", noise.to_string());
     // Timed without the tlb:tlb_flush tracepoint: recording each flush costs time the
     // simulator does not model (0.67 µs per flush on the 2-vCPU guest), so traced runs would
     // not be the kernel's own time; the study's trace step records the flushes instead.
@@ -349,140 +373,7 @@ fn bench_args(live: &LiveSettings, cpus: usize, out: &Path) -> Vec<String> {
     a
 }
 
-fn write_json(path: &PathBuf, value: &Value) -> Result<()> {
+fn write_json(path: &Path, value: &Value) -> Result<()> {
     let text = serde_json::to_string_pretty(value)? + "\n";
-    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
-}
-
-mod summary {
-    //! The key figures for the terminal.
-    use serde_json::Value;
-
-    /// A live configuration's name, its measured figure, and the simulated one on the host
-    /// preset (`sim`: that configuration's entry of `host_simulations.runs`).
-    fn bench_row(c: &Value, sim: &Value) -> (String, String, String) {
-        let cfg = &c["config"];
-        let values: Vec<f64> = c["runs"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|r| r["value"].as_f64())
-            .collect();
-        let unit = cfg["unit"].as_str().unwrap_or("");
-        let measured = match tlblab_stats::Summary::of(&values).ok() {
-            Some(s) => format!("{:.3} ± {:.3} {unit} ({} runs)", s.mean, s.stddev, values.len()),
-            None => format!("not measured: {}", c["skipped"].as_str().unwrap_or("no runs")),
-        };
-        let p = &sim["result"]["policies"][0];
-        let simulated = match (p["mean"].as_f64(), p["values"].as_array()) {
-            (Some(mean), Some(v)) => {
-                format!(
-                    "{mean:.3} ± {:.3} ({} seeds)",
-                    p["stddev"].as_f64().unwrap_or(0.0),
-                    v.len()
-                )
-            }
-            _ => sim["skipped"]
-                .as_str()
-                .or(sim["result"]["failed"].as_str())
-                .or(sim["result"]["skipped"].as_str())
-                .unwrap_or("-")
-                .to_string(),
-        };
-        (super::config_name(cfg), measured, simulated)
-    }
-
-    /// Per study part: the scenario metric of each policy with its ratio; per live
-    /// configuration: mean ± sd; the trace's reason counts.
-    pub fn render(results: &Value) -> String {
-        let mut out = String::new();
-        if let Some(studies) = results["sim_studies"]["studies"].as_array() {
-            out.push_str(
-                "simulated studies (mean ± sd over seeds; ratio to the first policy [95% CI]):\n",
-            );
-            for s in studies {
-                for part in s["parts"].as_array().into_iter().flatten() {
-                    out.push_str(&format!(
-                        "  {} — {} ({} CPUs, {})\n",
-                        s["short"].as_str().unwrap_or("?"),
-                        part["label"].as_str().unwrap_or("?"),
-                        part["cpus"],
-                        part["machine"]["name"].as_str().unwrap_or("?")
-                    ));
-                    let key = part["measures"][0]["key"].as_str().unwrap_or("");
-                    let label = part["measures"][0]["label"].as_str().unwrap_or(key);
-                    for p in part["policies"].as_array().into_iter().flatten() {
-                        let m = p["measures"]
-                            .as_array()
-                            .and_then(|ms| ms.iter().find(|m| m["measure"] == key));
-                        let Some(m) = m else { continue };
-                        let ratio = match (&m["ratio"]["ci"], &m["significant"]) {
-                            (ci, sig) if ci.is_object() => format!(
-                                "{:.3} [{:.3}, {:.3}]{}",
-                                ci["point"].as_f64().unwrap_or(f64::NAN),
-                                ci["low"].as_f64().unwrap_or(f64::NAN),
-                                ci["high"].as_f64().unwrap_or(f64::NAN),
-                                if sig == true { " significant" } else { " not significant" }
-                            ),
-                            _ => "baseline".into(),
-                        };
-                        out.push_str(&format!(
-                            "    {:<20} {label}: {:.4} ± {:.4}  {ratio}\n",
-                            p["policy"]["name"].as_str().unwrap_or("?"),
-                            m["mean"].as_f64().unwrap_or(f64::NAN),
-                            m["stddev"].as_f64().unwrap_or(f64::NAN),
-                        ));
-                    }
-                }
-            }
-        }
-        if let Some(runs) = results["safety"]["runs"].as_array() {
-            let found: Vec<String> = runs
-                .iter()
-                .filter(|r| r["result"]["violations"].as_u64().is_some_and(|n| n > 0))
-                .map(|r| {
-                    format!(
-                        "{} on {} ({} pages)",
-                        r["policy"].as_str().unwrap_or("?"),
-                        r["scenario"].as_str().unwrap_or("?"),
-                        r["result"]["params"]["pages"]
-                    )
-                })
-                .collect();
-            let judged = runs.iter().filter(|r| r["result"]["violations"].is_u64()).count();
-            out.push_str(&format!(
-                "\nsafety (tlblab sim check, {} schedules each): {judged} policy × scenario checks; violations only in: {}\n",
-                results["safety"]["schedules"],
-                if found.is_empty() { "none".to_string() } else { found.join(", ") }
-            ));
-        }
-        if let Some(configs) = results["bench"]["configs"].as_array() {
-            out.push_str(
-                "\nmeasured on this machine (mean ± sd of the runs) | simulated on its host preset, linux-6.18 (mean ± sd of the seeds):\n",
-            );
-            let sims = results["host_simulations"]["runs"].as_array();
-            let rows: Vec<_> = configs
-                .iter()
-                .enumerate()
-                .map(|(i, c)| bench_row(c, sims.and_then(|s| s.get(i)).unwrap_or(&Value::Null)))
-                .collect();
-            let w0 = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
-            let w1 = rows.iter().map(|r| r.1.chars().count()).max().unwrap_or(0);
-            for (name, measured, simulated) in rows {
-                out.push_str(&format!("  {name:<w0$}  {measured:<w1$}  | {simulated}\n"));
-            }
-        }
-        if let Some(reasons) = results["trace_report"]["reasons"].as_array() {
-            out.push_str("\ntraced madvise-busy (tlb_flush events by reason):\n");
-            for r in reasons {
-                out.push_str(&format!(
-                    "  {} {:<22} {}\n",
-                    r["reason"],
-                    r["label"].as_str().unwrap_or("?"),
-                    r["events"]
-                ));
-            }
-        }
-        out
-    }
+    write_file(path, text.as_bytes()).with_context(|| format!("writing {}", path.display()))
 }

@@ -51,17 +51,80 @@ pub struct StepRecord {
     pub file: Option<PathBuf>,
 }
 
+/// A group of steps reported as one line on the terminal (the safety checks: 90 of them).
+struct Phase {
+    name: String,
+    /// Index in `steps` of its first step.
+    first: usize,
+    start: Instant,
+    bar: Option<ProgressBar>,
+}
+
 /// Runs steps one after another.
 pub struct Runner {
     exe: PathBuf,
     quiet: bool,
     steps: Vec<StepRecord>,
+    phase: Option<Phase>,
 }
 
 impl Runner {
     pub fn new(quiet: bool) -> Result<Runner> {
         let exe = std::env::current_exe().context("finding the tlblab executable")?;
-        Ok(Runner { exe, quiet, steps: Vec::new() })
+        Ok(Runner { exe, quiet, steps: Vec::new(), phase: None })
+    }
+
+    /// Starts a phase of `total` steps: one progress bar (k/N, ETA) while it runs, one line
+    /// when [`Runner::end_phase`] ends it; a step that fails still gets its own line.
+    pub fn begin_phase(&mut self, name: &str, total: usize) {
+        self.end_phase();
+        let bar = (!self.quiet && std::io::stderr().is_terminal()).then(|| {
+            let bar = ProgressBar::new(total as u64);
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {prefix} {pos}/{len} (ETA {eta}) {msg}")
+                    .expect("a valid template"),
+            );
+            bar.set_prefix(name.to_string());
+            bar.enable_steady_tick(Duration::from_millis(120));
+            bar
+        });
+        self.phase =
+            Some(Phase { name: name.into(), first: self.steps.len(), start: Instant::now(), bar });
+    }
+
+    /// Ends the current phase with one line: how many of its steps ran, were skipped or failed.
+    pub fn end_phase(&mut self) {
+        let Some(phase) = self.phase.take() else { return };
+        if let Some(bar) = &phase.bar {
+            bar.finish_and_clear();
+        }
+        if self.quiet {
+            return;
+        }
+        let steps = &self.steps[phase.first..];
+        let count = |status: &str| steps.iter().filter(|s| s.status == status).count();
+        let mut parts: Vec<String> = [("done", count("done")), ("skipped", count("skipped"))]
+            .into_iter()
+            .chain([("failed", count("failed"))])
+            .filter(|(_, n)| *n > 0)
+            .map(|(what, n)| format!("{n} {what}"))
+            .collect();
+        if parts.is_empty() {
+            parts.push("nothing to do".into());
+        }
+        // Skipped all for one reason: say it once.
+        let mut reasons: Vec<&str> = steps.iter().filter_map(|s| s.reason.as_deref()).collect();
+        reasons.dedup();
+        let why = match (count("skipped") == steps.len(), reasons.as_slice()) {
+            (true, [one]) => format!(" ({one})"),
+            _ => String::new(),
+        };
+        eprintln!(
+            "tlblab: {}: {}{why} in {:.1} s",
+            phase.name,
+            parts.join(", "),
+            phase.start.elapsed().as_secs_f64()
+        );
     }
 
     /// The steps so far.
@@ -76,7 +139,7 @@ impl Runner {
 
     /// Records a step that does not run here.
     pub fn note_skipped(&mut self, name: &str, why: &str) {
-        if !self.quiet {
+        if !self.quiet && self.phase.is_none() {
             eprintln!("tlblab: {name}: skipped ({why})");
         }
         self.steps.push(StepRecord {
@@ -90,7 +153,8 @@ impl Runner {
     }
 
     /// The last line of progress.
-    pub fn finish(&self) {
+    pub fn finish(&mut self) {
+        self.end_phase();
         if !self.quiet {
             let total: f64 = self.steps.iter().map(|s| s.seconds).sum();
             eprintln!("tlblab: {} steps in {total:.0} s", self.steps.len());
@@ -100,7 +164,8 @@ impl Runner {
     /// Runs `tlblab ARGS`, whose standard output is JSON, into `out`.
     pub fn json_step(&mut self, name: &str, args: &[&str], out: &Path) -> Outcome {
         let outcome = self.run(name, args, Some(out), |stdout| {
-            std::fs::write(out, stdout).with_context(|| format!("writing {}", out.display()))?;
+            tlblab_types::atomic::write_file(out, stdout)
+                .with_context(|| format!("writing {}", out.display()))?;
             Ok(serde_json::from_slice(stdout)?)
         });
         outcome
@@ -165,7 +230,7 @@ impl Runner {
             other => return other,
         }
         let report_path = report.display().to_string();
-        let args = ["trace", "report", "--format", "json", &trace, "-o", &report_path];
+        let args = ["trace", "report", "--format", "json", &trace, "--force", "-o", &report_path];
         self.run("trace report", &args, Some(report), |_| read_json(report))
     }
 
@@ -225,10 +290,21 @@ impl Runner {
             Outcome::Failed(w) => ("failed", Some(w.clone())),
         };
         if !self.quiet {
-            match &reason {
-                None => eprintln!("tlblab: {name}: done in {seconds:.1} s"),
-                Some(why) => eprintln!("tlblab: {name}: {status}: {why}"),
+            // Inside a phase only a failure gets a line of its own; the phase sums up the rest.
+            match (&reason, &self.phase) {
+                (None, None) => eprintln!("tlblab: {name}: done in {seconds:.1} s"),
+                (None, Some(_)) => {}
+                (Some(why), phase) => {
+                    let line = format!("tlblab: {name}: {status}: {why}");
+                    match phase.as_ref().and_then(|p| p.bar.as_ref()) {
+                        Some(bar) => bar.println(line),
+                        None => eprintln!("{line}"),
+                    }
+                }
             }
+        }
+        if let Some(bar) = self.phase.as_ref().and_then(|p| p.bar.as_ref()) {
+            bar.inc(1);
         }
         self.steps.push(StepRecord {
             name: name.into(),
@@ -242,6 +318,10 @@ impl Runner {
     }
 
     fn spinner(&self, name: &str) -> Option<ProgressBar> {
+        if let Some(bar) = self.phase.as_ref().and_then(|p| p.bar.as_ref()) {
+            bar.set_message(name.to_string());
+            return None;
+        }
         if self.quiet || !std::io::stderr().is_terminal() {
             return None;
         }

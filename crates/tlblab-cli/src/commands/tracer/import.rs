@@ -13,8 +13,8 @@ use tlblab_flushtrace::{
 /// Line errors shown with `--skip-bad-lines` before they are only counted.
 const SHOWN_ERRORS: u64 = 10;
 
-/// Imports `args.input` into `args.output`, written beside it under a temporary name and
-/// renamed at the end, so a failed import leaves no half file.
+/// Imports `args.input` into `args.output`, written all or nothing (a failed import leaves no
+/// half file).
 pub fn import(args: &TraceImportArgs) -> Result<ExitCode> {
     refuse_existing(&args.output, args.force)?;
     let file =
@@ -47,12 +47,16 @@ pub fn import(args: &TraceImportArgs) -> Result<ExitCode> {
     };
     let mut header = Header::new(detected.origin());
     header.source_path = Some(args.input.display().to_string());
-    let tmp = args.output.with_extension("importing");
-    let mut writer = TraceWriter::create(&tmp, &header)?;
+    // Before the temporary file exists, so that a signal never leaves it behind.
+    let stop = crate::commands::Stop::install()?;
+    let mut writer = TraceWriter::create(&args.output, &header)?;
     let result = (|| -> Result<(u64, Trailer)> {
         let mut flushes = 0;
         let mut record = first;
         while let Some(r) = record {
+            if writer.records() % 4096 == 0 {
+                stop.check()?;
+            }
             flushes += u64::from(matches!(r, Record::Flush(_)));
             writer.write(&r)?;
             record = next(&mut importer)?;
@@ -61,17 +65,10 @@ pub fn import(args: &TraceImportArgs) -> Result<ExitCode> {
         importer.fill_trailer(&mut trailer);
         Ok((flushes, trailer))
     })();
-    let (flushes, trailer) = match result {
-        Ok(x) => x,
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(e);
-        }
-    };
+    // On an error the writer is dropped, and with it the temporary file.
+    let (flushes, trailer) = result?;
     let records = writer.records();
-    writer.finish(trailer.clone())?;
-    std::fs::rename(&tmp, &args.output)
-        .with_context(|| format!("renaming {} to {}", tmp.display(), args.output.display()))?;
+    writer.commit(trailer.clone())?;
 
     let skipped = importer.skipped();
     let others: Vec<String> =

@@ -10,6 +10,7 @@ pub use record::record;
 pub use report::{open_trace, report, trailer_of};
 
 use crate::cli::TraceDumpArgs;
+use crate::render::{stdout_error, stdout_line};
 use anyhow::{Context, Result};
 use std::io::Write;
 use std::process::ExitCode;
@@ -21,13 +22,13 @@ pub fn cleanup() -> Result<ExitCode> {
     let tracefs = Tracefs::find()?;
     let removed = cleanup_stale(&tracefs).context("looking for left-over instances")?;
     if removed.is_empty() {
-        println!("no left-over tlblab instances under {}", tracefs.root().display());
+        stdout_line(&format!("no left-over tlblab instances under {}", tracefs.root().display()))?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut failed = 0;
     for r in &removed {
         match &r.result {
-            Ok(()) => println!("removed {} (pid {} is gone)", r.name, r.pid),
+            Ok(()) => stdout_line(&format!("removed {} (pid {} is gone)", r.name, r.pid))?,
             Err(e) => {
                 failed += 1;
                 eprintln!("tlblab: could not remove {}: {e}", r.name);
@@ -42,19 +43,20 @@ pub fn dump(args: &TraceDumpArgs) -> Result<ExitCode> {
     args.output.check()?;
     let mut reader = TraceReader::open(&args.input)?.allow_truncated(args.allow_truncated);
     let json = args.format.json();
-    let written = match &args.output.output {
-        Some(path) => super::write_streamed(path, |out| write_dump(&mut reader, json, out)),
-        None => write_dump(&mut reader, json, &mut std::io::stdout().lock()),
-    };
-    match written {
-        // A closed pipe (`tlblab trace dump | head`): the reader has stopped reading.
-        Err(e)
-            if e.downcast_ref::<std::io::Error>().map(|e| e.kind())
-                == Some(std::io::ErrorKind::BrokenPipe) =>
-        {
-            return Ok(ExitCode::SUCCESS)
-        }
-        other => other?,
+    match &args.output.output {
+        Some(path) => super::write_streamed(path, |out| {
+            write_dump(&mut reader, json, out).map_err(|e| match e.downcast::<std::io::Error>() {
+                Ok(io) => anyhow::Error::new(io).context(format!("writing {}", path.display())),
+                Err(e) => e,
+            })
+        })?,
+        // A closed pipe (`tlblab trace dump | head`) ends the command quietly (main.rs).
+        None => write_dump(&mut reader, json, &mut std::io::stdout().lock()).map_err(|e| {
+            match e.downcast::<std::io::Error>() {
+                Ok(io) => stdout_error(io),
+                Err(e) => e,
+            }
+        })?,
     }
     if let Some(at) = reader.truncated_at() {
         eprintln!(
@@ -66,6 +68,7 @@ pub fn dump(args: &TraceDumpArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Writes every record to `out`; its write errors are `std::io::Error`s in the chain.
 fn write_dump<R: std::io::Read>(
     reader: &mut TraceReader<R>,
     json: bool,
@@ -79,11 +82,11 @@ fn write_dump<R: std::io::Read>(
     }
     while let Some(record) = reader.next_record()? {
         if json {
-            serde_json::to_writer(&mut out, &record)?;
-            writeln!(out)?;
+            serde_json::to_writer(&mut out, &record).map_err(std::io::Error::from)
         } else {
-            writeln!(out, "{}", text.line(&record))?;
+            write!(out, "{}", text.line(&record))
         }
+        .and_then(|()| writeln!(out))?;
     }
     if json {
         let ends = serde_json::json!({ "header": header, "trailer": reader.trailer() });

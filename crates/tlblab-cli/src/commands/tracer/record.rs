@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tlblab_flushtrace::{End, TraceWriter, Trailer};
+use tlblab_flushtrace::{End, TraceReader, TraceWriter, Trailer};
 use tlblab_tracefs::{cleanup_stale, Instance, InstanceOptions, Tracefs};
 use tlblab_tracer::{header_for, EventGroup, EventSet, RecordStats, Recorder};
 
@@ -77,7 +77,9 @@ pub fn record(args: &TraceRecordArgs) -> Result<ExitCode> {
     for n in &header.notes {
         note(n);
     }
-    let writer = TraceWriter::create(&args.output, &header)?;
+    // Streamed under its own name, not written whole: the trace is readable while it is
+    // recorded, and a recorder killed outright keeps all but its last round (docs/tracer.md).
+    let writer = TraceWriter::create_streaming(&args.output, &header)?;
     let mut recorder = Recorder::new(&instance, writer)?;
     recorder.start()?;
     if let Some(c) = &child {
@@ -127,6 +129,18 @@ pub fn record(args: &TraceRecordArgs) -> Result<ExitCode> {
         .map_err(anyhow::Error::from)
         .and_then(|()| recorder.finish(end, command_status).map_err(anyhow::Error::from));
     instance.remove().context("removing the tracing instance")?;
+    if finished.is_err() {
+        // A full disk: a file with its header is a truncated trace, which says so to every
+        // reader; one without is nothing, and goes.
+        if TraceReader::open(&args.output).is_ok() {
+            note(&format!(
+                "{} holds the records written before the failure: `--allow-truncated` reads them",
+                args.output.display()
+            ));
+        } else {
+            let _ = std::fs::remove_file(&args.output);
+        }
+    }
     run_result?;
     let (_, stats, trailer) = finished?;
     if !args.quiet {

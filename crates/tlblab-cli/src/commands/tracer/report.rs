@@ -52,6 +52,9 @@ pub fn report(args: &TraceReportArgs) -> Result<ExitCode> {
             return Err(BadInput(format!("--interval-ms {ms}: give a positive number of ms")).into())
         }
     };
+    if let Some(path) = &args.output {
+        crate::commands::refuse_existing(path, args.force)?;
+    }
     let mut source = open_trace(&args.input, args.text_format, args.allow_truncated)?;
     let mut builder =
         SummaryBuilder::new(source.header(), SummaryOptions { interval_ns, top: args.top });
@@ -66,9 +69,8 @@ pub fn report(args: &TraceReportArgs) -> Result<ExitCode> {
         OutputFormat::Json => serde_json::to_string_pretty(&summary)? + "\n",
     };
     match &args.output {
-        Some(path) => {
-            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?
-        }
+        Some(path) => tlblab_types::atomic::write_file(path, text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?,
         None => crate::render::stdout(&text)?,
     }
     Ok(ExitCode::SUCCESS)
