@@ -25,7 +25,7 @@ pub enum ExecError {
 #[non_exhaustive]
 pub enum BenchError {
     /// A run failed.
-    #[error("{config}: run {run}: {source}")]
+    #[error("{config}: run {run}")]
     Run {
         /// The configuration's key.
         config: String,
@@ -35,7 +35,7 @@ pub enum BenchError {
         source: ExecError,
     },
     /// A file could not be read or written.
-    #[error("{}: {action}: {source}", path.display())]
+    #[error("{}: {action}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
@@ -82,7 +82,7 @@ pub enum BenchError {
         only_in_b: Vec<String>,
     },
     /// A configuration has too few runs to compare.
-    #[error("{config}: {source}")]
+    #[error("{config}")]
     Stats {
         /// The configuration's key.
         config: String,

@@ -39,7 +39,8 @@ pub fn load_results(path: &Path) -> Result<BenchResults, BenchError> {
     struct Header {
         schema: Option<String>,
     }
-    let header: Header = serde_json::from_str(text).map_err(|e| parse(e.to_string()))?;
+    let header: Header = serde_json::from_str(text)
+        .map_err(|e| parse(tlblab_types::plain::serde_message(&e.to_string())))?;
     match header.schema.as_deref() {
         Some(SCHEMA) => {}
         Some(other) => {
@@ -49,7 +50,8 @@ pub fn load_results(path: &Path) -> Result<BenchResults, BenchError> {
         }
         None => return Err(parse(format!("no \"schema\" field: not a {SCHEMA} result file"))),
     }
-    let results: BenchResults = serde_json::from_str(text).map_err(|e| parse(e.to_string()))?;
+    let results: BenchResults = serde_json::from_str(text)
+        .map_err(|e| parse(tlblab_types::plain::serde_message(&e.to_string())))?;
     for c in &results.configs {
         for (i, run) in c.runs.iter().enumerate() {
             // Zero, or a positive normal number: a subnormal (1e-320) or an infinity is no

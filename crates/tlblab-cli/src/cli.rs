@@ -1,5 +1,6 @@
 //! The command line, as clap parses it. Validation beyond clap's lives in the subcommands.
 
+use clap::builder::TypedValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -37,6 +38,9 @@ pub enum Command {
     /// significant change: p < 0.05 and the whole interval outside ±--noise), and the
     /// differences between the two environments. Results of different scenarios or parameters
     /// are refused.
+    #[command(
+        after_help = "Examples:\n  tlblab bench madvise-busy --save-baseline before    # then change the kernel, and:\n  tlblab bench madvise-busy --save-baseline after\n  tlblab compare before after\n  tlblab compare before.json after.json --format markdown -o compare.md"
+    )]
     Compare(CompareArgs),
     /// Measure the scenarios on the running kernel: pinned threads and processes, warm-up,
     /// interleaved measured runs, counters per run, statistics and a significance verdict.
@@ -51,6 +55,9 @@ pub enum Command {
     /// tlb:tlb_flush counts by reason and CPU (when tracefs is writable: needs root), and PMU
     /// dTLB misses where perf_event_open offers them. Ctrl-C stops cleanly and keeps the runs
     /// finished so far. docs/bench-output.md describes the result file.
+    #[command(
+        after_help = "Examples:\n  tlblab bench --list\n  sudo env PATH=$PATH tlblab bench madvise-busy --busy 0,1 --runs 20\n  tlblab bench pingpong --touch 0,512 -o pingpong.json --save-baseline before\n  tlblab bench storm --op munmap,mprotect --format json > storm.json"
+    )]
     Bench(BenchArgs),
     /// Internal: one configuration's process of `tlblab bench` (JSON requests on stdin).
     #[command(hide = true)]
@@ -62,6 +69,9 @@ pub enum Command {
     /// A part that cannot run here (not Linux, not root, no tracefs) is skipped with the reason
     /// and the rest still runs. `--quick` shortens every part (a couple of minutes on a 2-core
     /// machine).
+    #[command(
+        after_help = "Examples:\n  tlblab study --quick\n  sudo env PATH=$PATH tlblab study -o results --force\n  tlblab study --no-live --only s2,s4 --seeds 5\n  tlblab study --machine skylake -o skylake-study"
+    )]
     Study(LabArgs),
     /// Render saved results (tlblab study's results.json, sim study JSON, bench result files,
     /// trace reports, replays) as one self-contained HTML page with plots, or as Markdown or
@@ -160,8 +170,13 @@ pub struct LabArgs {
     /// Where the results go. Without it: tlblab-study/ in the current directory, replacing the
     /// results of an earlier run there; a DIR given here that already holds results needs
     /// --force.
-    #[arg(long, value_name = "DIR")]
+    #[arg(short = 'o', long = "output", alias = "out", value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// The machine preset the measured configurations are simulated on, for the
+    /// measured-against-simulated check: `host` (this machine, from CPUID and sysfs), a
+    /// built-in preset name or a preset .toml file.
+    #[arg(long, short = 'm', default_value = "host", value_name = "NAME|PATH")]
+    pub machine: String,
     /// Only the simulated studies, even where the live part could run.
     #[arg(long)]
     pub no_live: bool,
@@ -195,12 +210,21 @@ pub enum TraceCommand {
     /// records until Ctrl-C. Lost events are counted and reported. Needs root (tracefs).
     /// Exit status: the command's (its exit code, or 128 + the signal that ended it), 130/143
     /// when interrupted, 1 on error.
+    #[command(
+        after_help = "Examples:\n  sudo tlblab trace record --duration 10\n  sudo tlblab trace record --events tlb,sched,ipi -o build.flushtrace -- make -j8\n  sudo tlblab trace record --only-cmd -o app.flushtrace -- ./app"
+    )]
     Record(TraceRecordArgs),
     /// Summarise a trace (recorded, or ftrace/perf text): counts by reason and CPU, received
     /// shootdowns against IPI sends and the kernel's TLB interrupt count, the pages-per-flush
     /// histogram, the flush rate over time, the top processes.
+    #[command(
+        after_help = "Examples:\n  tlblab trace report tlblab.flushtrace\n  tlblab trace report saved-trace.txt --input-format ftrace --format csv -o report.csv\n  tlblab trace report perf-script.txt --format json"
+    )]
     Report(TraceReportArgs),
     /// Print a trace's records as ftrace `trace` text (or JSON lines), like `perf script`.
+    #[command(
+        after_help = "Examples:\n  tlblab trace dump tlblab.flushtrace | less\n  tlblab trace dump tlblab.flushtrace --format json | head"
+    )]
     Dump(TraceDumpArgs),
     /// Convert ftrace text (`trace`, `trace_pipe`; any kernel) or `perf script` output of
     /// tlb:tlb_flush (with sched_switch and IPI events if present) into a trace file.
@@ -208,8 +232,12 @@ pub enum TraceCommand {
     /// Reasons are read from the integer in parentheses, whatever the label says; `pages:-1` is
     /// a full flush. Lines of other events are counted and skipped. The first line that cannot
     /// be read stops the import with its file and line number (`--skip-bad-lines` goes on).
+    #[command(
+        after_help = "Examples:\n  tlblab trace import saved-trace.txt -o saved.flushtrace\n  perf script > perf.txt && tlblab trace import perf.txt --input-format perf -o perf.flushtrace"
+    )]
     Import(TraceImportArgs),
     /// Remove tracing instances left by tlblab processes that no longer exist.
+    #[command(after_help = "Example:\n  sudo tlblab trace cleanup")]
     Cleanup,
 }
 
@@ -219,10 +247,10 @@ pub struct TraceReportArgs {
     /// The trace: a tlblab trace file, or ftrace / perf script text.
     #[arg(value_name = "FILE")]
     pub input: PathBuf,
-    /// Output format (csv: one long table `table,key,column,value`; json: schema
-    /// tlblab.trace.report/1).
-    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
-    pub format: OutputFormat,
+    /// Output format: text, json, csv or markdown (csv: one long table
+    /// `table,key,column,value`; json: schema tlblab.trace.report/1).
+    #[command(flatten)]
+    pub format: AnyFormat,
     /// Width of the rate-over-time buckets, ms (default: 1, 2 or 5 × 10^k giving at most 60).
     #[arg(long, value_name = "MS")]
     pub interval_ms: Option<f64>,
@@ -232,8 +260,8 @@ pub struct TraceReportArgs {
     /// Read a truncated trace file up to its last complete record.
     #[arg(long)]
     pub allow_truncated: bool,
-    /// The format of a text trace (default: detected).
-    #[arg(long, value_enum)]
+    /// The format of a text trace: ftrace or perf (default: detected).
+    #[arg(long = "input-format", alias = "text-format", value_enum, value_name = "FORMAT")]
     pub text_format: Option<TextFormatArg>,
     /// Write the report to FILE instead of standard output.
     #[arg(short, long, value_name = "FILE")]
@@ -252,8 +280,8 @@ pub struct TraceImportArgs {
     /// The trace file to write.
     #[arg(short, long, value_name = "FILE")]
     pub output: PathBuf,
-    /// The text's format (default: detected from the first event line).
-    #[arg(long, value_enum)]
+    /// The text's format: ftrace or perf (default: detected from the first event line).
+    #[arg(long = "input-format", alias = "format", value_enum, value_name = "FORMAT")]
     pub format: Option<TextFormatArg>,
     /// Report lines that cannot be read and go on, instead of stopping at the first.
     #[arg(long)]
@@ -278,9 +306,13 @@ pub struct TraceDumpArgs {
     /// The trace file.
     #[arg(value_name = "FILE")]
     pub input: PathBuf,
-    /// One JSON object per line (`{"kind":"flush",...}`), then the header and trailer.
-    #[arg(long)]
-    pub json: bool,
+    /// Output format: text (ftrace `trace` lines) or json (one JSON object per line,
+    /// `{"kind":"flush",...}`, then the header and trailer).
+    #[command(flatten)]
+    pub format: TextOrJson,
+    /// Where the records go.
+    #[command(flatten)]
+    pub output: OutputFile,
     /// Read a truncated trace (a recorder that was killed) up to its last complete record.
     #[arg(long)]
     pub allow_truncated: bool,
@@ -322,8 +354,8 @@ pub struct TraceRecordArgs {
 /// `tlblab bench`.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Scenarios to measure (default: all; `--list` shows them).
-    #[arg(value_name = "SCENARIO")]
+    // The help lists every scenario, from the live catalogue.
+    #[arg(value_name = "SCENARIO", help = bench_scenarios_help())]
     pub scenarios: Vec<String>,
     /// List the scenarios, their options and defaults, and exit.
     #[arg(long)]
@@ -397,9 +429,9 @@ pub struct BenchArgs {
     /// Skip measuring the harness overhead (against a bare loop of the same system calls).
     #[arg(long)]
     pub no_overhead: bool,
-    /// Print the results as JSON on stdout instead of tables (no progress).
-    #[arg(long)]
-    pub json: bool,
+    /// Output format: text (tables) or json (the results on standard output; no notes).
+    #[command(flatten)]
+    pub format: TextOrJson,
     /// No progress or notes on stderr.
     #[arg(short, long)]
     pub quiet: bool,
@@ -414,9 +446,12 @@ pub struct CompareArgs {
     /// The candidate, likewise.
     #[arg(value_name = "B")]
     pub b: String,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
-    pub format: OutputFormat,
+    /// Output format: text, json, csv or markdown.
+    #[command(flatten)]
+    pub format: AnyFormat,
+    /// Where the comparison goes.
+    #[command(flatten)]
+    pub output: OutputFile,
     /// Noise threshold in percent: smaller changes are never called significant.
     #[arg(long, default_value_t = 1.0, value_name = "PCT")]
     pub noise: f64,
@@ -426,17 +461,104 @@ pub struct CompareArgs {
     pub baseline_dir: Option<std::path::PathBuf>,
 }
 
-/// `--format` of `tlblab compare` and `tlblab trace report`.
-#[derive(Clone, Copy, Debug, ValueEnum)]
+/// What a command prints, for every command that prints results: `--format` (and `--json`,
+/// the same as `--format json`). Each command accepts the subset that makes sense for it, and
+/// its --help lists them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
-    /// Aligned text tables.
-    Table,
+    /// Plain text: aligned tables (`table` is accepted too, its former name).
+    #[value(alias = "table")]
+    Text,
+    /// JSON (schemas in docs/).
+    Json,
+    /// CSV.
+    Csv,
     /// Markdown tables.
     Markdown,
-    /// CSV, one row per statistic.
-    Csv,
-    /// JSON.
-    Json,
+}
+
+/// A `--format` parser accepting only `allowed` (listed in --help, completed by the shells).
+fn formats(allowed: &'static [OutputFormat]) -> impl TypedValueParser<Value = OutputFormat> {
+    clap::builder::PossibleValuesParser::new(
+        allowed.iter().filter_map(ValueEnum::to_possible_value),
+    )
+    .map(|s| <OutputFormat as ValueEnum>::from_str(&s, false).expect("an allowed value"))
+}
+
+/// `--format text|json` and its alias `--json`.
+#[derive(Debug, Args)]
+pub struct TextOrJson {
+    /// Output format.
+    #[arg(
+        long,
+        value_name = "FORMAT",
+        default_value = "text",
+        value_parser = formats(&[OutputFormat::Text, OutputFormat::Json])
+    )]
+    format: OutputFormat,
+    /// The same as --format json (of the two, the last given counts).
+    #[arg(long, overrides_with = "format")]
+    json: bool,
+}
+
+impl TextOrJson {
+    /// The format asked for.
+    pub fn get(&self) -> OutputFormat {
+        if self.json {
+            OutputFormat::Json
+        } else {
+            self.format
+        }
+    }
+
+    /// Whether it is JSON.
+    pub fn json(&self) -> bool {
+        self.get() == OutputFormat::Json
+    }
+}
+
+/// `--format text|json|csv|markdown` and its alias `--json`.
+#[derive(Debug, Args)]
+pub struct AnyFormat {
+    /// Output format.
+    #[arg(
+        long,
+        value_name = "FORMAT",
+        default_value = "text",
+        value_parser = formats(&[
+            OutputFormat::Text,
+            OutputFormat::Json,
+            OutputFormat::Csv,
+            OutputFormat::Markdown,
+        ])
+    )]
+    format: OutputFormat,
+    /// The same as --format json (of the two, the last given counts).
+    #[arg(long, overrides_with = "format")]
+    json: bool,
+}
+
+impl AnyFormat {
+    /// The format asked for.
+    pub fn get(&self) -> OutputFormat {
+        if self.json {
+            OutputFormat::Json
+        } else {
+            self.format
+        }
+    }
+}
+
+/// `-o/--output FILE` (and `--force`) of a command that prints its result.
+#[derive(Debug, Args)]
+pub struct OutputFile {
+    /// Write the output to FILE instead of standard output (whole or not at all: it is
+    /// written beside FILE and renamed when complete).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Replace an existing --output file.
+    #[arg(long, requires = "output")]
+    pub force: bool,
 }
 
 /// `tlblab sim …`
@@ -447,6 +569,9 @@ pub enum SimCommand {
     /// Five seeded synthetic streams on CPU 0: a page-local stream, a loop over 1,024 pages, random
     /// pages over 256 MiB, and two processes switching with and without PCID. Counts are exact
     /// (deterministic model); the same seed gives the same output.
+    #[command(
+        after_help = "Examples:\n  tlblab sim demo\n  tlblab sim demo -m zen4 -w loop-1024 --format json -o demo.json"
+    )]
     Demo(DemoArgs),
     /// Replay memory traces through the TLB model and print exact hit, miss and walk counts.
     ///
@@ -454,10 +579,19 @@ pub enum SimCommand {
     /// (`valgrind --tool=lackey --trace-mem=yes`), ChampSim binary `input_instr` traces, and
     /// tlblab's compact format; each raw, gzip- or xz-compressed. Each FILE is an independent run
     /// on a fresh machine; files run in parallel, output is in the order given.
+    #[command(
+        after_help = "Examples:\n  valgrind --tool=lackey --trace-mem=yes ls 2> ls.lackey && tlblab sim trace ls.lackey\n  tlblab sim trace -m host --input-format champsim a.champsim.xz --per-cpu\n  tlblab sim trace --warmup 1000000 app.ct --format json -o app.json"
+    )]
     Trace(TraceArgs),
     /// Convert a lackey or ChampSim trace to tlblab's compact binary format (fast to replay).
+    #[command(
+        after_help = "Example:\n  tlblab sim convert ls.lackey.gz -o ls.ct && tlblab sim trace ls.ct"
+    )]
     Convert(ConvertArgs),
     /// List the built-in machine presets, or show one with every figure's source.
+    #[command(
+        after_help = "Examples:\n  tlblab sim machines\n  tlblab sim machines show host\n  tlblab sim machines show skylake --toml > mine.toml && tlblab sim run -m mine.toml -s pingpong"
+    )]
     Machines(MachinesArgs),
     /// Run a scenario on N simulated CPUs under Linux flush policies and compare them.
     ///
@@ -467,12 +601,18 @@ pub enum SimCommand {
     /// linux-4.14-nopcid, linux-4.14, linux-6.18, variants such as pti-deferred, compositions
     /// such as linux-6.18+pti-invpcid, or a .toml file. `--explain` adds, per policy, what
     /// each model mechanism contributes to the metric (each switched off in turn).
+    #[command(
+        after_help = "Examples:\n  tlblab sim run -s pingpong -p linux-4.14,linux-6.18 --seeds 5\n  tlblab sim run -s madvise-busy --busy 3 --explain\n  tlblab sim run -s tlb-flush2 --tasks 8 --cpus 8 --without guest --format json -o run.json"
+    )]
     Run(RunArgs),
     /// List the model's mechanisms that `--without` and `--explain` of `sim run` and `sim
     /// study` switch off.
     ///
     /// Each line: the name, what it models, and what the model does with it off
     /// (docs/kernel-model.md, "Mechanisms and their switches").
+    #[command(
+        after_help = "Examples:\n  tlblab sim mechanisms\n  tlblab sim run -s pingpong --without mlp,working-set"
+    )]
     Mechanisms,
     /// List the built-in scenarios: what each does, its metric, and whether `tlblab bench`
     /// also measures it on the running kernel.
@@ -493,6 +633,9 @@ pub enum SimCommand {
     /// operation (system call, fault) has completed is a violation; one during the operation's
     /// own window is allowed and counted. Each violation comes with its witness, and the seed
     /// that replays it. Exit status 1 when any violation was found.
+    #[command(
+        after_help = "Examples:\n  tlblab sim check -p bad-lazy-no-catch-up -s lazy-readers --cpus 3 --tasks 2 --pages 8 --iterations 20\n  tlblab sim check -p linux-6.18,linux-4.14 -s shared-writers --schedules 200 --format json -o check.json"
+    )]
     Check(CheckArgs),
     /// Run a built-in study (S1–S5): the kernel debates of studies.md, each a set of scenarios
     /// on a machine preset under two or more policies, several seeds each.
@@ -510,6 +653,9 @@ pub enum SimCommand {
     /// 5: IPIs, remote flushes, switch flushes) under each policy and they are set beside the
     /// recorded ones. A trace has no memory accesses, so the refill after a flush is an
     /// assumption (--refill, --working-set). docs/replay.md lists every inference.
+    #[command(
+        after_help = "Examples:\n  tlblab sim replay tlblab.flushtrace -p linux-6.18,pti-deferred\n  tlblab sim replay saved-trace.txt --input-format ftrace --ceiling 1,2,4,8,16,33,64 --format json"
+    )]
     Replay(ReplayArgs),
 }
 
@@ -522,8 +668,16 @@ pub struct ReplayArgs {
     /// The machine.
     #[command(flatten)]
     pub machine: MachineArgs,
-    /// Comma-separated policies (names or TOML files).
-    #[arg(long, short = 'p', default_value = "linux-6.18", value_delimiter = ',')]
+    /// Policies: built-in names (`tlblab sim policies`) or policy .toml files, comma-separated
+    /// or the option repeated.
+    #[arg(
+        long,
+        short = 'p',
+        alias = "policy",
+        default_value = "linux-6.18",
+        value_delimiter = ',',
+        value_name = "POLICY,..."
+    )]
     pub policies: Vec<String>,
     /// Sweep tlb_single_page_flush_ceiling over these values under the first policy instead
     /// (e.g. 1,2,4,8,16,33,64,128,256,512).
@@ -553,12 +707,16 @@ pub struct ReplayArgs {
     /// Read a truncated trace file up to its last complete record.
     #[arg(long)]
     pub allow_truncated: bool,
-    /// The format of a text trace (default: detected).
-    #[arg(long, value_enum)]
+    /// The format of a text trace: ftrace or perf (default: detected).
+    #[arg(long = "input-format", alias = "text-format", value_enum, value_name = "FORMAT")]
     pub text_format: Option<TextFormatArg>,
-    /// Print the report as JSON.
-    #[arg(long)]
-    pub json: bool,
+    /// Output format: text or json (schema tlblab.sim.replay/1, or tlblab.sim.replay-sweep/1
+    /// with --ceiling).
+    #[command(flatten)]
+    pub format: TextOrJson,
+    /// Where the report goes.
+    #[command(flatten)]
+    pub output: OutputFile,
 }
 
 /// `--refill` of `tlblab sim replay`.
@@ -599,8 +757,14 @@ pub enum ReplacementArg {
 /// How to read address-only traces (lackey, ChampSim), which carry no CPU, PCID or page size.
 #[derive(Debug, Args)]
 pub struct InputArgs {
-    /// Trace format; auto-detected when absent.
-    #[arg(long, short = 'f', value_enum)]
+    /// The trace's format: lackey, champsim or compact (default: detected).
+    #[arg(
+        id = "input_format",
+        long = "input-format",
+        short_alias = 'f',
+        value_enum,
+        value_name = "FORMAT"
+    )]
     pub format: Option<FormatArg>,
     /// Page size that maps every address of a lackey or ChampSim trace.
     #[arg(long, default_value = "4k", value_parser = parse_page_size, value_name = "4k|2m|1g")]
@@ -614,7 +778,7 @@ pub struct InputArgs {
 }
 
 /// Trace formats.
-#[derive(Clone, Copy, Debug, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum FormatArg {
     /// valgrind --tool=lackey --trace-mem=yes output.
     Lackey,
@@ -622,6 +786,93 @@ pub enum FormatArg {
     Champsim,
     /// tlblab's compact binary format (docs/trace-formats.md).
     Compact,
+}
+
+/// `--format` of `tlblab sim trace`: an output format, or (hidden, from before
+/// `--input-format`) an input format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SimTraceFormat {
+    /// What to print.
+    Output(OutputFormat),
+    /// The trace's format, in the old spelling.
+    Input(FormatArg),
+}
+
+fn sim_trace_formats() -> impl TypedValueParser<Value = SimTraceFormat> {
+    let shown = [OutputFormat::Text, OutputFormat::Json].map(|f| f.to_possible_value());
+    let hidden = FormatArg::value_variants().iter().map(|f| f.to_possible_value());
+    let values = shown.into_iter().chain(hidden.map(|v| v.map(|v| v.hide(true)))).flatten();
+    clap::builder::PossibleValuesParser::new(values).map(|s| {
+        match <OutputFormat as ValueEnum>::from_str(&s, false) {
+            Ok(f) => SimTraceFormat::Output(f),
+            Err(_) => SimTraceFormat::Input(
+                <FormatArg as ValueEnum>::from_str(&s, false).expect("an allowed value"),
+            ),
+        }
+    })
+}
+
+impl TraceArgs {
+    /// Whether to print JSON.
+    pub fn json(&self) -> bool {
+        self.json || self.format == SimTraceFormat::Output(OutputFormat::Json)
+    }
+
+    /// The trace format given, by --input-format or by the old --format.
+    pub fn input_format(&self) -> Option<FormatArg> {
+        match self.format {
+            SimTraceFormat::Input(f) => Some(f),
+            SimTraceFormat::Output(_) => self.input.format,
+        }
+    }
+}
+
+/// The scenarios of the kernel model (`sim run`, `sim check`), marked where `tlblab bench` has
+/// no live version: built from the catalogues, so a new scenario is listed without editing this.
+fn sim_scenario_names() -> String {
+    let live: Vec<&str> = tlblab_live::scenarios().iter().map(|s| s.name).collect();
+    let names: Vec<String> = tlblab_kernel::workloads::SCENARIOS
+        .iter()
+        .map(|s| {
+            if live.contains(&s.name) {
+                s.name.to_string()
+            } else {
+                format!("{} (sim only)", s.name)
+            }
+        })
+        .collect();
+    names.join(", ")
+}
+
+fn sim_scenarios_help() -> String {
+    format!(
+        "The scenario: {} (`tlblab sim scenarios` describes them; docs/workloads.md).",
+        sim_scenario_names()
+    )
+}
+
+fn check_scenarios_help() -> String {
+    format!(
+        "The scenario (lazy-readers, shared-writers and switching-readers are made for the \
+         checker; any other works): {}.",
+        sim_scenario_names()
+    )
+}
+
+/// The scenarios `tlblab bench` measures; those the simulator alone has are named apart.
+fn bench_scenarios_help() -> String {
+    let live: Vec<&str> = tlblab_live::scenarios().iter().map(|s| s.name).collect();
+    let sim_only: Vec<&str> = tlblab_kernel::workloads::SCENARIOS
+        .iter()
+        .map(|s| s.name)
+        .filter(|n| !live.contains(n))
+        .collect();
+    format!(
+        "Scenarios to measure (default: all): {} (`--list` shows their options and defaults). \
+         Simulated only, not measured here (`tlblab sim run -s NAME`): {}.",
+        live.join(", "),
+        sim_only.join(", ")
+    )
 }
 
 fn parse_page_size(text: &str) -> Result<tlblab_types::PageSize, String> {
@@ -638,9 +889,21 @@ pub struct TraceArgs {
     pub machine: MachineArgs,
     #[command(flatten)]
     pub input: InputArgs,
-    /// Print JSON (schema in docs/sim-output.md) instead of text.
+    /// Output format: text or json (schema in docs/sim-output.md). `--format lackey`,
+    /// `champsim` and `compact`, the former spelling of --input-format, still work.
+    #[arg(
+        long,
+        value_name = "FORMAT",
+        default_value = "text",
+        value_parser = sim_trace_formats()
+    )]
+    pub format: SimTraceFormat,
+    /// The same as --format json.
     #[arg(long)]
     pub json: bool,
+    /// Where the report goes.
+    #[command(flatten)]
+    pub output: OutputFile,
     /// Also print each CPU's counters (text output; JSON always has them).
     #[arg(long)]
     pub per_cpu: bool,
@@ -667,6 +930,9 @@ pub struct ConvertArgs {
     pub force: bool,
     #[command(flatten)]
     pub input_args: InputArgs,
+    /// The former spelling of --input-format.
+    #[arg(long = "format", hide = true, value_enum, conflicts_with = "input_format")]
+    pub old_format: Option<FormatArg>,
 }
 
 /// `tlblab sim machines`
@@ -706,9 +972,12 @@ pub struct DemoArgs {
     /// ctx-switch-pcid or ctx-switch-nopcid.
     #[arg(long = "workload", short = 'w', value_name = "NAME")]
     pub workloads: Vec<String>,
-    /// Print JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
+    /// Output format: text or json (schema tlblab.sim.demo/1).
+    #[command(flatten)]
+    pub format: TextOrJson,
+    /// Where the report goes.
+    #[command(flatten)]
+    pub output: OutputFile,
 }
 
 /// `tlblab sim run`.
@@ -721,13 +990,19 @@ pub struct RunArgs {
     /// Simulated CPUs.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=4096))]
     pub cpus: u16,
-    /// The scenario: madv-migrate, pingpong, madvise-busy, rt-latency, munmap-threads,
-    /// tlb-flush2, madvise-scale, pthread-mmap, storm, vmap-purge, kbuild, kbuild-allmod,
-    /// kbuild-xpfo (docs/workloads.md).
-    #[arg(long, short = 's')]
+    // The help lists every scenario, from the kernel model's catalogue.
+    #[arg(long, short = 's', help = sim_scenarios_help(), value_name = "NAME")]
     pub scenario: String,
-    /// Comma-separated policies; the first is the baseline of the ratios.
-    #[arg(long, short = 'p', default_value = "linux-6.18", value_delimiter = ',')]
+    /// Policies: built-in names (`tlblab sim policies`) or policy .toml files, comma-separated
+    /// or the option repeated; the first is the baseline of the ratios.
+    #[arg(
+        long,
+        short = 'p',
+        alias = "policy",
+        default_value = "linux-6.18",
+        value_delimiter = ',',
+        value_name = "POLICY,..."
+    )]
     pub policies: Vec<String>,
     /// Runs per policy, with seeds seed, seed+1, ….
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=1000))]
@@ -750,9 +1025,12 @@ pub struct RunArgs {
     /// its whole 95% interval lies outside ±PCT.
     #[arg(long, default_value_t = 1.0, value_name = "PCT")]
     pub noise: f64,
-    /// Print JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
+    /// Output format: text or json (schema tlblab.sim.run/1).
+    #[command(flatten)]
+    pub format: TextOrJson,
+    /// Where the report goes.
+    #[command(flatten)]
+    pub output: OutputFile,
 }
 
 /// `--without`, the same for `sim run` and `sim study` (parsed by `WithoutArg::mechanisms`).
@@ -834,11 +1112,20 @@ impl ScenarioParams {
 /// `tlblab sim check`.
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// The policy to check: a built-in name (linux-6.18, bad-lazy-no-catch-up, …) or a .toml file.
-    #[arg(long, short = 'p')]
-    pub policy: String,
-    /// The scenario (lazy-readers is made for the checker; any scenario of `sim run` works).
-    #[arg(long, short = 's')]
+    /// Policies to check, one after the other: built-in names (linux-6.18,
+    /// bad-lazy-no-catch-up, …; `tlblab sim policies`) or policy .toml files, comma-separated
+    /// or the option repeated.
+    #[arg(
+        long,
+        short = 'p',
+        alias = "policy",
+        required = true,
+        value_delimiter = ',',
+        value_name = "POLICY,..."
+    )]
+    pub policies: Vec<String>,
+    // The help lists every scenario, from the kernel model's catalogue.
+    #[arg(long, short = 's', help = check_scenarios_help(), value_name = "NAME")]
     pub scenario: String,
     /// A built-in preset name, `host`, or a preset .toml file.
     #[arg(long, short = 'm', default_value = "skylake", value_name = "NAME|PATH")]
@@ -869,9 +1156,13 @@ pub struct CheckArgs {
     /// The scenario's parameters.
     #[command(flatten)]
     pub params: ScenarioParams,
-    /// Print JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
+    /// Output format: text or json (schema tlblab.sim.check/1; with several policies, a JSON
+    /// array of them).
+    #[command(flatten)]
+    pub format: TextOrJson,
+    /// Where the report goes.
+    #[command(flatten)]
+    pub output: OutputFile,
 }
 
 /// What `tlblab sim study --help` says about the output.
@@ -902,14 +1193,20 @@ per policy with each mechanism its machine has switched off in turn (same seeds)
 the baseline with it off and whether the answer changes; mechanisms the machine lacks are
 listed as not present.
 
---quick shrinks every part for tests and smoke runs and says so in the output. --json prints
-the schema tlblab.sim.study/1 (all: tlblab.sim.study-all/1), documented in docs/sim-output.md;
+--quick shrinks every part for tests and smoke runs and says so in the output. --format json
+(or --json) prints the schema tlblab.sim.study/1 (all: tlblab.sim.study-all/1), documented in docs/sim-output.md;
 the studies themselves are described in docs/studies.md.
 
 Exit status: 0 when the study ran, 2 for an unknown study or a study this build cannot run
 (an unknown preset, scenario or policy), 1 for any other failure. A part whose scenario this
 build of the kernel model lacks is reported as NOT RUN (and warned about on standard error)
-while the study's other parts run.";
+while the study's other parts run.
+
+Examples:
+  tlblab sim study list
+  tlblab sim study s2 --seeds 5
+  tlblab sim study s2,s4 --quick --format json -o s2-s4.json
+  tlblab sim study all --without guest --explain";
 
 /// `tlblab sim study`.
 #[derive(Debug, Args)]
@@ -945,9 +1242,13 @@ pub struct StudyArgs {
     /// its whole 95% interval lies outside ±PCT.
     #[arg(long, default_value_t = 1.0, value_name = "PCT")]
     pub noise: f64,
-    /// Print JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
+    /// Output format: text or json (schema tlblab.sim.study/1; several studies:
+    /// tlblab.sim.study-all/1).
+    #[command(flatten)]
+    pub format: TextOrJson,
+    /// Where the report goes.
+    #[command(flatten)]
+    pub output: OutputFile,
 }
 
 /// `--mode` of munmap-threads and tlb-flush2.

@@ -7,6 +7,7 @@
 
 mod cli;
 mod commands;
+mod progress;
 mod render;
 
 use clap::Parser;

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum Error {
     /// A file could not be read.
-    #[error("env: cannot read {path}: {source}")]
+    #[error("cannot read {}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
@@ -15,7 +15,7 @@ pub enum Error {
         source: std::io::Error,
     },
     /// A line of a kernel text file did not have the expected shape.
-    #[error("env: {what} line {line}: {message}")]
+    #[error("{what} line {line}: {message}")]
     Parse {
         /// Which file or format (e.g. "/proc/interrupts").
         what: String,
@@ -25,7 +25,7 @@ pub enum Error {
         message: String,
     },
     /// A CPU list such as "0-3,8-11" was malformed.
-    #[error("env: bad CPU list {input:?}: {message}")]
+    #[error("bad CPU list {input:?}: {message}")]
     IdList {
         /// The text that was parsed.
         input: String,
@@ -33,7 +33,7 @@ pub enum Error {
         message: String,
     },
     /// A monotonic counter was smaller after a run than before it.
-    #[error("env: counter {counter} went backwards: {before} before the run, {after} after")]
+    #[error("counter {counter} went backwards: {before} before the run, {after} after")]
     CounterWentBackwards {
         /// Counter name, with the CPU when per-CPU (e.g. "TLB on CPU1").
         counter: String,
@@ -43,9 +43,7 @@ pub enum Error {
         after: u64,
     },
     /// Two snapshots cover different CPUs (a CPU went on- or offline during the run).
-    #[error(
-        "env: {what}: the CPU columns changed during the run ({before} before, {after} after)"
-    )]
+    #[error("{what}: the CPU columns changed during the run ({before} before, {after} after)")]
     CpusChanged {
         /// Which snapshot kind.
         what: String,
@@ -55,7 +53,7 @@ pub enum Error {
         after: String,
     },
     /// A system call failed.
-    #[error("env: {call} failed: {source}")]
+    #[error("{call} failed")]
     Syscall {
         /// The call, with its arguments (e.g. "getrusage(RUSAGE_SELF)").
         call: String,

@@ -595,7 +595,8 @@ fn read_errors_end_the_import() {
     }
     let mut imp = TextImporter::new(BufReader::new(Failing), "x.txt", None);
     let e = imp.next().unwrap().unwrap_err();
-    assert_eq!(e.to_string(), "import: x.txt:1: reading failed: disk on fire");
+    assert_eq!(e.to_string(), "import: x.txt:1: reading failed");
+    assert_eq!(std::error::Error::source(&e).unwrap().to_string(), "disk on fire");
     assert!(imp.next().is_none());
 }
 

@@ -167,7 +167,7 @@ pub fn build(facts: &HostFacts) -> Result<HostPreset, HostError> {
     text.push_str(&body);
     let spec = MachineSpec::from_toml(&text, HOST_ORIGIN)
         .and_then(|s| s.with_paging_levels(paging_levels))
-        .map_err(|source| HostError::Invalid { source, toml: text.clone() })?;
+        .map_err(|error| HostError::Invalid { error, toml: text.clone() })?;
     Ok(HostPreset {
         spec,
         toml: text,

@@ -22,7 +22,7 @@ pub enum HostError {
         vendor: String,
     },
     /// A built-in preset could not be loaded (a build problem of tlblab itself).
-    #[error("built-in preset {name}: {source}")]
+    #[error("built-in preset {name}")]
     Builtin {
         /// Its name.
         name: String,
@@ -43,10 +43,11 @@ pub enum HostError {
     Serialize(String),
     /// The preset was built but fails the simulator's validation: a bug in tlblab-host. The TOML
     /// text is kept to show it.
-    #[error("host preset fails the simulator's validation: {source}\n--- preset ---\n{toml}")]
+    // The cause is shown before the text (not as a source, which would print it again after).
+    #[error("host preset fails the simulator's validation: {error}\n--- preset ---\n{toml}")]
     Invalid {
         /// The validation error.
-        source: MachineError,
+        error: MachineError,
         /// The text that failed.
         toml: String,
     },

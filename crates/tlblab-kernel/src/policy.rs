@@ -230,6 +230,26 @@ pub enum PolicyError {
     },
 }
 
+/// A `[set]` value of the wrong type, located in the file's `text`: deserialised from a table,
+/// the error has no position, only the key (`… in `hz``), whose line is looked up.
+fn switch_error(text: &str, e: &toml::de::Error) -> String {
+    let full = e.to_string();
+    let (message, key) = match full.trim_end().rsplit_once("\nin `") {
+        Some((m, k)) => (m.to_string(), Some(k.trim_end_matches('`').to_string())),
+        None => (e.message().trim_end().to_string(), None),
+    };
+    let offset = key.as_deref().and_then(|key| {
+        let mut at = 0;
+        text.split_inclusive('\n').find_map(|line| {
+            let start = at;
+            at += line.len();
+            let rest = line.trim_start().strip_prefix(key)?.trim_start().strip_prefix('=')?;
+            Some(start + line.len() - rest.len())
+        })
+    });
+    tlblab_types::plain::toml_error(text, &message, offset.map(|o| o..o))
+}
+
 /// A base kernel: a complete policy.
 struct Base {
     name: &'static str,
@@ -535,7 +555,9 @@ impl Policy {
             set: std::collections::BTreeMap<String, toml::Spanned<toml::Value>>,
         }
         let parse = |message: String| PolicyError::Parse { origin: origin.to_string(), message };
-        let file: File = toml::from_str(text).map_err(|e| parse(e.to_string()))?;
+        let file: File = toml::from_str(text).map_err(|e| {
+            parse(tlblab_types::plain::toml_error(text, e.message().trim_end(), e.span()))
+        })?;
         let base = Policy::named(&file.base)?;
         // Merge the changes into the base's own table, so that serde checks every key and type.
         let mut table = base.switch_table().map_err(parse)?;
@@ -559,7 +581,7 @@ impl Policy {
         table.insert("name".into(), toml::Value::String(base.name.clone()));
         table.insert("mirrors".into(), toml::Value::String(base.mirrors.clone()));
         let mut policy: Policy =
-            table.try_into().map_err(|e: toml::de::Error| parse(e.to_string()))?;
+            table.try_into().map_err(|e: toml::de::Error| parse(switch_error(text, &e)))?;
         if let Some((key, message)) = policy.out_of_range() {
             let line = line_of(key);
             return Err(PolicyError::OutOfRange { origin: origin.to_string(), line, key, message });

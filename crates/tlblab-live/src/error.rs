@@ -8,7 +8,7 @@ use thiserror::Error;
 #[non_exhaustive]
 pub enum LiveError {
     /// No live scenario has this name.
-    #[error("live: unknown scenario {name:?}{hint} (known: {known})", hint = tlblab_types::names::did_you_mean(name, tlblab_types::names::listed(known)))]
+    #[error("unknown scenario {name:?}{hint} (known: {known})", hint = tlblab_types::names::did_you_mean(name, tlblab_types::names::listed(known)))]
     UnknownScenario {
         /// The name asked for.
         name: String,
@@ -16,7 +16,7 @@ pub enum LiveError {
         known: String,
     },
     /// A parameter is out of range or does not apply to the scenario.
-    #[error("live: {scenario}: {message}")]
+    #[error("{scenario}: {message}")]
     BadParameter {
         /// The scenario.
         scenario: &'static str,
@@ -24,7 +24,7 @@ pub enum LiveError {
         message: String,
     },
     /// The machine (or the placement) has too few CPUs for the settings.
-    #[error("live: {scenario}{settings} needs {needed} CPUs, this machine has {online} online")]
+    #[error("{scenario}{settings} needs {needed} CPUs, this machine has {online} online")]
     TooFewCpus {
         /// The scenario.
         scenario: &'static str,
@@ -36,7 +36,7 @@ pub enum LiveError {
         online: usize,
     },
     /// The placement names a CPU that is not online.
-    #[error("live: placement names CPU {cpu}, which is not online (online: {online:?})")]
+    #[error("placement names CPU {cpu}, which is not online (online: {})", online.iter().map(usize::to_string).collect::<Vec<_>>().join(","))]
     CpuNotOnline {
         /// The CPU.
         cpu: usize,
@@ -44,7 +44,7 @@ pub enum LiveError {
         online: Vec<usize>,
     },
     /// A system call failed in the harness (`what` names the call and its arguments).
-    #[error("live: {what}: {errno} ({desc})", desc = errno.desc())]
+    #[error("{what}: {errno} ({desc})", desc = errno.desc())]
     Syscall {
         /// The call, e.g. "sched_setaffinity(CPU 3)".
         what: String,
@@ -52,7 +52,7 @@ pub enum LiveError {
         errno: Errno,
     },
     /// A task (worker thread or child process) failed at one stage.
-    #[error("live: task {task} failed to {stage}: {errno} ({desc})", desc = errno.desc())]
+    #[error("task {task} failed to {stage}: {errno} ({desc})", desc = errno.desc())]
     Task {
         /// The task's index.
         task: usize,
@@ -62,7 +62,7 @@ pub enum LiveError {
         errno: Errno,
     },
     /// A task died or did not answer in time.
-    #[error("live: task {task} {what}")]
+    #[error("task {task} {what}")]
     TaskLost {
         /// The task's index.
         task: usize,
@@ -70,7 +70,7 @@ pub enum LiveError {
         what: String,
     },
     /// Tasks did not answer in time.
-    #[error("live: tasks did not {what} within {secs} s")]
+    #[error("tasks did not {what} within {secs} s")]
     Timeout {
         /// What they were asked to do.
         what: &'static str,
@@ -78,7 +78,7 @@ pub enum LiveError {
         secs: u64,
     },
     /// A file could not be read.
-    #[error("live: reading {path}: {source}")]
+    #[error("reading {path}")]
     Io {
         /// The file.
         path: &'static str,
@@ -86,7 +86,7 @@ pub enum LiveError {
         source: std::io::Error,
     },
     /// A file's contents could not be parsed.
-    #[error("live: {path}: cannot parse {text:?}")]
+    #[error("{path}: cannot parse {text:?}")]
     Parse {
         /// The file.
         path: &'static str,
@@ -94,10 +94,10 @@ pub enum LiveError {
         text: String,
     },
     /// The stop flag was set before the run began, or before its first operation ended.
-    #[error("live: interrupted")]
+    #[error("interrupted")]
     Interrupted,
     /// The operation needs a scenario with a single measured loop.
-    #[error("live: {scenario}: {what} needs a scenario with one measured loop on the caller")]
+    #[error("{scenario}: {what} needs a scenario with one measured loop on the caller")]
     Unsupported {
         /// The scenario.
         scenario: &'static str,

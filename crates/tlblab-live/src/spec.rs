@@ -361,7 +361,7 @@ mod tests {
         let info = scenario("madvise-busy").unwrap();
         let p = LiveParams { busy: Some(2), ..Default::default() };
         let err = info.validate(&p, 2).unwrap_err().to_string();
-        assert_eq!(err, "live: madvise-busy --busy 2 needs 3 CPUs, this machine has 2 online");
+        assert_eq!(err, "madvise-busy --busy 2 needs 3 CPUs, this machine has 2 online");
         assert_eq!(info.validate(&p, 3).unwrap().busy, Some(2));
         // The default (S4's three siblings) needs four CPUs.
         assert_eq!(info.min_cpus(&info.resolve(&LiveParams::default()).unwrap()), 4);

@@ -16,7 +16,7 @@ pub enum PathCostError {
         message: String,
     },
     /// The file cannot be read or written.
-    #[error("kernel-path cost cache {path}: {source}")]
+    #[error("kernel-path cost cache {}", path.display())]
     Io {
         /// The file.
         path: PathBuf,

@@ -274,7 +274,7 @@ pub fn render_sweep(r: &SweepReport) -> String {
     if r.options.refill == crate::options::Refill::Flushed {
         let _ = writeln!(
             out,
-            "  NOTE: refill of the flushed pages only: a full flush costs no more refill than a partial one here; a working set (Refill::WorkingSet) shows the ceiling's trade-off"
+            "  NOTE: refill of the flushed pages only: a full flush costs no more refill than a partial one here; a working set (--refill working-set) shows the ceiling's trade-off"
         );
     }
     if let Some(p) = r.rows.iter().find(|p| !p.complete) {

@@ -7,7 +7,7 @@ use thiserror::Error;
 #[non_exhaustive]
 pub enum ReportError {
     /// The file could not be read.
-    #[error("report: {name}: cannot read: {source}")]
+    #[error("{name}: cannot read it")]
     Read {
         /// The path as given.
         name: String,
@@ -15,7 +15,7 @@ pub enum ReportError {
         source: std::io::Error,
     },
     /// The file is not UTF-8 text (a binary trace file, for example).
-    #[error("report: {name}: not a text file (byte {offset} is not UTF-8); a tlblab trace file is summarised first with `tlblab trace report --format json`")]
+    #[error("{name}: not a text file (byte {offset} is not UTF-8); a tlblab trace file is summarised first with `tlblab trace report --format json`")]
     NotText {
         /// The path as given.
         name: String,
@@ -23,7 +23,7 @@ pub enum ReportError {
         offset: usize,
     },
     /// The text is not JSON (truncated, or not a tlblab result at all).
-    #[error("report: {name}: not valid JSON at line {line}, column {column}: {message}")]
+    #[error("{name}: not valid JSON at line {line}, column {column}: {message}")]
     Json {
         /// The input's name.
         name: String,
@@ -36,7 +36,7 @@ pub enum ReportError {
     },
     /// The JSON has no `schema` string, so it is not a tlblab result.
     #[error(
-        "report: {name}: no \"schema\" field: not a tlblab result (expected one of: {})",
+        "{name}: no \"schema\" field: not a tlblab result (expected one of: {})",
         crate::SCHEMAS.join(", ")
     )]
     NoSchema {
@@ -45,7 +45,7 @@ pub enum ReportError {
     },
     /// The schema is not one this report can render.
     #[error(
-        "report: {name}: schema {schema:?} is not one tlblab-report renders (expected one of: {})",
+        "{name}: schema {schema:?} is not one tlblab-report renders (expected one of: {})",
         crate::SCHEMAS.join(", ")
     )]
     UnknownSchema {
@@ -55,7 +55,7 @@ pub enum ReportError {
         schema: String,
     },
     /// The schema is known but a field is missing or of the wrong type.
-    #[error("report: {name}: not a valid {schema} document: at {path}: {message}{}", position(*line, *column))]
+    #[error("{name}: not a valid {schema} document: at {path}: {message}{}", position(*line, *column))]
     Malformed {
         /// The input's name.
         name: String,
@@ -71,7 +71,7 @@ pub enum ReportError {
         column: usize,
     },
     /// The fields are well-typed but do not agree with each other.
-    #[error("report: {name}: inconsistent {schema} document: {what}")]
+    #[error("{name}: inconsistent {schema} document: {what}")]
     Inconsistent {
         /// The input's name.
         name: String,

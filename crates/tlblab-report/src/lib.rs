@@ -199,7 +199,7 @@ impl Report {
             name: name.into(),
             line: e.line(),
             column: e.column(),
-            message: strip_position(&e.to_string()),
+            message: tlblab_types::plain::serde_message(&strip_position(&e.to_string())),
         })?;
         let schema = schema_of(name, &value)?;
         if schema == STUDY_RESULTS_SCHEMA {
@@ -583,7 +583,7 @@ fn malformed(name: &str, schema: &str, path: String, e: &serde_json::Error) -> R
         name: name.into(),
         schema: schema.into(),
         path: if path.is_empty() { ".".into() } else { path },
-        message: strip_position(&e.to_string()),
+        message: tlblab_types::plain::serde_message(&strip_position(&e.to_string())),
         line: e.line(),
         column: e.column(),
     }

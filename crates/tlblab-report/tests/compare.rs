@@ -225,7 +225,7 @@ fn a_comparison_file_that_does_not_fit_is_refused_naming_the_field() {
         matches!(&e, ReportError::Malformed { path, .. } if path == "rows[1].comparison"),
         "{e:?}"
     );
-    assert!(e.to_string().contains("missing field `welch`"), "{e}");
+    assert!(e.to_string().contains("the key \"welch\" is missing"), "{e}");
     let mut v = serde_json::to_value(&cmp).unwrap();
     v["noise_threshold"] = (-0.5).into();
     let e = Report::new("t").add_value("noise.json", v).unwrap_err();

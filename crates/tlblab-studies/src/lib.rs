@@ -38,7 +38,7 @@ pub mod text;
 pub use error::StudyError;
 pub use measure::Measure;
 pub use report::{AllReport, Answer, EffectStatus, StudyNotRun, StudyReport, SCHEMA, SCHEMA_ALL};
-pub use runner::{run, Options};
+pub use runner::{run, run_with_progress, NoProgress, Options, Progress};
 pub use study::{find, known_names, Part, Relative, Size, Study, Sweep, SweepAxis, STUDIES};
 
 /// The study called `name` (`s2-pcid`, `s2`, `S2`), or an error naming the known ones.

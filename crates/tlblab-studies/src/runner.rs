@@ -48,6 +48,22 @@ impl Default for Options {
     }
 }
 
+/// What a progress display is told while a study runs; it never changes the results.
+pub trait Progress: Sync {
+    /// The study is about to do `runs` runs.
+    fn start(&self, runs: u64);
+    /// One more run has finished (runs finish in any order).
+    fn finished(&self);
+}
+
+/// No progress display.
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn start(&self, _runs: u64) {}
+    fn finished(&self) {}
+}
+
 /// A part, ready to run: its machine, scenario and policies loaded.
 struct Prepared {
     part: Part,
@@ -75,6 +91,15 @@ struct RunData {
 /// Errors: an unknown machine, scenario or policy in a part (checked before anything runs),
 /// a run the kernel model refuses, `--seeds 0`.
 pub fn run(study: &'static Study, options: &Options) -> Result<StudyReport, StudyError> {
+    run_with_progress(study, options, &NoProgress)
+}
+
+/// [`run`], telling `progress` how many runs there are and when each finishes.
+pub fn run_with_progress(
+    study: &'static Study,
+    options: &Options,
+    progress: &dyn Progress,
+) -> Result<StudyReport, StudyError> {
     let seeds = options.seeds.unwrap_or(study.default_seeds);
     if seeds == 0 {
         return Err(StudyError::NoSeeds);
@@ -129,6 +154,7 @@ pub fn run(study: &'static Study, options: &Options) -> Result<StudyReport, Stud
         })
         .collect();
     // Each run is independent and deterministic; collecting keeps job order.
+    progress.start(jobs.len() as u64);
     let results: Vec<Result<RunData, StudyError>> = jobs
         .par_iter()
         .map(|&(p, v, q, s)| {
@@ -137,7 +163,9 @@ pub fn run(study: &'static Study, options: &Options) -> Result<StudyReport, Stud
                 0 => base,
                 v => base.without(prepared.explained[v - 1]),
             };
-            run_one(study, prepared, q, options.first_seed + s, mechanisms)
+            let data = run_one(study, prepared, q, options.first_seed + s, mechanisms);
+            progress.finished();
+            data
         })
         .collect();
     let mut results = results.into_iter();

@@ -17,7 +17,7 @@ pub enum Error {
     )]
     NotMounted,
     /// Mounting tracefs failed for another reason than privilege.
-    #[error("tracefs: mounting tracefs at {path} failed: {source}")]
+    #[error("tracefs: mounting tracefs at {path} failed")]
     Mount {
         /// The mount point tried.
         path: PathBuf,
@@ -33,7 +33,7 @@ pub enum Error {
         path: PathBuf,
     },
     /// Any other I/O error on a named file.
-    #[error("tracefs: {op} {path}: {source}")]
+    #[error("tracefs: {op} {path}")]
     Io {
         /// What we were doing ("read", "write", "rmdir", ...).
         op: &'static str,

@@ -23,6 +23,7 @@ mod event;
 mod ids;
 pub mod names;
 mod page;
+pub mod plain;
 
 pub use cpulist::{parse_cpu_list, CpuListError};
 pub use event::{Access, AccessKind, InvlpgbRange, InvlpgbScope, InvpcidType, TlbOp, TraceEvent};

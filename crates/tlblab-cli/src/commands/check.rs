@@ -119,19 +119,58 @@ struct Outcome {
 }
 
 pub fn run(args: &CheckArgs) -> Result<ExitCode> {
-    let started = Instant::now();
+    args.output.check()?;
     let spec = super::load_preset(&args.machine)?;
     let info = scenario(&args.scenario)?;
-    let policy = Policy::load(&args.policy)?;
+    // Every policy is loaded (and a bad one refused) before anything runs.
+    let policies: Vec<Policy> =
+        args.policies.iter().map(|p| Policy::load(p)).collect::<Result<_, _>>()?;
     let params = args.params.to_params();
+    let progress = crate::progress::Progress::new("", "schedules", args.schedules, false);
+    let mut reports = Vec::new();
+    let mut text = String::new();
+    for (name, policy) in args.policies.iter().zip(&policies) {
+        let started = Instant::now();
+        progress.set_message(&policy.name);
+        progress.set_total(args.schedules);
+        let report = check_one(args, (&spec, info, &params), (name, policy), &progress)?;
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text += &self::text(&report, started.elapsed().as_secs_f64());
+        reports.push(report);
+    }
+    progress.finish();
+    let violations = reports.iter().any(|r| r.violations > 0);
+    if args.format.json() {
+        // One policy: its report, as before; several: an array of them.
+        let json = match reports.as_slice() {
+            [one] => serde_json::to_string_pretty(one)?,
+            all => serde_json::to_string_pretty(all)?,
+        };
+        args.output.emit(&(json + "\n"))?;
+    } else {
+        args.output.emit(&text)?;
+    }
+    Ok(if violations { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// Checks one policy (`name` as given on the command line) under every schedule.
+fn check_one(
+    args: &CheckArgs,
+    (spec, info, params): (&MachineSpec, &'static ScenarioInfo, &Params),
+    (name, policy): (&str, &Policy),
+    progress: &crate::progress::Progress,
+) -> Result<CheckReport> {
+    let params = params.clone();
     let seeds: Vec<u64> = (0..args.schedules).map(|i| args.seed + i).collect();
     // Each schedule is independent and deterministic; results come back in seed order.
     let outcomes: Vec<Outcome> = seeds
         .par_iter()
         .map(|&seed| -> Result<Outcome> {
             let mut k = super::scenario_kernel(
-                &spec,
-                &policy,
+                spec,
+                policy,
                 (args.cpus, seed, Mechanisms::all()),
                 (info, &params),
                 |k| {
@@ -144,6 +183,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
             let windowed = info.time_limit(&params, k.clock_mhz()) != Cycles(u64::MAX);
             let finished = info.run(&mut k, &params) || windowed;
             let (accesses, window_uses) = k.check_counts().unwrap_or_default();
+            progress.inc();
             Ok(Outcome {
                 seed,
                 finished,
@@ -154,7 +194,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
             })
         })
         .collect::<Result<_>>()?;
-    let speed = speed(args, &spec, &policy, info, &params)?;
+    let speed = speed(args, spec, policy, info, &params)?;
     let clock_mhz = spec.raw().kernel.as_ref().map_or(0, |k| k.clock.mhz);
     let mut witnesses: Vec<Witness> = Vec::new();
     for o in &outcomes {
@@ -167,7 +207,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
             {
                 witnesses.push(Witness {
                     seed: o.seed,
-                    replay: replay(args, o.seed),
+                    replay: replay(args, name, o.seed),
                     violation: v.clone(),
                 });
             }
@@ -194,18 +234,13 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
             as u64,
         witnesses,
         speed,
-        exposure: ExposureReport::of(&policy, outcomes.iter().map(|o| &o.exposure), clock_mhz),
+        exposure: ExposureReport::of(policy, outcomes.iter().map(|o| &o.exposure), clock_mhz),
     };
-    if args.json {
-        crate::render::stdout(&(serde_json::to_string_pretty(&report)? + "\n"))?;
-    } else {
-        crate::render::stdout(&text(&report, started.elapsed().as_secs_f64()))?;
-    }
-    Ok(if report.violations > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(report)
 }
 
 /// The command that runs exactly the schedule of `seed` again.
-fn replay(args: &CheckArgs, seed: u64) -> String {
+fn replay(args: &CheckArgs, policy: &str, seed: u64) -> String {
     let p = &args.params;
     let mode = match p.mode {
         ModeArg::Threads => "threads",
@@ -216,8 +251,8 @@ fn replay(args: &CheckArgs, seed: u64) -> String {
         StormOpArg::Mprotect => "mprotect",
     };
     format!(
-        "tlblab sim check --policy {} --scenario {} --machine {} --cpus {} --max-ipi-delay {} --disturb-every {} --iterations {} --touch {} --busy {} --tasks {} --mode {mode} --op {op} --pages {} --cycles-per-page {} --jobs {} --window-ms {} --burst-us {} --warmup-ms {} --schedules 1 --seed {seed}",
-        args.policy,
+        "tlblab sim check --policies {} --scenario {} --machine {} --cpus {} --max-ipi-delay {} --disturb-every {} --iterations {} --touch {} --busy {} --tasks {} --mode {mode} --op {op} --pages {} --cycles-per-page {} --jobs {} --window-ms {} --burst-us {} --warmup-ms {} --schedules 1 --seed {seed}",
+        policy,
         args.scenario,
         args.machine,
         args.cpus,

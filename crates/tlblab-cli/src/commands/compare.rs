@@ -12,6 +12,7 @@ use tlblab_bench::{
 /// Runs `tlblab compare`.
 pub fn run(args: &CompareArgs) -> Result<ExitCode> {
     let noise_threshold = noise_fraction(args.noise)?;
+    args.output.check()?;
     let store =
         args.baseline_dir.as_ref().map_or_else(BaselineStore::default_location, BaselineStore::new);
     // The store's errors name the file or the baseline.
@@ -28,13 +29,13 @@ pub fn run(args: &CompareArgs) -> Result<ExitCode> {
             e
         }
     })?;
-    let format = match args.format {
-        OutputFormat::Table => Format::Table,
+    let format = match args.format.get() {
+        OutputFormat::Text => Format::Table,
         OutputFormat::Markdown => Format::Markdown,
         OutputFormat::Csv => Format::Csv,
         OutputFormat::Json => Format::Json,
     };
-    crate::render::stdout(&render::comparison(&cmp, format))?;
+    args.output.emit(&render::comparison(&cmp, format))?;
     let few = too_few_runs(&[&a, &b]);
     if !few.is_empty() {
         eprintln!("tlblab: not compared, fewer than {MIN_RUNS} runs: {}", few.join(", "));

@@ -10,7 +10,8 @@ use tlblab_types::atomic::AtomicFile;
 
 pub fn run(args: &ConvertArgs) -> Result<ExitCode> {
     refuse_existing(&args.output, args.force)?;
-    let (format, options) = read_options(&args.input_args);
+    let (format, options) =
+        read_options(&args.input_args, args.input_args.format.or(args.old_format));
     let mut trace = tlblab_memtrace::open(&args.input, format, &options)?;
     // Before the temporary file exists, so that a signal never leaves it behind.
     let stop = super::Stop::install()?;

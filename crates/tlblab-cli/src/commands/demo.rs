@@ -2,7 +2,7 @@
 
 use super::{load_machine, machine_line, BadInput};
 use crate::cli::DemoArgs;
-use crate::render::{self, group, percent, ratio, Table};
+use crate::render::{group, percent, ratio, Table};
 use anyhow::Result;
 use serde::Serialize;
 use std::process::ExitCode;
@@ -29,6 +29,7 @@ struct WorkloadReport {
 }
 
 pub fn run(args: &DemoArgs) -> Result<ExitCode> {
+    args.output.check()?;
     let spec = load_machine(&args.machine)?;
     let workloads = if args.workloads.is_empty() {
         Workload::ALL.to_vec()
@@ -53,7 +54,7 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
         }
         results.push((w, system.total()));
     }
-    if args.json {
+    if args.format.json() {
         let report = DemoReport {
             schema: "tlblab.sim.demo/1",
             tlblab_version: env!("CARGO_PKG_VERSION"),
@@ -69,10 +70,10 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
                 })
                 .collect(),
         };
-        render::stdout(&(serde_json::to_string_pretty(&report)? + "\n"))?;
+        args.output.emit(&(serde_json::to_string_pretty(&report)? + "\n"))?;
         return Ok(ExitCode::SUCCESS);
     }
-    render::stdout(&render(&spec, args, &results))?;
+    args.output.emit(&render(&spec, args, &results))?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -19,7 +19,7 @@ mod tracer;
 use crate::cli::{
     Cli, Command, FormatArg, InputArgs, MachineArgs, ReplacementArg, SimCommand, TraceCommand,
 };
-use anyhow::Result;
+use anyhow::{Context, Result};
 use std::process::ExitCode;
 use tlblab_kernel::workloads::{Params, ScenarioInfo};
 use tlblab_kernel::{Kernel, KernelConfig, Mechanisms, NoObserver};
@@ -187,6 +187,70 @@ pub fn noise_fraction(pct: f64) -> Result<f64, BadInput> {
     }
 }
 
+impl crate::cli::OutputFile {
+    /// Refuses an existing --output file without --force: called before the work starts, so a
+    /// long run is not lost at its end.
+    pub fn check(&self) -> Result<(), BadInput> {
+        match &self.output {
+            Some(path) => refuse_existing(path, self.force),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes `text` to the --output file (whole or not at all) or to standard output.
+    pub fn emit(&self, text: &str) -> Result<()> {
+        match &self.output {
+            Some(path) => write_whole(path, text.as_bytes()),
+            None => crate::render::stdout(text),
+        }
+    }
+}
+
+/// Writes `bytes` to `path` through a temporary file beside it, renamed when complete, so a
+/// failure (a full disk, an interruption) leaves no half-written file under the real name.
+pub fn write_whole(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
+    let Some(name) = path.file_name() else {
+        return Err(BadInput(format!("{}: not a file name", path.display())).into());
+    };
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(".partial");
+    let tmp = path.with_file_name(tmp_name);
+    if let Err(e) = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path)) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(anyhow::Error::new(e).context(format!("writing {}", path.display())));
+    }
+    Ok(())
+}
+
+/// Streams output into `path` through a temporary file beside it, renamed when `write`
+/// succeeds and removed when it fails, like [`write_whole`] for output too large to hold.
+pub fn write_streamed(
+    path: &std::path::Path,
+    write: impl FnOnce(&mut dyn std::io::Write) -> Result<()>,
+) -> Result<()> {
+    let Some(name) = path.file_name() else {
+        return Err(BadInput(format!("{}: not a file name", path.display())).into());
+    };
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(".partial");
+    let tmp = path.with_file_name(tmp_name);
+    let result = std::fs::File::create(&tmp)
+        .with_context(|| format!("creating {}", tmp.display()))
+        .and_then(|mut file| {
+            write(&mut file)?;
+            file.sync_all().with_context(|| format!("writing {}", path.display()))
+        })
+        .and_then(|()| {
+            std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
+        });
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
 /// A usage error found after parsing (e.g. an existing output file).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -245,9 +309,9 @@ pub fn machine_line(spec: &MachineSpec) -> String {
     )
 }
 
-/// Reader options from the command line.
-pub fn read_options(args: &InputArgs) -> (Option<Format>, ReadOptions) {
-    let format = args.format.map(|f| match f {
+/// Reader options from the command line; `format` is the trace format given, if any.
+pub fn read_options(args: &InputArgs, format: Option<FormatArg>) -> (Option<Format>, ReadOptions) {
+    let format = format.map(|f| match f {
         FormatArg::Lackey => Format::Lackey,
         FormatArg::Champsim => Format::ChampSim,
         FormatArg::Compact => Format::Compact,

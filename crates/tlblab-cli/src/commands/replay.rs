@@ -13,6 +13,7 @@ use tlblab_replay::{
 
 /// Replays `args.input` under each policy, or sweeps the ceiling under the first.
 pub fn run(args: &ReplayArgs) -> Result<ExitCode> {
+    args.output.check()?;
     let spec = load_machine(&args.machine)?;
     let policies: Vec<Policy> =
         args.policies.iter().map(|p| Policy::load(p)).collect::<Result<_, _>>()?;
@@ -55,7 +56,7 @@ pub fn run(args: &ReplayArgs) -> Result<ExitCode> {
     }
     let text = if args.ceiling.is_empty() {
         let report = replay(&header, records, &spec, &policies, &opts).map_err(at)?;
-        if args.json {
+        if args.format.json() {
             serde_json::to_string_pretty(&report)? + "\n"
         } else {
             render_replay(&report)
@@ -63,12 +64,12 @@ pub fn run(args: &ReplayArgs) -> Result<ExitCode> {
     } else {
         let report = sweep_ceiling(&header, records, &spec, &policies[0], &args.ceiling, &opts)
             .map_err(at)?;
-        if args.json {
+        if args.format.json() {
             serde_json::to_string_pretty(&report)? + "\n"
         } else {
             render_sweep(&report)
         }
     };
-    crate::render::stdout(&text)?;
+    args.output.emit(&text)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -82,6 +82,7 @@ fn paired_ratio(
 }
 
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
+    args.output.check()?;
     let noise = super::noise_fraction(args.noise)?;
     let spec = super::load_preset(&args.machine)?;
     let info = scenario(&args.scenario)?;
@@ -107,6 +108,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         .collect();
     // Each run is independent and deterministic; results are put back in job order. Only the
     // runs with `base` keep their report.
+    let progress = crate::progress::Progress::new(info.name, "runs", jobs.len() as u64, false);
     let outcomes: Vec<(f64, Option<KernelReport>)> = jobs
         .par_iter()
         .map(|&(p, v, s)| -> Result<(f64, Option<KernelReport>)> {
@@ -115,9 +117,11 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             let mut kernel = super::scenario_kernel(&spec, &policies[p], run, scenario, |_| {})?;
             info.run(&mut kernel, &params);
             let report = kernel.report();
+            progress.inc();
             Ok((info.metric.value(&report), (v == 0).then_some(report)))
         })
         .collect::<Result<_>>()?;
+    progress.finish();
     let mut results = Vec::new();
     let mut outcomes = outcomes.into_iter();
     for policy in &policies {
@@ -176,10 +180,10 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         noise,
         policies: results,
     };
-    if args.json {
-        render::stdout(&(serde_json::to_string_pretty(&report)? + "\n"))?;
+    if args.format.json() {
+        args.output.emit(&(serde_json::to_string_pretty(&report)? + "\n"))?;
     } else {
-        render::stdout(&text(&report, info.description))?;
+        args.output.emit(&text(&report, info.description))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,6 +1,7 @@
 //! `tlblab sim study`: the built-in studies S1–S5 (crate `tlblab-studies`).
 
 use crate::cli::StudyArgs;
+use crate::progress::Progress;
 use crate::render;
 use anyhow::Result;
 use std::process::ExitCode;
@@ -36,38 +37,55 @@ pub fn run(args: &StudyArgs) -> Result<ExitCode> {
     } else {
         Vec::new()
     };
+    args.output.check()?;
+    let json = args.format.json();
     if chosen.is_empty() {
-        let report = tlblab_studies::run(tlblab_studies::lookup(&args.name)?, &options)?;
+        let study = tlblab_studies::lookup(&args.name)?;
+        let progress = Progress::new(study.name, "runs", 0, false);
+        let report = tlblab_studies::run_with_progress(study, &options, &progress)?;
+        progress.finish();
         warn_not_run(&report);
-        if args.json {
-            render::stdout(&(serde_json::to_string_pretty(&report)? + "\n"))?;
+        if json {
+            args.output.emit(&(serde_json::to_string_pretty(&report)? + "\n"))?;
         } else {
-            render::stdout(&tlblab_studies::render::study(&report))?;
+            args.output.emit(&tlblab_studies::render::study(&report))?;
         }
         return Ok(ExitCode::SUCCESS);
     }
     // `all`: one study after the other; a study none of whose scenarios this build of the
-    // kernel model has is reported as not run, and the others still run.
+    // kernel model has is reported as not run, and the others still run. Text goes out study by
+    // study on standard output, at the end into an --output file.
     let mut all = AllReport {
         schema: SCHEMA_ALL,
         tlblab_version: env!("CARGO_PKG_VERSION"),
         studies: Vec::new(),
         not_run: Vec::new(),
     };
+    let mut text = String::new();
+    let mut put = |piece: String| -> Result<()> {
+        if args.output.output.is_some() {
+            text += &piece;
+            Ok(())
+        } else {
+            render::stdout(&piece)
+        }
+    };
+    let count = chosen.len();
+    let progress = Progress::new("", "runs", 0, false);
     for (i, study) in chosen.into_iter().enumerate() {
-        match run_one(study, &options)? {
+        progress.set_message(&format!("study {}/{count} {}", i + 1, study.name));
+        let sep = if i == 0 { "" } else { "\n" };
+        match run_one(study, &options, &progress)? {
             Ok(report) => {
-                if !args.json {
-                    let sep = if i == 0 { "" } else { "\n" };
-                    render::stdout(&format!("{sep}{}", tlblab_studies::render::study(&report)))?;
+                if !json {
+                    put(format!("{sep}{}", tlblab_studies::render::study(&report)))?;
                 }
                 all.studies.push(report);
             }
             Err(not_run) => {
                 eprintln!("tlblab: warning: study {} not run: {}", not_run.study, not_run.reason);
-                if !args.json {
-                    let sep = if i == 0 { "" } else { "\n" };
-                    render::stdout(&format!(
+                if !json {
+                    put(format!(
                         "{sep}tlblab sim study {}: NOT RUN: {}\n",
                         not_run.study, not_run.reason
                     ))?;
@@ -76,15 +94,22 @@ pub fn run(args: &StudyArgs) -> Result<ExitCode> {
             }
         }
     }
-    if args.json {
-        render::stdout(&(serde_json::to_string_pretty(&all)? + "\n"))?;
+    progress.finish();
+    if json {
+        args.output.emit(&(serde_json::to_string_pretty(&all)? + "\n"))?;
+    } else if args.output.output.is_some() {
+        args.output.emit(&text)?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// Runs one study of `all` or a list: its report, or why this build cannot run it at all.
-fn run_one(study: &'static Study, options: &Options) -> Result<Result<StudyReport, StudyNotRun>> {
-    match tlblab_studies::run(study, options) {
+fn run_one(
+    study: &'static Study,
+    options: &Options,
+    progress: &Progress,
+) -> Result<Result<StudyReport, StudyNotRun>> {
+    match tlblab_studies::run_with_progress(study, options, progress) {
         Ok(report) => {
             warn_not_run(&report);
             Ok(Ok(report))

@@ -98,7 +98,8 @@ pub struct RunError {
 
 pub fn run(args: &TraceArgs) -> Result<ExitCode> {
     let spec = load_machine(&args.machine)?;
-    let (format, options) = read_options(&args.input);
+    args.output.check()?;
+    let (format, options) = read_options(&args.input, args.input_format());
     let jobs = args.jobs.map_or_else(rayon::current_num_threads, usize::from);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs)
@@ -134,15 +135,15 @@ pub fn run(args: &TraceArgs) -> Result<ExitCode> {
             }
         }
     }
-    if args.json {
-        render::stdout(&(serde_json::to_string_pretty(&report)? + "\n"))?;
+    if args.json() {
+        args.output.emit(&(serde_json::to_string_pretty(&report)? + "\n"))?;
     } else if !report.runs.is_empty() {
         // With no run to show, the error alone is the output.
-        render::stdout(&render_text(&report, &spec, args.per_cpu))?;
+        args.output.emit(&render_text(&report, &spec, args.per_cpu))?;
     }
     match first_error {
         None => Ok(ExitCode::SUCCESS),
-        Some(e) if report.runs.is_empty() && report.errors.len() == 1 && !args.json => Err(e),
+        Some(e) if report.runs.is_empty() && report.errors.len() == 1 && !args.json() => Err(e),
         Some(e) => {
             for err in &report.errors {
                 eprintln!("tlblab: error: {}", err.message);

@@ -132,7 +132,7 @@ fn unknown_key_in_a_machine_file_names_the_key_and_the_file() {
         BAD_INPUT,
     );
     assert!(stderr.contains(&format!("machine preset {}", preset.display())), "{stderr}");
-    assert!(stderr.contains("unknown field `page_walker`"), "{stderr}");
+    assert!(stderr.contains("`[features] page_walker`: unknown key \"page_walker\""), "{stderr}");
     // The line of the unknown key: the one after `page_walkers`.
     let line = text.lines().position(|l| l == "page_walkers = 1").unwrap() + 2;
     assert!(stderr.contains(&format!("line {line}")), "{stderr}");

@@ -74,7 +74,7 @@ fn convert_help_names_every_option() {
     let text = help(&["sim", "convert"]);
     assert_mentions(
         &text,
-        &["<INPUT>", "--output", "--force", "--format", "--page-size", "--cpu", "--pcid"],
+        &["<INPUT>", "--output", "--force", "--input-format", "--page-size", "--cpu", "--pcid"],
         "tlblab sim convert",
     );
 }

@@ -7,6 +7,7 @@
 
 mod bench;
 mod check;
+mod cliout;
 mod common;
 mod compare;
 mod convert;
@@ -18,6 +19,7 @@ mod golden;
 mod help;
 mod lab;
 mod machines;
+mod messages;
 mod output_safety;
 mod report_summary;
 mod robust;

@@ -14,7 +14,7 @@ const QUOTE_MAX: usize = 160;
 #[non_exhaustive]
 pub enum ImportError {
     /// The input could not be read.
-    #[error("import: {}:{line}: reading failed: {source}", path.display())]
+    #[error("import: {}:{line}: reading failed", path.display())]
     Read {
         /// The input file.
         path: PathBuf,

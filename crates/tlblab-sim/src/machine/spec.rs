@@ -92,7 +92,7 @@ impl MachineSpec {
     pub fn from_toml(text: &str, origin: &str) -> Result<MachineSpec, MachineError> {
         let mut raw: RawMachine = toml::from_str(text).map_err(|e| MachineError::Parse {
             origin: origin.to_string(),
-            message: e.to_string().trim_end().to_string(),
+            message: tlblab_types::plain::toml_error(text, e.message().trim_end(), e.span()),
         })?;
         let invalid =
             |message: String| MachineError::Invalid { origin: origin.to_string(), message };

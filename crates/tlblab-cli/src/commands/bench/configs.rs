@@ -151,6 +151,16 @@ pub fn list(online_cpus: usize) -> String {
             info.description
         ));
     }
+    let live: Vec<&str> = scenarios().iter().map(|s| s.name).collect();
+    let sim_only: Vec<&str> = tlblab_kernel::workloads::SCENARIOS
+        .iter()
+        .map(|s| s.name)
+        .filter(|name| !live.contains(name))
+        .collect();
+    out.push_str(&format!(
+        "\nSimulated only, not measured live (`tlblab sim run -s NAME`): {}\n",
+        sim_only.join(", ")
+    ));
     out
 }
 

@@ -70,7 +70,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         Some(name) => Some(store.load(name).with_context(|| format!("loading baseline {name}"))?),
         None => None,
     };
-    let notes = !args.quiet && !args.json;
+    let notes = !args.quiet && !args.format.json();
     let note = |text: &str| {
         if notes {
             eprintln!("tlblab: {text}");
@@ -140,7 +140,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     if let Some(path) = &args.output {
         note(&format!("results written to {}", path.display()));
     }
-    if args.json {
+    if args.format.json() {
         crate::render::stdout(&(serde_json::to_string_pretty(results)? + "\n"))?;
     } else {
         crate::render::stdout(&report(results, noise_threshold)?)?;
@@ -166,7 +166,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     if let (Some(base), Some(name)) = (&baseline, &args.baseline) {
         let settings = compare_settings(results, noise_threshold);
         let cmp = compare_results((name, base), ("this session", results), &settings)?;
-        if !args.json {
+        if !args.format.json() {
             crate::render::stdout(&format!(
                 "\nagainst baseline {name}:\n{}",
                 render::comparison(&cmp, Format::Table)
@@ -188,8 +188,8 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
 /// starts, tracing off until a run turns it on; `None`, with a note saying why, when tracefs
 /// cannot be used (not mounted, not root).
 fn flush_trace(buffer_size_kb: u32, note: &dyn Fn(&str)) -> Option<Instance> {
-    let unavailable = |e: &dyn std::fmt::Display| {
-        note(&format!("tlb_flush counts unavailable: {e}"));
+    let unavailable = |e: &(dyn std::error::Error + 'static)| {
+        note(&format!("tlb_flush counts unavailable: {}", crate::render::chain(e)));
         None
     };
     let tracefs = match Tracefs::find() {
@@ -253,22 +253,34 @@ fn report(results: &BenchResults, noise_threshold: f64) -> Result<String> {
 struct Reporter {
     bar: Option<ProgressBar>,
     lines: bool,
+    /// Under `tlblab study`: `tlblab-progress K/N` lines for its bar.
+    progress_lines: bool,
+    total: usize,
     skipped: BTreeSet<String>,
 }
 
 impl Reporter {
     fn new(args: &BenchArgs) -> Reporter {
-        let quiet = args.quiet || args.json;
+        let quiet = args.quiet || args.format.json();
         let terminal = std::io::stderr().is_terminal();
         let bar = (!quiet && terminal).then(|| {
             let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
             bar.set_style(
-                ProgressStyle::with_template("{bar:30} {pos}/{len} runs, {elapsed} {wide_msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                ProgressStyle::with_template(
+                    "{bar:30} {pos}/{len} runs, {elapsed}, ETA {eta} {wide_msg}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
             bar
         });
-        Reporter { bar, lines: !quiet && !terminal, skipped: BTreeSet::new() }
+        let progress_lines = !quiet && std::env::var_os(crate::progress::LINES_ENV).is_some();
+        Reporter {
+            bar,
+            lines: !quiet && !terminal,
+            progress_lines,
+            total: 0,
+            skipped: BTreeSet::new(),
+        }
     }
 
     fn finish(&self) {
@@ -280,6 +292,7 @@ impl Reporter {
 
 impl Progress for Reporter {
     fn start(&mut self, total: usize) {
+        self.total = total;
         if let Some(bar) = &self.bar {
             bar.set_length(total as u64);
         }
@@ -298,8 +311,13 @@ impl Progress for Reporter {
                     bar.set_message(message);
                 }
             }
-            None if self.lines && !message.is_empty() => eprintln!("run {done}: {message}"),
+            None if self.lines && !message.is_empty() => {
+                eprintln!("run {done}/{}: {message}", self.total);
+            }
             None => {}
+        }
+        if self.progress_lines {
+            eprintln!("{}", crate::progress::line(done as u64, self.total as u64, "runs"));
         }
         if let Some(r) = record {
             for w in &r.warnings {

@@ -60,8 +60,8 @@ fn failure(e: LiveError) -> ExecError {
         | LiveError::BadParameter { .. }
         | LiveError::TooFewCpus { .. }
         | LiveError::CpuNotOnline { .. }
-        | LiveError::Unsupported { .. } => ExecError::Unsupported(e.to_string()),
-        e => ExecError::Failed(e.to_string()),
+        | LiveError::Unsupported { .. } => ExecError::Unsupported(crate::render::chain(&e)),
+        e => ExecError::Failed(crate::render::chain(&e)),
     }
 }
 
@@ -101,7 +101,7 @@ pub fn serve() -> Result<ExitCode> {
                     started
                         .and_then(|()| c.disable())
                         .and_then(|()| c.read())
-                        .map_err(|e| e.to_string())
+                        .map_err(|e| crate::render::chain(&e))
                 });
                 match sample {
                     Ok(sample) => Response::Sample { sample, pmu: reading },

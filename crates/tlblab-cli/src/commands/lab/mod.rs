@@ -65,6 +65,10 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
             tlblab_studies::lookup(name)?;
         }
     }
+    // So is a bad --machine (`host` is built later, into DIR).
+    if args.machine != crate::commands::HOST_PRESET {
+        crate::commands::load_preset(&args.machine)?;
+    }
     let dir = match &args.out {
         Some(dir) => {
             crate::commands::refuse_existing(&dir.join("results.json"), args.force)?;
@@ -142,7 +146,12 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
     };
 
     // 5. The same configurations simulated on a preset of this machine.
-    let host_sims = match (&bench, host_preset(dir)) {
+    let preset = if args.machine == crate::commands::HOST_PRESET {
+        host_preset(dir)
+    } else {
+        Ok((PathBuf::from(&args.machine), Vec::new()))
+    };
+    let host_sims = match (&bench, preset) {
         (Outcome::Done(bench), Ok((path, provenance))) => {
             let configs = bench["configs"].as_array().map_or(0, Vec::len);
             runner.begin_phase("simulation on the host preset", configs);
@@ -320,7 +329,7 @@ fn live_unavailable(cpus: usize) -> Option<String> {
         return Some("not root: live benchmarks and tracing need root (tracefs)".into());
     }
     if let Err(e) = tlblab_tracefs::Tracefs::find_or_mount() {
-        return Some(format!("no tracefs: {e}"));
+        return Some(format!("no tracefs: {}", crate::render::chain(&e)));
     }
     if cpus < 2 {
         return Some("one CPU: the scenarios need two".into());

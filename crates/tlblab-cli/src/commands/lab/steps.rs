@@ -2,11 +2,12 @@
 //! became of them.
 
 use super::LiveSettings;
+use crate::progress;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use serde_json::Value;
-use std::io::IsTerminal;
+use std::io::{BufRead, BufReader, IsTerminal};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -254,21 +255,28 @@ impl Runner {
     ) -> Outcome {
         let spinner = self.spinner(name);
         let start = Instant::now();
-        let output = Command::new(&self.exe)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .output();
+        let mut command = Command::new(&self.exe);
+        command.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        if spinner.is_some() {
+            // The child reports k/N as lines, which turn the spinner into a bar with an ETA.
+            command.env(progress::LINES_ENV, "1");
+        }
+        let output = command.spawn().and_then(|mut child| {
+            let stderr = child.stderr.take().expect("stderr is piped");
+            let bar = spinner.clone();
+            let reader = std::thread::spawn(move || follow_stderr(stderr, bar.as_ref()));
+            let output = child.wait_with_output();
+            let stderr = reader.join().unwrap_or_default();
+            output.map(|o| (o, stderr))
+        });
         let seconds = start.elapsed().as_secs_f64();
         let outcome = match output {
             Err(e) => Outcome::Failed(format!("could not start: {e}")),
-            Ok(o) if !o.status.code().is_some_and(|c| ok.contains(&c)) => {
-                let stderr = String::from_utf8_lossy(&o.stderr);
+            Ok((o, stderr)) if !o.status.code().is_some_and(|c| ok.contains(&c)) => {
                 let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
                 Outcome::Failed(format!("exit status {}: {last}", o.status))
             }
-            Ok(o) => match take(&o.stdout) {
+            Ok((o, _)) => match take(&o.stdout) {
                 Ok(v) => Outcome::Done(v),
                 Err(e) => Outcome::Failed(format!("{e:#}")),
             },
@@ -327,7 +335,52 @@ impl Runner {
     }
 }
 
+/// A child's standard error, less its progress lines, which move `bar` instead.
+fn follow_stderr(stderr: impl std::io::Read, bar: Option<&ProgressBar>) -> String {
+    let mut kept = String::new();
+    for line in BufReader::new(stderr).lines().map_while(std::io::Result::ok) {
+        match (progress::parse_line(&line), bar) {
+            (Some((k, n, unit)), Some(bar)) => {
+                if bar.length() != Some(n) {
+                    // Length and unit before the style, so that no frame shows 0/0.
+                    bar.set_length(n);
+                    bar.set_position(k);
+                    bar.set_prefix(unit.to_string());
+                    bar.set_style(progress::bar_style());
+                    bar.reset_eta();
+                }
+                bar.set_position(k);
+            }
+            (Some(_), None) => {}
+            (None, _) => {
+                kept += &line;
+                kept.push('\n');
+            }
+        }
+    }
+    kept
+}
+
 fn read_json(path: &Path) -> Result<Value> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     serde_json::from_slice(&bytes).with_context(|| format!("parsing {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_lines_move_the_bar_and_are_not_kept_as_the_childs_messages() {
+        let stderr = format!(
+            "{}\ntlblab: warning: one\n{}\ntlblab: error: two\n",
+            progress::line(1, 4, "runs"),
+            progress::line(3, 4, "runs")
+        );
+        let bar = ProgressBar::hidden();
+        let kept = follow_stderr(stderr.as_bytes(), Some(&bar));
+        assert_eq!(kept, "tlblab: warning: one\ntlblab: error: two\n");
+        assert_eq!((bar.position(), bar.length()), (3, Some(4)));
+        assert_eq!(follow_stderr(stderr.as_bytes(), None), kept);
+    }
 }

@@ -45,7 +45,12 @@ impl Child {
             WaitStatus::Stopped(_, _) => Ok(child),
             other => {
                 child.status = exit_code(other);
-                bail!("the command ended before it could be traced ({other:?})")
+                let how = match other {
+                    WaitStatus::Exited(_, code) => format!("it exited with status {code}"),
+                    WaitStatus::Signaled(_, signal, _) => format!("{} ended it", signal.as_str()),
+                    _ => "it did not stop".to_string(),
+                };
+                bail!("the command ended before it could be traced ({how})")
             }
         }
     }

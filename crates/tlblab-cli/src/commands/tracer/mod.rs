@@ -40,8 +40,24 @@ pub fn cleanup() -> Result<ExitCode> {
 
 /// `tlblab trace dump`: every record as a line of ftrace text or JSON.
 pub fn dump(args: &TraceDumpArgs) -> Result<ExitCode> {
+    args.output.check()?;
     let mut reader = TraceReader::open(&args.input)?.allow_truncated(args.allow_truncated);
-    write_dump(&mut reader, args.json)?;
+    let json = args.format.json();
+    match &args.output.output {
+        Some(path) => super::write_streamed(path, |out| {
+            write_dump(&mut reader, json, out).map_err(|e| match e.downcast::<std::io::Error>() {
+                Ok(io) => anyhow::Error::new(io).context(format!("writing {}", path.display())),
+                Err(e) => e,
+            })
+        })?,
+        // A closed pipe (`tlblab trace dump | head`) ends the command quietly (main.rs).
+        None => write_dump(&mut reader, json, &mut std::io::stdout().lock()).map_err(|e| {
+            match e.downcast::<std::io::Error>() {
+                Ok(io) => stdout_error(io),
+                Err(e) => e,
+            }
+        })?,
+    }
     if let Some(at) = reader.truncated_at() {
         eprintln!(
             "tlblab: {} is truncated at byte offset {at}: {} complete records shown",
@@ -52,12 +68,17 @@ pub fn dump(args: &TraceDumpArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn write_dump<R: std::io::Read>(reader: &mut TraceReader<R>, json: bool) -> Result<()> {
+/// Writes every record to `out`; its write errors are `std::io::Error`s in the chain.
+fn write_dump<R: std::io::Read>(
+    reader: &mut TraceReader<R>,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
     let header = reader.header().clone();
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut out = std::io::BufWriter::new(out);
     let mut text = FtraceText::new(&header);
     if !json {
-        write!(out, "{}", FtraceText::preamble(&header)).map_err(stdout_error)?;
+        write!(out, "{}", FtraceText::preamble(&header))?;
     }
     while let Some(record) = reader.next_record()? {
         if json {
@@ -65,14 +86,13 @@ fn write_dump<R: std::io::Read>(reader: &mut TraceReader<R>, json: bool) -> Resu
         } else {
             write!(out, "{}", text.line(&record))
         }
-        .and_then(|()| writeln!(out))
-        .map_err(stdout_error)?;
+        .and_then(|()| writeln!(out))?;
     }
     if json {
         let ends = serde_json::json!({ "header": header, "trailer": reader.trailer() });
-        writeln!(out, "{ends}").map_err(stdout_error)?;
+        writeln!(out, "{ends}")?;
     }
-    out.flush().map_err(stdout_error)?;
+    out.flush()?;
     Ok(())
 }
 

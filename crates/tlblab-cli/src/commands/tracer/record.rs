@@ -111,7 +111,7 @@ pub fn record(args: &TraceRecordArgs) -> Result<ExitCode> {
 
     let caught = signal.load(Ordering::SeqCst) as i32;
     let end = match (&run_result, caught) {
-        (Err(e), _) => End::Failed { error: e.to_string() },
+        (Err(e), _) => End::Failed { error: format!("{e:#}") },
         (Ok(()), 0) => End::Complete,
         (Ok(()), s) => End::Interrupted { signal: signal_name(s) },
     };

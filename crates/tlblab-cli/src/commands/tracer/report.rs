@@ -62,8 +62,8 @@ pub fn report(args: &TraceReportArgs) -> Result<ExitCode> {
         builder.add(&record);
     }
     let summary = builder.finish(&trailer_of(&source));
-    let text = match args.format {
-        OutputFormat::Table => render_table(&summary),
+    let text = match args.format.get() {
+        OutputFormat::Text => render_table(&summary),
         OutputFormat::Markdown => render_markdown(&summary),
         OutputFormat::Csv => render_csv(&summary),
         OutputFormat::Json => serde_json::to_string_pretty(&summary)? + "\n",
