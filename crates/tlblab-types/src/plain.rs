@@ -164,6 +164,43 @@ pub fn toml_location(text: &str, offset: usize) -> String {
     format!("line {line_no}{what}")
 }
 
+/// The line of `text` that sets `key` in table `section` (`[kernel]`, or `[kernel]` with
+/// `migrate` as a key, an inline table or a `[kernel.migrate]` header), for errors found after
+/// parsing; the first such line when an array of tables repeats it.
+pub fn toml_line_of(text: &str, section: &str, key: &str) -> Option<usize> {
+    let (table, first_key) = (section.trim_matches(['[', ']']), key.split('.').next()?);
+    let sub_header = format!("{table}.{first_key}");
+    let mut current = String::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or(line).trim();
+        if line.starts_with('[') {
+            current = line.trim_matches(['[', ']']).trim().to_string();
+            if current == sub_header {
+                return Some(i + 1);
+            }
+        } else if current == table
+            && line.split_once('=').is_some_and(|(k, _)| k.trim() == first_key)
+        {
+            return Some(i + 1);
+        }
+    }
+    None
+}
+
+/// A message found after parsing that begins with `` `[section] key`: `` located in `text`:
+/// `line N, ` put before it when the line is found, the message unchanged otherwise.
+pub fn locate_key_message(text: &str, message: &str) -> String {
+    let line = message
+        .strip_prefix('`')
+        .and_then(|m| m.split_once('`'))
+        .and_then(|(what, _)| what.split_once(' '))
+        .and_then(|(section, key)| toml_line_of(text, section, key.trim()));
+    match line {
+        Some(line) => format!("line {line}, {message}"),
+        None => message.to_string(),
+    }
+}
+
 /// The key a position in a TOML line belongs to: the line's own key, and the key of an inline
 /// table entry before the position when there is one (`clock = { mhz = 0 }` → `clock.mhz`).
 fn toml_key_at(line: &str, column: usize) -> Option<String> {
@@ -203,6 +240,20 @@ pub fn toml_error(text: &str, message: &str, span: Option<std::ops::Range<usize>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_checked_after_parsing_is_found_on_its_line() {
+        let text =
+            "name = \"x\"\n[kernel]\nhz = 250\nmigrate = { cycles = 9 }\n[kernel.clock]\nmhz = 0\n";
+        assert_eq!(toml_line_of(text, "[kernel]", "migrate"), Some(4));
+        assert_eq!(toml_line_of(text, "[kernel]", "clock"), Some(5));
+        assert_eq!(toml_line_of(text, "[kernel]", "absent"), None);
+        assert_eq!(
+            locate_key_message(text, "`[kernel] migrate`: too big"),
+            "line 4, `[kernel] migrate`: too big"
+        );
+        assert_eq!(locate_key_message(text, "no key here"), "no key here");
+    }
 
     #[test]
     fn type_and_value_errors_name_what_was_expected_and_found() {

@@ -49,9 +49,9 @@ fn policy_files_out_of_range_are_refused_with_file_key_and_line() {
 #[test]
 fn machine_presets_out_of_range_are_refused_with_file_and_key() {
     for (file, key) in [
-        ("machine-panic-migrate-u64max.toml", "`[kernel] migrate`"),
-        ("machine-panic-clock-mhz0.toml", "`[kernel] clock`"),
-        ("machine-hang-syscall-i64max.toml", "`[kernel] syscall`"),
+        ("machine-panic-migrate-u64max.toml", "line 142, `[kernel] migrate`"),
+        ("machine-panic-clock-mhz0.toml", "line 129, `[kernel] clock`"),
+        ("machine-hang-syscall-i64max.toml", "line 130, `[kernel] syscall`"),
     ] {
         let path = repro(file);
         let stderr = one_error(&mut sim_run(&["--machine", path.to_str().unwrap()]), BAD_INPUT);

@@ -94,8 +94,10 @@ impl MachineSpec {
             origin: origin.to_string(),
             message: tlblab_types::plain::toml_error(text, e.message().trim_end(), e.span()),
         })?;
-        let invalid =
-            |message: String| MachineError::Invalid { origin: origin.to_string(), message };
+        let invalid = |message: String| MachineError::Invalid {
+            origin: origin.to_string(),
+            message: tlblab_types::plain::locate_key_message(text, &message),
+        };
         let structures = check(&raw).map_err(invalid)?;
         resolve_kernel_figures(&mut raw).map_err(invalid)?;
         let nested =
