@@ -803,15 +803,7 @@ mod tests {
         bound: std::time::Duration,
         f: impl FnOnce() -> T + Send + 'static,
     ) -> T {
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = tx.send(f());
-        });
-        match rx.recv_timeout(bound) {
-            Ok(value) => value,
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("took longer than {bound:?}"),
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!("panicked"),
-        }
+        tlblab_types::bounded::within(bound, f).unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// The trailer's JSON length (the same for 0 and 7 records).

@@ -17,6 +17,7 @@
 #![deny(missing_docs)]
 
 pub mod atomic;
+pub mod bounded;
 pub mod cpulist;
 pub mod escape;
 mod event;

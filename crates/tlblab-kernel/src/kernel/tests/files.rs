@@ -14,15 +14,7 @@ const BOUND: Duration = Duration::from_secs(10);
 
 /// Runs `f` on a thread of its own; fails if it panics or takes longer than `bound`.
 fn within<T: Send + 'static>(bound: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    match rx.recv_timeout(bound) {
-        Ok(value) => value,
-        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("took longer than {bound:?}"),
-        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!("panicked"),
-    }
+    tlblab_types::bounded::within(bound, f).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The byte ranges of the numbers written as `= N` in `text` (a key's value, an inline
