@@ -206,49 +206,22 @@ impl crate::cli::OutputFile {
     }
 }
 
-/// Writes `bytes` to `path` through a temporary file beside it, renamed when complete, so a
-/// failure (a full disk, an interruption) leaves no half-written file under the real name.
+/// Writes `bytes` to `path` whole or not at all ([`tlblab_types::atomic`]).
 pub fn write_whole(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
-    let Some(name) = path.file_name() else {
-        return Err(BadInput(format!("{}: not a file name", path.display())).into());
-    };
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(".partial");
-    let tmp = path.with_file_name(tmp_name);
-    if let Err(e) = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path)) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(anyhow::Error::new(e).context(format!("writing {}", path.display())));
-    }
-    Ok(())
+    tlblab_types::atomic::write_file(path, bytes)
+        .with_context(|| format!("writing {}", path.display()))
 }
 
-/// Streams output into `path` through a temporary file beside it, renamed when `write`
-/// succeeds and removed when it fails, like [`write_whole`] for output too large to hold.
+/// Streams output into `path` whole or not at all ([`tlblab_types::atomic::AtomicFile`]):
+/// kept when `write` succeeds, removed when it fails, for output too large to hold.
 pub fn write_streamed(
     path: &std::path::Path,
     write: impl FnOnce(&mut dyn std::io::Write) -> Result<()>,
 ) -> Result<()> {
-    let Some(name) = path.file_name() else {
-        return Err(BadInput(format!("{}: not a file name", path.display())).into());
-    };
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(".partial");
-    let tmp = path.with_file_name(tmp_name);
-    let result = std::fs::File::create(&tmp)
-        .with_context(|| format!("creating {}", tmp.display()))
-        .and_then(|mut file| {
-            write(&mut file)?;
-            file.sync_all().with_context(|| format!("writing {}", path.display()))
-        })
-        .and_then(|()| {
-            std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
-        });
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    let mut file = tlblab_types::atomic::AtomicFile::create(path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    write(&mut file)?;
+    file.commit().with_context(|| format!("writing {}", path.display()))
 }
 
 /// A usage error found after parsing (e.g. an existing output file).
