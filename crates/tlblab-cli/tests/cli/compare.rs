@@ -5,7 +5,12 @@ use std::sync::atomic::AtomicBool;
 use tlblab_bench::{BenchConfig, Method, MockExecutor, Session};
 
 /// Writes a result file of `config` with scripted `values`.
-fn results_file(dir: &std::path::Path, name: &str, config: &BenchConfig, values: &[f64]) -> String {
+pub fn results_file(
+    dir: &std::path::Path,
+    name: &str,
+    config: &BenchConfig,
+    values: &[f64],
+) -> String {
     let path = dir.join(name);
     let mut mock = MockExecutor::default();
     mock.script(config, values.iter().copied());

@@ -3,8 +3,8 @@
 //! intervals that stay positive, and hyperfine-style warnings.
 
 use crate::common::{json_of, one_error, stdout_of, tlblab};
-use std::sync::atomic::AtomicBool;
-use tlblab_bench::{BenchConfig, Method, MockExecutor, Session};
+use crate::compare::results_file;
+use tlblab_bench::BenchConfig;
 
 /// linux-4.14 against linux-6.18 on madv-migrate: 0.13% slower, with an interval so tight that
 /// it excludes 1 (the old rule called it "significant").
@@ -100,17 +100,6 @@ fn sim_study_calls_a_ratio_a_change_only_beyond_the_band() {
         String::from_utf8(stdout_of(["sim", "study", "s2", "--quick", "--seeds", "1"])).unwrap();
     assert!(text.contains("One seed: no interval"), "{text}");
     assert!(!text.contains("significant"), "{text}");
-}
-
-/// A result file of `config` with scripted `values`.
-fn results_file(dir: &std::path::Path, name: &str, config: &BenchConfig, values: &[f64]) -> String {
-    let path = dir.join(name);
-    let mut mock = MockExecutor::default();
-    mock.script(config, values.iter().copied());
-    let method = Method { runs: values.len(), ..Method::default() };
-    let mut session = Session::new(vec![config.clone()], method, Some(path.clone()));
-    session.run(&mut mock, &AtomicBool::new(false), &mut ()).unwrap();
-    path.display().to_string()
 }
 
 #[test]
