@@ -485,6 +485,15 @@ fn formats(allowed: &'static [OutputFormat]) -> impl TypedValueParser<Value = Ou
     .map(|s| <OutputFormat as ValueEnum>::from_str(&s, false).expect("an allowed value"))
 }
 
+/// The format of `--format` and `--json` (clap keeps only the last given of the two).
+fn chosen(format: OutputFormat, json: bool) -> OutputFormat {
+    if json {
+        OutputFormat::Json
+    } else {
+        format
+    }
+}
+
 /// `--format text|json` and its alias `--json`.
 #[derive(Debug, Args)]
 pub struct TextOrJson {
@@ -504,11 +513,7 @@ pub struct TextOrJson {
 impl TextOrJson {
     /// The format asked for.
     pub fn get(&self) -> OutputFormat {
-        if self.json {
-            OutputFormat::Json
-        } else {
-            self.format
-        }
+        chosen(self.format, self.json)
     }
 
     /// Whether it is JSON.
@@ -541,11 +546,7 @@ pub struct AnyFormat {
 impl AnyFormat {
     /// The format asked for.
     pub fn get(&self) -> OutputFormat {
-        if self.json {
-            OutputFormat::Json
-        } else {
-            self.format
-        }
+        chosen(self.format, self.json)
     }
 }
 

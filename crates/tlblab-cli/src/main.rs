@@ -27,21 +27,9 @@ fn main() -> ExitCode {
     }
 }
 
-/// The error and its causes, joined by ": " like `{:#}`, but without a cause whose text is
-/// already there (many errors print their source in their own message too).
+/// The error and its causes, each once ([`tlblab_types::plain::error_chain`]).
 fn message(error: &anyhow::Error) -> String {
-    let mut text = String::new();
-    for cause in error.chain() {
-        let part = cause.to_string();
-        if text.contains(&part) {
-            continue;
-        }
-        if !text.is_empty() {
-            text.push_str(": ");
-        }
-        text.push_str(&part);
-    }
-    text
+    tlblab_types::plain::error_chain(error.as_ref())
 }
 
 #[cfg(test)]

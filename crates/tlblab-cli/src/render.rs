@@ -217,19 +217,6 @@ pub fn hw_report(r: &HwReport, indent: usize) -> String {
     out
 }
 
-/// An error and its causes, each once, as `tlblab: error:` prints them (`a: b: c`), for errors
-/// kept as text (notes, warnings, result files).
-pub fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(e) = cause {
-        text += ": ";
-        text += &e.to_string();
-        cause = e.source();
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -230,24 +230,20 @@ pub enum PolicyError {
     },
 }
 
-/// A `[set]` value of the wrong type, located in the file's `text`: deserialised from a table,
-/// the error has no position, only the key (`… in `hz``), whose line is looked up.
-fn switch_error(text: &str, e: &toml::de::Error) -> String {
+/// A `[set]` value of the wrong type, located in the file's `text`: deserialised from the
+/// merged table, the error has no position, only the key (`… in `hz``); `span_of` says where the
+/// file sets it.
+fn switch_error(
+    text: &str,
+    e: &toml::de::Error,
+    span_of: impl Fn(&str) -> Option<std::ops::Range<usize>>,
+) -> String {
     let full = e.to_string();
-    let (message, key) = match full.trim_end().rsplit_once("\nin `") {
-        Some((m, k)) => (m.to_string(), Some(k.trim_end_matches('`').to_string())),
+    let (message, span) = match full.trim_end().rsplit_once("\nin `") {
+        Some((m, k)) => (m.to_string(), span_of(k.trim_end_matches('`'))),
         None => (e.message().trim_end().to_string(), None),
     };
-    let offset = key.as_deref().and_then(|key| {
-        let mut at = 0;
-        text.split_inclusive('\n').find_map(|line| {
-            let start = at;
-            at += line.len();
-            let rest = line.trim_start().strip_prefix(key)?.trim_start().strip_prefix('=')?;
-            Some(start + line.len() - rest.len())
-        })
-    });
-    tlblab_types::plain::toml_error(text, &message, offset.map(|o| o..o))
+    tlblab_types::plain::toml_error(text, &message, span)
 }
 
 /// A base kernel: a complete policy.
@@ -562,8 +558,9 @@ impl Policy {
         // Merge the changes into the base's own table, so that serde checks every key and type.
         let mut table = base.switch_table().map_err(parse)?;
         let known = table.keys().cloned().collect::<Vec<_>>().join(", ");
+        let span_of = |key: &str| Some(file.set.get(key)?.span());
         let line_of = |key: &str| {
-            let start = file.set.get(key)?.span().start;
+            let start = span_of(key)?.start;
             Some(text.get(..start)?.matches('\n').count() + 1)
         };
         for (key, value) in &file.set {
@@ -580,8 +577,9 @@ impl Policy {
         }
         table.insert("name".into(), toml::Value::String(base.name.clone()));
         table.insert("mirrors".into(), toml::Value::String(base.mirrors.clone()));
-        let mut policy: Policy =
-            table.try_into().map_err(|e: toml::de::Error| parse(switch_error(text, &e)))?;
+        let mut policy: Policy = table
+            .try_into()
+            .map_err(|e: toml::de::Error| parse(switch_error(text, &e, span_of)))?;
         if let Some((key, message)) = policy.out_of_range() {
             let line = line_of(key);
             return Err(PolicyError::OutOfRange { origin: origin.to_string(), line, key, message });

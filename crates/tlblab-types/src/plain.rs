@@ -237,6 +237,25 @@ pub fn toml_error(text: &str, message: &str, span: Option<std::ops::Range<usize>
     }
 }
 
+/// An error and its causes, joined by ": " like anyhow's `{:#}`, but without a cause whose text
+/// is already there (many errors print their source in their own message too): what
+/// `tlblab: error:` prints, and the form of errors kept as text (notes, warnings, reports).
+pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = String::new();
+    let mut cause = Some(error);
+    while let Some(e) = cause {
+        let part = e.to_string();
+        if !text.contains(&part) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&part);
+        }
+        cause = e.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

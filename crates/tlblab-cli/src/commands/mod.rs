@@ -140,7 +140,6 @@ pub struct Stop(std::sync::Arc<std::sync::atomic::AtomicUsize>);
 impl Stop {
     /// Installs the handlers.
     pub fn install() -> Result<Stop> {
-        use anyhow::Context;
         let caught = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {

@@ -371,7 +371,7 @@ fn comparisons(
             }
             Err(e) => failed.push(vec![
                 b(format!("{} → {}", first.config.key(), cfg.config.key())),
-                t(format!(": no comparison: {}", with_causes(&e))),
+                t(format!(": no comparison: {}", tlblab_types::plain::error_chain(&e))),
             ]),
         }
     }
@@ -505,17 +505,4 @@ fn counters(doc: &mut Document, configs: &[&ConfigResult]) {
             blocks: vec![Block::Table(cpu)],
         });
     }
-}
-
-/// An error and its causes, each once (`a: b`): the error types keep their cause out of their
-/// own message.
-fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        text += ": ";
-        text += &c.to_string();
-        cause = c.source();
-    }
-    text
 }

@@ -22,11 +22,12 @@ pub struct Before {
 /// The counters the run's tasks have so far: this process (all threads), its children that
 /// have exited and been waited for, and the live processes `tasks` (the workers and theirs).
 fn task_counters(tasks: &[i32]) -> Result<ProcessCounters, String> {
-    let own = RusageSnapshot::read().map_err(|e| crate::render::chain(&e))?;
+    let own = RusageSnapshot::read().map_err(|e| tlblab_types::plain::error_chain(&e))?;
     let mut sum = own.process.plus(&own.children);
     for &pid in tasks {
         let pid = u32::try_from(pid).map_err(|_| format!("bad child pid {pid}"))?;
-        sum = sum.plus(&ProcessCounters::of_pid(pid).map_err(|e| crate::render::chain(&e))?);
+        sum = sum
+            .plus(&ProcessCounters::of_pid(pid).map_err(|e| tlblab_types::plain::error_chain(&e))?);
     }
     Ok(sum)
 }
@@ -41,11 +42,11 @@ pub fn before(tasks: &[i32], trace: Option<&Instance>) -> Before {
         None => Ok(()),
     };
     Before {
-        interrupts: InterruptSnapshot::read().map_err(|e| crate::render::chain(&e)),
+        interrupts: InterruptSnapshot::read().map_err(|e| tlblab_types::plain::error_chain(&e)),
         vmstat: match TlbFlushCounters::read() {
             Ok(Source::Available(c)) => Some(Ok(c)),
             Ok(Source::Unavailable { .. }) => None,
-            Err(e) => Some(Err(crate::render::chain(&e))),
+            Err(e) => Some(Err(tlblab_types::plain::error_chain(&e))),
         },
         tasks: task_counters(tasks),
         tracing,
@@ -67,7 +68,10 @@ pub fn after(
     // First what the run itself left: the trace (stopped at once) and the PMU.
     if let Some(instance) = trace {
         let stopped = instance.set_tracing_on(false);
-        match before.tracing.and_then(|()| stopped.map_err(|e| crate::render::chain(&e))) {
+        match before
+            .tracing
+            .and_then(|()| stopped.map_err(|e| tlblab_types::plain::error_chain(&e)))
+        {
             Err(e) => warnings.push(e),
             Ok(()) => match count_buffered_flushes(instance) {
                 Err(e) => warnings.push(format!("tlb_flush events not counted: {e}")),
@@ -102,8 +106,8 @@ pub fn after(
         }
     }
     match before.interrupts.and_then(|b| {
-        let a = InterruptSnapshot::read().map_err(|e| crate::render::chain(&e))?;
-        InterruptDelta::between(&b, &a).map_err(|e| crate::render::chain(&e))
+        let a = InterruptSnapshot::read().map_err(|e| tlblab_types::plain::error_chain(&e))?;
+        InterruptDelta::between(&b, &a).map_err(|e| tlblab_types::plain::error_chain(&e))
     }) {
         Err(e) => warnings.push(format!("/proc/interrupts deltas: {e}")),
         Ok(d) => {
@@ -120,10 +124,10 @@ pub fn after(
     if let Some(vmstat) = before.vmstat {
         let delta = vmstat.and_then(|b| match TlbFlushCounters::read() {
             Ok(Source::Available(a)) => {
-                TlbFlushCounters::delta(&b, &a).map_err(|e| crate::render::chain(&e))
+                TlbFlushCounters::delta(&b, &a).map_err(|e| tlblab_types::plain::error_chain(&e))
             }
             Ok(Source::Unavailable { reason }) => Err(reason),
-            Err(e) => Err(crate::render::chain(&e)),
+            Err(e) => Err(tlblab_types::plain::error_chain(&e)),
         });
         match delta {
             Err(e) => warnings.push(format!("/proc/vmstat deltas: {e}")),
@@ -138,7 +142,7 @@ pub fn after(
     }
     match before.tasks.and_then(|b| {
         let a = task_counters(tasks)?;
-        ProcessCounters::delta("tasks", &b, &a).map_err(|e| crate::render::chain(&e))
+        ProcessCounters::delta("tasks", &b, &a).map_err(|e| tlblab_types::plain::error_chain(&e))
     }) {
         Err(e) => warnings.push(format!("fault and switch counts: {e}")),
         Ok(d) => {

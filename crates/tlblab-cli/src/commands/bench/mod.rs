@@ -189,7 +189,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
 /// cannot be used (not mounted, not root).
 fn flush_trace(buffer_size_kb: u32, note: &dyn Fn(&str)) -> Option<Instance> {
     let unavailable = |e: &(dyn std::error::Error + 'static)| {
-        note(&format!("tlb_flush counts unavailable: {}", crate::render::chain(e)));
+        note(&format!("tlb_flush counts unavailable: {}", tlblab_types::plain::error_chain(e)));
         None
     };
     let tracefs = match Tracefs::find() {

@@ -60,8 +60,10 @@ fn failure(e: LiveError) -> ExecError {
         | LiveError::BadParameter { .. }
         | LiveError::TooFewCpus { .. }
         | LiveError::CpuNotOnline { .. }
-        | LiveError::Unsupported { .. } => ExecError::Unsupported(crate::render::chain(&e)),
-        e => ExecError::Failed(crate::render::chain(&e)),
+        | LiveError::Unsupported { .. } => {
+            ExecError::Unsupported(tlblab_types::plain::error_chain(&e))
+        }
+        e => ExecError::Failed(tlblab_types::plain::error_chain(&e)),
     }
 }
 
@@ -101,7 +103,7 @@ pub fn serve() -> Result<ExitCode> {
                     started
                         .and_then(|()| c.disable())
                         .and_then(|()| c.read())
-                        .map_err(|e| crate::render::chain(&e))
+                        .map_err(|e| tlblab_types::plain::error_chain(&e))
                 });
                 match sample {
                     Ok(sample) => Response::Sample { sample, pmu: reading },

@@ -329,7 +329,7 @@ fn live_unavailable(cpus: usize) -> Option<String> {
         return Some("not root: live benchmarks and tracing need root (tracefs)".into());
     }
     if let Err(e) = tlblab_tracefs::Tracefs::find_or_mount() {
-        return Some(format!("no tracefs: {}", crate::render::chain(&e)));
+        return Some(format!("no tracefs: {}", tlblab_types::plain::error_chain(&e)));
     }
     if cpus < 2 {
         return Some("one CPU: the scenarios need two".into());
