@@ -1,0 +1,267 @@
+"""tlblab for Python: x86 TLB-flush policies simulated, as DataFrames.
+
+The same numbers as the ``tlblab`` command line, from the same Rust code (``tlblab._core``):
+
+- :func:`study` runs a built-in study (``tlblab sim study``),
+- :func:`replay` replays a flush trace under policies or flush ceilings (``tlblab sim replay``),
+- :func:`sweep` runs a sweep spec on this machine or on a Ray cluster (``tlblab sweep``).
+
+Each returns a :class:`pandas.DataFrame`; the ``*_json`` twins return the command line's
+``--format json`` text byte for byte, and every DataFrame keeps that text in
+``df.attrs["json"]``. Errors are raised as :class:`TlblabError` (a :class:`ValueError`) with the
+message ``tlblab: error:`` prints. The simulation runs without the GIL, so threads can run several
+at once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from os import PathLike
+from typing import Any, Union
+
+import pandas as pd
+
+from . import _core
+from ._core import TlblabError
+
+__all__ = [
+    "TlblabError",
+    "__version__",
+    "replay",
+    "replay_json",
+    "study",
+    "study_json",
+    "sweep",
+]
+
+__version__: str = _core.version()
+
+StrPath = Union[str, "PathLike[str]"]
+
+
+def study_json(
+    name: str,
+    quick: bool = False,
+    seeds: int | None = None,
+    first_seed: int = 1,
+    noise: float = 1.0,
+    explain: bool = False,
+) -> str:
+    """Run a built-in study and return ``tlblab sim study NAME --format json``'s text.
+
+    Args:
+        name: ``s1-pti`` … ``s5-xpfo`` (or ``S1`` … ``S5``), ``all``, or a comma-separated list.
+        quick: shrink every part (fewer iterations, smaller windows) for smoke runs.
+        seeds: runs per policy (default: the study's own, 3 or 5).
+        first_seed: the first seed; the others follow it.
+        noise: the noise band in percent (a change must lie wholly outside ±noise).
+        explain: also run every part with each mechanism switched off in turn.
+
+    Raises:
+        TlblabError: an unknown study or an option out of range, with the CLI's message.
+    """
+    return _core.study_json(name, quick, seeds, first_seed, noise, explain)
+
+
+def study(
+    name: str,
+    quick: bool = False,
+    seeds: int | None = None,
+    first_seed: int = 1,
+    noise: float = 1.0,
+    explain: bool = False,
+) -> pd.DataFrame:
+    """Run a built-in study: one row per part × policy × measure.
+
+    Columns: ``study``, ``part``, ``machine``, ``cpus``, ``scenario``, ``policy``,
+    ``baseline`` (is this the part's baseline policy), ``measure``, ``label``,
+    ``lower_is_better``, ``n``, ``mean``, ``sd``, ``sem``, ``ratio`` (mean ratio to the
+    baseline), ``ci_low``, ``ci_high`` (its interval), ``verdict`` (``higher``, ``lower``,
+    ``within-noise``, ``not-significant``, ``no-interval``; none for the baseline),
+    ``significant`` and ``note``. The report's JSON (as :func:`study_json` returns it) is in
+    ``df.attrs["json"]``. Arguments as for :func:`study_json`.
+    """
+    text = study_json(name, quick, seeds, first_seed, noise, explain)
+    report = json.loads(text)
+    reports = report.get("studies", [report])
+    rows = [row for r in reports for row in _study_rows(r)]
+    frame = pd.DataFrame(rows, columns=_STUDY_COLUMNS)
+    frame.attrs["json"] = text
+    return frame
+
+
+_STUDY_COLUMNS = [
+    "study",
+    "part",
+    "machine",
+    "cpus",
+    "scenario",
+    "policy",
+    "baseline",
+    "measure",
+    "label",
+    "lower_is_better",
+    "n",
+    "mean",
+    "sd",
+    "sem",
+    "ratio",
+    "ci_low",
+    "ci_high",
+    "verdict",
+    "significant",
+    "note",
+]
+
+
+def _study_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """One study report's part × policy × measure rows."""
+    rows = []
+    for part in report["parts"]:
+        about = {m["key"]: m for m in part["measures"]}
+        for entry in part["policies"]:
+            for m in entry["measures"]:
+                ratio = m.get("ratio") or {}
+                ci = ratio.get("ci") or {}
+                measure = about.get(m["measure"], {})
+                rows.append(
+                    {
+                        "study": report["study"],
+                        "part": part["label"],
+                        "machine": part["machine"]["name"],
+                        "cpus": part["cpus"],
+                        "scenario": part["scenario"]["name"],
+                        "policy": entry["policy"]["name"],
+                        "baseline": entry["baseline"],
+                        "measure": m["measure"],
+                        "label": measure.get("label"),
+                        "lower_is_better": measure.get("lower_is_better"),
+                        "n": len(m["values"]),
+                        "mean": m["mean"],
+                        "sd": m["stddev"],
+                        "sem": m["sem"],
+                        "ratio": (ratio.get("ratios") or {}).get("mean"),
+                        "ci_low": ci.get("low"),
+                        "ci_high": ci.get("high"),
+                        "verdict": m.get("effect"),
+                        "significant": m.get("significant"),
+                        "note": m.get("note"),
+                    }
+                )
+    return rows
+
+
+def replay_json(
+    trace: StrPath,
+    policies: Sequence[str] = ("linux-6.18",),
+    machine: str = "skylake",
+    ceiling: Sequence[int] | None = None,
+    cpus: int | None = None,
+    seed: int = 1,
+    refill: str = "flushed",
+    working_set: int = 64,
+    idle_gap_us: int = 1000,
+    recorded_ceiling: int = 33,
+    allow_truncated: bool = False,
+    input_format: str | None = None,
+    replacement: str | None = None,
+    paging_levels: int = 4,
+) -> str:
+    """Replay a flush trace and return ``tlblab sim replay TRACE --format json``'s text.
+
+    Args:
+        trace: a tlblab trace file, or ftrace / ``perf script`` text.
+        policies: built-in policy names or policy ``.toml`` files.
+        machine: a preset name, ``host``, or a preset ``.toml`` file.
+        ceiling: sweep ``tlb_single_page_flush_ceiling`` over these values under the first
+            policy instead.
+        cpus: simulated CPUs (default: one more than the highest CPU in the trace).
+        seed: seed of the model's random streams.
+        refill: ``none``, ``flushed`` or ``working-set``.
+        working_set: pages of each thread's working set (with ``refill="working-set"``).
+        idle_gap_us: without sched_switch records, events on one CPU at most this far apart
+            mean the thread ran in between.
+        recorded_ceiling: the recording kernel's ceiling.
+        allow_truncated: read a truncated trace file up to its last complete record.
+        input_format: ``ftrace`` or ``perf`` for text traces (default: detected).
+        replacement: ``lru`` or ``plru`` (default: the preset's).
+        paging_levels: 4, or 5 (LA57).
+
+    Raises:
+        TlblabError: an unreadable trace, unknown policy or machine, with the CLI's message.
+    """
+    return _core.replay_json(
+        trace,
+        list(policies),
+        machine,
+        None if ceiling is None else list(ceiling),
+        cpus,
+        seed,
+        refill,
+        working_set,
+        idle_gap_us,
+        recorded_ceiling,
+        allow_truncated,
+        input_format,
+        replacement,
+        paging_levels,
+    )
+
+
+def replay(trace: StrPath, **options: Any) -> pd.DataFrame:
+    """Replay a flush trace: one row per policy (or per ceiling with ``ceiling=[...]``).
+
+    The columns are the report's per-policy fields, nested ones joined with ``.``
+    (``cost.total_cycles``, ``slip.max_ns``, …), after ``machine``. The report's JSON is in
+    ``df.attrs["json"]``. Options as for :func:`replay_json`.
+    """
+    text = replay_json(trace, **options)
+    report = json.loads(text)
+    rows = report["policies"] if "policies" in report else report["rows"]
+    frame = pd.json_normalize(rows, sep=".")
+    frame.insert(0, "machine", report["machine"])
+    frame.attrs["json"] = text
+    return frame
+
+
+def sweep(
+    spec: StrPath,
+    engine: str = "local",
+    address: str | None = None,
+    out: StrPath | None = None,
+    resume: bool = False,
+    force: bool = False,
+) -> pd.DataFrame:
+    """Run a sweep spec (docs/sweep.md) and return its results, one row per job.
+
+    Args:
+        spec: the sweep spec, a TOML file.
+        engine: ``local`` (every core of this machine, in Rust) or ``ray`` (a Ray cluster).
+        address: the Ray cluster's address (``ray`` only; none starts Ray in this process).
+        out: the results directory (default: ``sweep-<spec name>`` in the working directory).
+        resume: skip the jobs the directory already has results for.
+        force: start over in a directory that has results.
+
+    The directory gets ``results.parquet``, ``results.jsonl``, ``summary.json`` and
+    ``summary.txt``; the DataFrame is ``results.parquet`` read back, and
+    ``df.attrs["summary"]`` the summary.
+
+    Raises:
+        TlblabError: a bad spec (naming file, line and key) or a job that failed.
+    """
+    from pathlib import Path
+
+    spec_path = Path(spec)
+    out_dir = Path(out) if out is not None else Path(f"sweep-{spec_path.stem}")
+    if engine == "local":
+        summary = _core.sweep_local(str(spec_path), str(out_dir), resume, force)
+    elif engine == "ray":
+        from .ray_engine import run as run_ray
+
+        summary = run_ray(spec_path, out_dir, address=address, resume=resume, force=force)
+    else:
+        raise TlblabError(f"--engine {engine}: give local or ray")
+    frame = pd.read_parquet(out_dir / "results.parquet")
+    frame.attrs["summary"] = json.loads(summary)
+    return frame
