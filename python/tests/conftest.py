@@ -52,7 +52,11 @@ def ray_head() -> Iterator[str]:
     """
     temp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
     port = _free_port()
-    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
+    # Ray replaces 127.0.0.1 by the machine's outward address unless it believes it runs on a
+    # one-node platform: the head, its workers and the drivers all stay on the loopback.
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    env = dict(os.environ)
     start = [
         _ray_bin(),
         "start",

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
 import tlblab
 from conftest import FTRACE, cli
 

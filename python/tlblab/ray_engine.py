@@ -127,13 +127,19 @@ def run(
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     started = not ray.is_initialized()
     if started:
-        ray.init(
-            address=address,
-            runtime_env=runtime_env,
-            logging_level="ERROR",
-            log_to_driver=False,
-            include_dashboard=False if address is None else None,
-        )
+        if address is None:
+            # Ray on this machine alone, in this process: on the loopback, no dashboard.
+            ray.init(
+                runtime_env=runtime_env,
+                logging_level="ERROR",
+                log_to_driver=False,
+                include_dashboard=False,
+                _node_ip_address="127.0.0.1",
+            )
+        else:
+            ray.init(
+                address=address, runtime_env=runtime_env, logging_level="ERROR", log_to_driver=False
+            )
     try:
         cpus = int(ray.cluster_resources().get("CPU", 1))
         size = batch or batch_size(len(pending), cpus)

@@ -1,0 +1,150 @@
+"""The Ray engine on a Ray head of the test's own: the same rows as the local engine, a killed
+worker's jobs recorded once, errors before any job runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import tlblab
+from tlblab.ray_engine import MAX_BATCH, batch_size
+
+# Small, fast sweeps (docs/sweep.md): 8 jobs of a quick scenario.
+SMALL = """\
+name = "ray-small"
+scenario = "storm"
+baseline = "linux-6.18"
+
+[axes]
+policy = ["linux-6.18", "linux-4.13"]
+cpus = [2, 4]
+seed = [1, 2]
+
+[params]
+iterations = 20
+"""
+
+# Jobs long enough (about a second each) for a worker to be caught running one.
+SLOW = """\
+name = "ray-slow"
+scenario = "storm"
+baseline = "linux-6.18"
+
+[axes]
+policy = ["linux-6.18", "linux-4.13"]
+cpus = [8]
+seed = [1, 2, 3, 4]
+
+[params]
+iterations = 4000
+"""
+
+
+def write_spec(tmp_path: Path, text: str) -> Path:
+    spec = tmp_path / "spec.toml"
+    spec.write_text(text)
+    return spec
+
+
+def rows(out: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+
+def test_batches_keep_tasks_few_but_every_cpu_busy() -> None:
+    assert batch_size(0, 2) == 1
+    assert batch_size(7, 2) == 1
+    assert batch_size(80, 2) == 10
+    assert batch_size(10**6, 2) == MAX_BATCH
+    assert batch_size(100, 0) == 25
+
+
+def test_a_sweep_on_ray_equals_the_local_engine_row_for_row(ray_head: str, tmp_path: Path) -> None:
+    spec = write_spec(tmp_path, SMALL)
+    local = tlblab.sweep(spec, out=tmp_path / "local")
+    on_ray = tlblab.sweep(spec, engine="ray", address=ray_head, out=tmp_path / "ray")
+    want = (tmp_path / "local/results.jsonl").read_bytes()
+    assert (tmp_path / "ray/results.jsonl").read_bytes() == want
+    assert len(local) == 8
+    assert local.equals(on_ray)
+
+
+def _batch_workers() -> list[int]:
+    """Ray workers running a batch of the sweep now (Ray names the process after its task)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if cmdline.startswith(b"ray::_run_batch"):
+            found.append(int(pid))
+    return found
+
+
+def test_a_killed_workers_jobs_are_rerun_and_recorded_once(ray_head: str, tmp_path: Path) -> None:
+    spec = write_spec(tmp_path, SLOW)
+    out = tmp_path / "ray"
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "tlblab", "sweep", str(spec), "--engine", "ray"]
+        + ["--address", ray_head, "-o", str(out), "--batch", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    killed = None
+    deadline = time.monotonic() + 120
+    while killed is None and driver.poll() is None and time.monotonic() < deadline:
+        workers = _batch_workers()
+        if workers:
+            time.sleep(0.2)  # well inside the job, not at its start
+            killed = workers[0]
+            os.kill(killed, signal.SIGKILL)
+        else:
+            time.sleep(0.05)
+    _, stderr = driver.communicate(timeout=600)
+    assert killed is not None, f"no worker was seen running a batch\n{stderr}"
+    assert driver.returncode == 0, stderr
+    got = rows(out)
+    hashes = [r["hash"] for r in got]
+    assert len(hashes) == len(set(hashes)) == 8
+    journal = [json.loads(x) for x in (out / "journal.jsonl").read_text().splitlines()]
+    assert sorted(r["hash"] for r in journal) == sorted(hashes)
+    local = tmp_path / "local"
+    tlblab.sweep(spec, out=local)
+    assert (out / "results.jsonl").read_bytes() == (local / "results.jsonl").read_bytes()
+
+
+def test_a_bad_spec_is_refused_before_ray_starts(tmp_path: Path) -> None:
+    spec = write_spec(tmp_path, SMALL.replace("[axes]\n", "[axes]\nbogus = [1, 2]\n"))
+    import ray
+
+    with pytest.raises(tlblab.TlblabError) as caught:
+        tlblab.sweep(spec, engine="ray", out=tmp_path / "out")
+    assert not ray.is_initialized()
+    message = str(caught.value)
+    assert str(spec) in message and "bogus" in message and "line 6" in message
+    assert not (tmp_path / "out/results.jsonl").exists()
+
+
+def test_without_ray_the_engine_says_how_to_install_it(tmp_path: Path) -> None:
+    spec = write_spec(tmp_path, SMALL)
+    # `ray` made unimportable in a fresh interpreter.
+    code = (
+        "import sys; sys.modules['ray'] = None; from tlblab.__main__ import main; "
+        f"sys.exit(main(['sweep', {str(spec)!r}, '--engine', 'ray', '-o', {str(tmp_path / 'o')!r}]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 1
+    assert done.stderr.startswith("tlblab: error: the Ray engine needs Ray in this Python")
+    assert "pip install" in done.stderr
