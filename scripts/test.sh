@@ -21,8 +21,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -r python/requirements-dev.txt
 VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH" .venv/bin/maturin develop --locked -q
-.venv/bin/ruff format --check -q python
-.venv/bin/ruff check -q python
+.venv/bin/ruff format --check -q python scripts
+.venv/bin/ruff check -q python scripts
 # The tests compare the package with the CLI that cargo test built.
 TLBLAB_BIN="$PWD/target/debug/tlblab" RAY_USAGE_STATS_ENABLED=0 \
   .venv/bin/python -m pytest -q python/tests
