@@ -16,35 +16,22 @@ import pytest
 import tlblab
 from tlblab.ray_engine import MAX_BATCH, batch_size
 
-# Small, fast sweeps (docs/sweep.md): 8 jobs of a quick scenario.
+# A small, fast sweep (docs/sweep.md): 8 jobs of a quick scenario.
 SMALL = """\
 name = "ray-small"
+seeds = 2
+baseline = { policy = "linux-6.18" }
+
+[[sweep]]
+machine = "skylake"
 scenario = "storm"
-baseline = "linux-6.18"
-
-[axes]
 policy = ["linux-6.18", "linux-4.13"]
-cpus = [2, 4]
-seed = [1, 2]
-
-[params]
+cpus = [4, 8]
 iterations = 20
 """
 
-# Jobs long enough (about a second each) for a worker to be caught running one.
-SLOW = """\
-name = "ray-slow"
-scenario = "storm"
-baseline = "linux-6.18"
-
-[axes]
-policy = ["linux-6.18", "linux-4.13"]
-cpus = [8]
-seed = [1, 2, 3, 4]
-
-[params]
-iterations = 4000
-"""
+# The same with jobs of about a second: long enough for a worker to be caught running one.
+SLOW = SMALL.replace("ray-small", "ray-slow").replace("iterations = 20", "iterations = 1000")
 
 
 def write_spec(tmp_path: Path, text: str) -> Path:
@@ -124,14 +111,16 @@ def test_a_killed_workers_jobs_are_rerun_and_recorded_once(ray_head: str, tmp_pa
 
 
 def test_a_bad_spec_is_refused_before_ray_starts(tmp_path: Path) -> None:
-    spec = write_spec(tmp_path, SMALL.replace("[axes]\n", "[axes]\nbogus = [1, 2]\n"))
+    spec = write_spec(
+        tmp_path, SMALL.replace("iterations = 20\n", "iterations = 20\nbogus = [1, 2]\n")
+    )
     import ray
 
     with pytest.raises(tlblab.TlblabError) as caught:
         tlblab.sweep(spec, engine="ray", out=tmp_path / "out")
     assert not ray.is_initialized()
     message = str(caught.value)
-    assert str(spec) in message and "bogus" in message and "line 6" in message
+    assert message.startswith(f"sweep spec {spec}: line 11, `[[sweep]] bogus`: unknown axis")
     assert not (tmp_path / "out/results.jsonl").exists()
 
 

@@ -18,12 +18,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from os import PathLike
+from pathlib import Path
 from typing import Any, Union
 
 import pandas as pd
 
 from . import _core
 from ._core import TlblabError
+from ._progress import Progress
 
 __all__ = [
     "TlblabError",
@@ -232,36 +234,46 @@ def sweep(
     out: StrPath | None = None,
     resume: bool = False,
     force: bool = False,
+    progress: bool = True,
 ) -> pd.DataFrame:
-    """Run a sweep spec (docs/sweep.md) and return its results, one row per job.
+    """Run a sweep spec (docs/sweep.md), as ``tlblab sweep SPEC``; its results, one row per job.
 
     Args:
         spec: the sweep spec, a TOML file.
-        engine: ``local`` (every core of this machine, in Rust) or ``ray`` (a Ray cluster).
-        address: the Ray cluster's address (``ray`` only; none starts Ray in this process).
-        out: the results directory (default: ``sweep-<spec name>`` in the working directory).
-        resume: skip the jobs the directory already has results for.
+        engine: ``local`` (every core of this machine, in Rust) or ``ray`` (a Ray cluster;
+            docs/python.md).
+        address: the Ray cluster's address (``HOST:PORT`` of its head, or ``auto``); none
+            starts Ray in this process on this machine.
+        out: the results directory (default ``sweep-NAME``, NAME the spec's ``name``).
+        resume: go on with a directory's sweep: its finished jobs are not run again.
         force: start over in a directory that has results.
+        progress: print k/N, the time left and failures on standard error.
 
-    The directory gets ``results.parquet``, ``results.jsonl``, ``summary.json`` and
-    ``summary.txt``; the DataFrame is ``results.parquet`` read back, and
-    ``df.attrs["summary"]`` the summary.
+    The directory gets the spec, the environment, the journal, ``results.parquet``,
+    ``results.jsonl`` (one row per job in the sweep's order: the same bytes with either engine),
+    ``summary.json`` and ``summary.txt``; the DataFrame is ``results.parquet`` read back and
+    ``df.attrs["summary"]`` the summary. Ctrl-C stops starting jobs and keeps those finished:
+    ``resume=True`` runs the rest.
 
     Raises:
-        TlblabError: a bad spec (naming file, line and key) or a job that failed.
+        TlblabError: a bad spec (naming its file, line and key), a directory with results
+            without ``resume`` or ``force``, or a failed job (the finished ones are kept).
     """
-    from pathlib import Path
-
-    spec_path = Path(spec)
-    out_dir = Path(out) if out is not None else Path(f"sweep-{spec_path.stem}")
-    if engine == "local":
-        summary = _core.sweep_local(str(spec_path), str(out_dir), resume, force)
-    elif engine == "ray":
-        from .ray_engine import run as run_ray
-
-        summary = run_ray(spec_path, out_dir, address=address, resume=resume, force=force)
-    else:
+    if engine not in ("local", "ray"):
         raise TlblabError(f"--engine {engine}: give local or ray")
-    frame = pd.read_parquet(out_dir / "results.parquet")
+    if address is not None and engine != "ray":
+        raise TlblabError("--address is for --engine ray")
+    run = _core.Sweep(spec, out, resume, force)
+    if engine == "local":
+        shown = Progress(run.name, run.total(), run.done()) if progress else None
+        run.run_local(shown)
+        if shown is not None:
+            shown.update(run.done(), shown.failed, final=True)
+        summary = run.finish()
+    else:
+        from .ray_engine import drive
+
+        summary = drive(run, address=address, progress=progress)
+    frame = pd.read_parquet(Path(run.out) / "results.parquet")
     frame.attrs["summary"] = json.loads(summary)
     return frame

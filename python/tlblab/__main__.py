@@ -1,7 +1,8 @@
-"""``python -m tlblab sweep SPEC --engine ray|local [--address A] [-o DIR] [--resume] [--force]``.
+"""``python -m tlblab sweep SPEC [--engine local|ray] [--address A] [-o DIR] [--resume] [--force]``.
 
-What ``tlblab sweep --engine ray`` runs: the sweep, its summary table on standard output, errors
-as ``tlblab: error: …`` on standard error with exit status 1 (2 for bad usage).
+What ``tlblab sweep --engine ray`` runs, and says what it says: the summary on standard output
+(``--format text|json``), progress and errors (``tlblab: error: …``) on standard error; exit
+status 0, 1 for an error, 2 for bad usage, 130 when interrupted (the finished jobs are kept).
 """
 
 from __future__ import annotations
@@ -19,51 +20,75 @@ def main(argv: list[str] | None = None) -> int:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     sweep = commands.add_parser("sweep", help="run a sweep spec (docs/sweep.md)")
-    sweep.add_argument("spec", type=Path, metavar="SPEC", help="the sweep spec (TOML)")
+    sweep.add_argument("spec", type=Path, metavar="SPEC.toml", help="the sweep spec")
     sweep.add_argument("--engine", choices=["local", "ray"], default="local")
     sweep.add_argument(
-        "--address", metavar="ADDR", help="the Ray cluster's head (HOST:PORT or auto)"
+        "--address", metavar="HOST:PORT", help="the Ray cluster's head (or auto); none: Ray here"
     )
-    sweep.add_argument("-o", "--output", type=Path, metavar="DIR", help="results directory")
-    sweep.add_argument("--resume", action="store_true", help="skip finished jobs")
-    sweep.add_argument("--force", action="store_true", help="start over in DIR")
+    sweep.add_argument("-o", "--output", type=Path, metavar="DIR", help="default: sweep-NAME")
+    resume = sweep.add_mutually_exclusive_group()
+    resume.add_argument("--resume", action="store_true", help="skip the finished jobs")
+    resume.add_argument("--force", action="store_true", help="start over in DIR")
+    sweep.add_argument("--format", choices=["text", "json"], default="text")
     sweep.add_argument(
         "--runtime-env",
         metavar="JSON",
-        help='Ray runtime_env for the workers, e.g. {"py_modules": ["tlblab.whl"]}',
+        help='Ray runtime_env for the workers, e.g. {"py_modules": ["tlblab-….whl"]}',
     )
     sweep.add_argument("--batch", type=int, metavar="N", help="jobs per Ray task")
     args = parser.parse_args(argv)
     if args.address is not None and args.engine != "ray":
         parser.error("--address is for --engine ray")
+    if args.batch is not None and args.batch < 1:
+        parser.error("--batch: give at least 1")
 
     from . import TlblabError, _core
+    from ._progress import Progress
 
-    out = args.output if args.output is not None else Path(f"sweep-{args.spec.stem}")
     try:
-        if args.engine == "ray":
-            from .ray_engine import run
-
-            runtime_env = json.loads(args.runtime_env) if args.runtime_env else None
-            summary = run(
-                args.spec,
-                out,
-                address=args.address,
-                resume=args.resume,
-                force=args.force,
-                runtime_env=runtime_env,
-                batch=args.batch,
+        run = _core.Sweep(args.spec, args.output, args.resume, args.force)
+        out = Path(run.out)
+        if run.resumed():
+            print(
+                f"tlblab: resuming {out}: {run.resumed()} of {run.total()} jobs already recorded",
+                file=sys.stderr,
             )
-        else:
-            summary = _core.sweep_local(str(args.spec), str(out), args.resume, args.force)
+        try:
+            if args.engine == "ray":
+                from .ray_engine import drive
+
+                runtime_env = json.loads(args.runtime_env) if args.runtime_env else None
+                summary = drive(
+                    run, address=args.address, runtime_env=runtime_env, batch=args.batch
+                )
+            else:
+                shown = Progress(run.name, run.total(), run.done())
+                run.run_local(shown)
+                shown.update(run.done(), shown.failed, final=True)
+                summary = run.finish()
+        except KeyboardInterrupt:
+            print(
+                f"tlblab: {run.done()} of {run.total()} jobs are recorded in {out}; "
+                f"`tlblab sweep {args.spec} -o {out} --resume` runs the rest",
+                file=sys.stderr,
+            )
+            print(
+                f"tlblab: error: the sweep was stopped; {run.done()} finished jobs are kept",
+                file=sys.stderr,
+            )
+            return 130
     except TlblabError as e:
         print(f"tlblab: error: {e}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("tlblab: interrupted: run again with --resume to go on", file=sys.stderr)
-        return 130
-    del summary
-    sys.stdout.write((out / "summary.txt").read_text())
+    if args.format == "json":
+        sys.stdout.write(summary)
+    else:
+        sys.stdout.write((out / "summary.txt").read_text())
+    print(
+        f"tlblab: results in {out}/results.parquet and results.jsonl; "
+        f"`tlblab report {out}` draws them",
+        file=sys.stderr,
+    )
     return 0
 
 

@@ -1,6 +1,6 @@
 """Type stubs of tlblab._core, the Rust half of tlblab (crates/tlblab-py)."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from os import PathLike
 
 class TlblabError(ValueError):
@@ -37,21 +37,37 @@ def replay_json(
 ) -> str:
     """`tlblab sim replay TRACE --format json`'s text."""
 
-def sweep_local(spec: str, out: str, resume: bool = False, force: bool = False) -> str:
-    """Run a sweep spec on every core of this machine into `out`; the summary's JSON."""
-
 def execute_jobs(jobs: Sequence[str]) -> list[str]:
-    """Each job (its JSON) run in this thread; the rows' JSON, in the jobs' order."""
+    """Each job (its JSON, from `Sweep.pending()`) run in this thread; the rows' JSON in order."""
 
 class Sweep:
-    """A sweep's plan and its results directory, for an engine that runs the jobs elsewhere."""
+    """A sweep's plan and its results directory (`tlblab sweep SPEC -o DIR`), for an engine."""
 
-    def __init__(self, spec: str, out: str, resume: bool = False, force: bool = False) -> None: ...
+    def __init__(
+        self,
+        spec: str | PathLike[str],
+        out: str | PathLike[str] | None = None,
+        resume: bool = False,
+        force: bool = False,
+    ) -> None:
+        """Load and check the spec; open the results directory (default `sweep-NAME`)."""
+    @property
+    def out(self) -> PathLike[str]:
+        """The results directory."""
+    @property
+    def name(self) -> str:
+        """The spec's name."""
     def total(self) -> int:
         """The number of jobs in the sweep."""
+    def done(self) -> int:
+        """The number of jobs recorded so far (resumed ones included)."""
+    def resumed(self) -> int:
+        """The number of jobs found recorded when the directory was opened."""
     def pending(self) -> list[str]:
         """The jobs (JSON) with no row in the directory yet, in the sweep's order."""
     def record(self, row: str) -> bool:
         """Journal one row (JSON) at once; False when its job already has one (ignored)."""
+    def run_local(self, progress: Callable[[int, int, int], object] | None = None) -> None:
+        """Run the pending jobs on every core here; `progress(done, total, failed)` meanwhile."""
     def finish(self) -> str:
-        """Write the results and summary files; the summary's JSON."""
+        """Write the results and the summary; the summary's JSON."""

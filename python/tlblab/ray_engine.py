@@ -15,15 +15,16 @@ and its site-packages; on a cluster install the wheel on every node, or hand it 
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sys
-import time
-from pathlib import Path
+from os import PathLike
 from typing import Any
 
 from . import _core
 from ._core import TlblabError
+from ._progress import Progress
 
 #: Attempts Ray makes at a batch whose worker died (a crash, a kill, a lost node).
 MAX_RETRIES = 4
@@ -66,65 +67,57 @@ def _run_batch(jobs: list[str]) -> list[str]:
     return core.execute_jobs(jobs)
 
 
-class _Progress:
-    """k/N, the time left and failures on standard error, a line at most every second."""
-
-    def __init__(self, total: int, done: int) -> None:
-        self.total = total
-        self.done = done
-        self.start_done = done
-        self.failed = 0
-        self.start = time.monotonic()
-        self.last = 0.0
-
-    def update(self, finished: int, failed: int = 0, final: bool = False) -> None:
-        self.done += finished
-        self.failed += failed
-        now = time.monotonic()
-        if not final and now - self.last < 1.0:
-            return
-        self.last = now
-        ran = self.done - self.start_done
-        left = self.total - self.done
-        eta = ""
-        if ran > 0 and left > 0:
-            eta = f", about {(now - self.start) / ran * left:.0f} s left"
-        failures = f", {self.failed} failed" if self.failed else ""
-        print(f"tlblab: sweep: {self.done}/{self.total} jobs{eta}{failures}", file=sys.stderr)
-
-
 def run(
-    spec: Path,
-    out: Path,
+    spec: str | PathLike[str],
+    out: str | PathLike[str] | None = None,
     address: str | None = None,
     resume: bool = False,
     force: bool = False,
     runtime_env: dict[str, Any] | None = None,
     batch: int | None = None,
+    progress: bool = True,
 ) -> str:
-    """Run the sweep ``spec`` on Ray into ``out``; return the summary's JSON text.
+    """Run the sweep ``spec`` on Ray into ``out``; the summary's JSON (as ``summary.json``).
 
     Args:
         spec: the sweep spec (TOML).
-        out: the results directory.
+        out: the results directory (default ``sweep-NAME``).
         address: a Ray cluster's address (``HOST:PORT`` of its head, or ``auto``); none starts
-            Ray in this process on this machine.
-        resume: skip the jobs ``out`` already has results for.
+            Ray in this process on this machine (or uses the Ray this process already runs).
+        resume: go on with the directory's sweep, skipping its finished jobs.
         force: start over in a directory that has results.
         runtime_env: Ray's runtime_env for the workers (how the wheel reaches them).
         batch: jobs per task (default: :func:`batch_size`).
+        progress: print k/N, the time left and failures on standard error.
 
     Raises:
-        TlblabError: Ray missing, a bad spec, or jobs that failed after Ray's retries (their
-            rows are missing; run again with ``resume=True``).
+        TlblabError: Ray missing, a bad spec, or a job that failed (the others are kept: run
+            again with ``resume=True``).
+    """
+    _import_ray()
+    # The spec and the directory are checked before Ray starts.
+    sweep = _core.Sweep(spec, out, resume, force)
+    return drive(sweep, address=address, runtime_env=runtime_env, batch=batch, progress=progress)
+
+
+def drive(
+    sweep: _core.Sweep,
+    address: str | None = None,
+    runtime_env: dict[str, Any] | None = None,
+    batch: int | None = None,
+    progress: bool = True,
+) -> str:
+    """Run an opened sweep's pending jobs on Ray, record their rows, and finish it.
+
+    Arguments as for :func:`run`; returns the summary's JSON.
     """
     ray = _import_ray()
-    # The sweep is refused (bad spec, existing results) before Ray starts.
-    sweep = _core.Sweep(str(spec), str(out), resume, force)
     pending = sweep.pending()
     total = sweep.total()
     # Nothing is sent outside this machine or its cluster.
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # Ray 2.5x warns, once per process, of a GPU default it will change; tlblab uses no GPU.
+    os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
     started = not ray.is_initialized()
     if started:
         if address is None:
@@ -140,6 +133,8 @@ def run(
             ray.init(
                 address=address, runtime_env=runtime_env, logging_level="ERROR", log_to_driver=False
             )
+    errors: list[tuple[int, str]] = []
+    shown = Progress(sweep.name, total, total - len(pending))
     try:
         cpus = int(ray.cluster_resources().get("CPU", 1))
         size = batch or batch_size(len(pending), cpus)
@@ -148,13 +143,14 @@ def run(
         for i in range(0, len(pending), size):
             chunk = pending[i : i + size]
             waiting[task.remote(chunk)] = chunk
-        progress = _Progress(total, total - len(pending))
-        print(
-            f"tlblab: sweep: {len(pending)} jobs to run of {total}, on Ray "
-            f"({cpus} CPUs, {len(waiting)} tasks of up to {size} jobs)",
-            file=sys.stderr,
-        )
-        errors = []
+        if progress:
+            print(
+                f"tlblab: sweep {sweep.name}: {len(pending)} of {total} jobs to run on Ray "
+                f"({cpus} CPUs, {len(waiting)} tasks of up to {size} jobs)",
+                file=sys.stderr,
+                flush=True,
+            )
+        failed = 0
         while waiting:
             ready, _ = ray.wait(list(waiting), num_returns=1)
             for ref in ready:
@@ -164,27 +160,36 @@ def run(
                 except (
                     ray.exceptions.RayError
                 ) as e:  # a job failed, or its worker after all retries
-                    errors.append(_task_error(e))
-                    progress.update(0, failed=len(chunk))
-                    continue
-                for row in rows:
-                    sweep.record(row)
-                progress.update(len(rows))
-        progress.update(0, final=True)
+                    errors.append((_first_index(chunk), _task_error(e)))
+                    failed += len(chunk)
+                else:
+                    for row in rows:
+                        sweep.record(row)
+                if progress:
+                    shown.update(sweep.done(), failed)
+        if progress:
+            shown.update(sweep.done(), failed, final=True)
     finally:
         if started:
             ray.shutdown()
     if errors:
+        # As the local engine says it: the first failure in the sweep's order.
         raise TlblabError(
-            f"{progress.failed} of {len(pending)} jobs failed on Ray ({errors[0]}); "
-            "the others are recorded: run again with --resume to retry the failed ones"
+            f"the sweep stopped at a failed job; the {sweep.done()} finished jobs are kept in "
+            f"{sweep.out}: {min(errors)[1]}"
         )
     return sweep.finish()
 
 
+def _first_index(chunk: list[str]) -> int:
+    """The plan index of a batch's first job."""
+    return int(json.loads(chunk[0])["index"])
+
+
 def _task_error(e: Exception) -> str:
-    """A failed task's error in one line: tlblab's own message when the job failed."""
+    """A failed task's error in one line: tlblab's own message when a job failed."""
     cause = getattr(e, "cause", None)
     if isinstance(cause, TlblabError):
         return str(cause)
-    return str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+    text = str(e).strip()
+    return text.splitlines()[-1] if text else type(e).__name__

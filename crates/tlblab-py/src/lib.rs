@@ -8,6 +8,8 @@
 
 #![deny(missing_docs)]
 
+mod sweep;
+
 use pyo3::prelude::*;
 use std::path::{Path, PathBuf};
 use tlblab_flushtrace::{TextFormat, TraceSource, Trailer};
@@ -47,11 +49,7 @@ fn json<T: serde::Serialize>(value: &T) -> Result<String, Failure> {
 
 /// The built-in study `name` (or `all`, or a comma-separated list), run as `tlblab sim study
 /// NAME --format json` runs it; its JSON text.
-fn study(
-    name: &str,
-    options: &Options,
-    warn: &mut dyn FnMut(String),
-) -> Result<String, Failure> {
+fn study(name: &str, options: &Options, warn: &mut dyn FnMut(String)) -> Result<String, Failure> {
     let chosen: Vec<&'static Study> = if name.eq_ignore_ascii_case("all") {
         STUDIES.iter().collect()
     } else if name.contains(',') {
@@ -149,11 +147,8 @@ fn machine(
     replacement: Option<&str>,
     paging_levels: u8,
 ) -> Result<MachineSpec, Failure> {
-    let mut spec = if name == "host" {
-        tlblab_host::host_spec()?.spec
-    } else {
-        MachineSpec::load(name)?
-    };
+    let mut spec =
+        if name == "host" { tlblab_host::host_spec()?.spec } else { MachineSpec::load(name)? };
     if !(4..=5).contains(&paging_levels) {
         return Err(Failure(format!("--paging-levels {paging_levels}: give 4 or 5")));
     }
@@ -280,9 +275,7 @@ fn replay_json(
             "flushed" => Refill::Flushed,
             "working-set" => Refill::WorkingSet(working_set),
             other => {
-                return Err(Failure(format!(
-                    "--refill {other}: give none, flushed or working-set"
-                )))
+                return Err(Failure(format!("--refill {other}: give none, flushed or working-set")))
             }
         };
         let opts = ReplayOptions {
@@ -318,5 +311,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(study_json, m)?)?;
     m.add_function(wrap_pyfunction!(replay_json, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep::execute_jobs, m)?)?;
+    m.add_class::<sweep::Sweep>()?;
     Ok(())
 }
