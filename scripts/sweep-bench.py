@@ -54,17 +54,23 @@ def main() -> None:
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="sweep-bench-"))
 
-    jobs = _core.Sweep(str(args.spec), str(tmp / "plan")).pending()
+    jobs = _core.Sweep(args.spec, tmp / "plan").pending()
     n = len(jobs)
     costs = [timed(_core.execute_jobs, [job])[0] for job in jobs]
     work = sum(costs)
     print(
-        f"{n} jobs, {statistics.mean(costs):.3f} s each alone (min {min(costs):.3f}, max {max(costs):.3f})"
+        f"{n} jobs, {statistics.mean(costs):.3f} s each alone "
+        f"(min {min(costs):.3f}, max {max(costs):.3f})"
     )
 
-    t_local, _ = timed(_core.sweep_local, str(args.spec), str(tmp / "local"))
+    def local() -> None:
+        run = _core.Sweep(args.spec, tmp / "local")
+        run.run_local()
+        run.finish()
+
+    t_local, _ = timed(local)
     ev = events(tmp / "local")
-    rate = f", {ev / t_local:,.0f} events/s" if ev else ""
+    rate = f", {ev / t_local:,.0f} simulated events/s" if ev else ""
     print(f"local: {t_local:.2f} s, {n / t_local:.2f} jobs/s{rate}")
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -81,7 +87,7 @@ def main() -> None:
     ray.get([warm.remote() for _ in range(args.cpus)])
     for batch in args.batch or [None, 1]:
         out = tmp / f"ray-{batch}"
-        t_ray, _ = timed(ray_engine.run, args.spec, out, batch=batch)
+        t_ray, _ = timed(ray_engine.run, args.spec, out, batch=batch, progress=False)
         same = (out / "results.jsonl").read_bytes() == (tmp / "local/results.jsonl").read_bytes()
         per_job = (t_ray - t_local) * args.cpus / n
         size = batch or ray_engine.batch_size(n, args.cpus)

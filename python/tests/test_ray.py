@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import tlblab
+from conftest import cli
 from tlblab.ray_engine import MAX_BATCH, batch_size
 
 # A small, fast sweep (docs/sweep.md): 8 jobs of a quick scenario.
@@ -31,7 +32,7 @@ iterations = 20
 """
 
 # The same with jobs of about a second: long enough for a worker to be caught running one.
-SLOW = SMALL.replace("ray-small", "ray-slow").replace("iterations = 20", "iterations = 1000")
+SLOW = SMALL.replace("ray-small", "ray-slow").replace("iterations = 20", "iterations = 600")
 
 
 def write_spec(tmp_path: Path, text: str) -> Path:
@@ -90,13 +91,13 @@ def test_a_killed_workers_jobs_are_rerun_and_recorded_once(ray_head: str, tmp_pa
     killed = None
     deadline = time.monotonic() + 120
     while killed is None and driver.poll() is None and time.monotonic() < deadline:
-        workers = _batch_workers()
-        if workers:
-            time.sleep(0.2)  # well inside the job, not at its start
-            killed = workers[0]
+        # A worker seen running a batch twice, 0.2 s apart: well inside a job, not at its end.
+        seen = set(_batch_workers())
+        time.sleep(0.2)
+        running = [pid for pid in _batch_workers() if pid in seen]
+        if running:
+            killed = running[0]
             os.kill(killed, signal.SIGKILL)
-        else:
-            time.sleep(0.05)
     _, stderr = driver.communicate(timeout=600)
     assert killed is not None, f"no worker was seen running a batch\n{stderr}"
     assert driver.returncode == 0, stderr
@@ -106,7 +107,7 @@ def test_a_killed_workers_jobs_are_rerun_and_recorded_once(ray_head: str, tmp_pa
     journal = [json.loads(x) for x in (out / "journal.jsonl").read_text().splitlines()]
     assert sorted(r["hash"] for r in journal) == sorted(hashes)
     local = tmp_path / "local"
-    tlblab.sweep(spec, out=local)
+    tlblab.sweep(spec, out=local, progress=False)
     assert (out / "results.jsonl").read_bytes() == (local / "results.jsonl").read_bytes()
 
 
@@ -137,3 +138,62 @@ def test_without_ray_the_engine_says_how_to_install_it(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr.startswith("tlblab: error: the Ray engine needs Ray in this Python")
     assert "pip install" in done.stderr
+
+
+def _wait_for_rows(journal: Path, rows: int, process: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        if journal.exists() and len(journal.read_text().splitlines()) >= rows:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{journal} did not reach {rows} rows")
+
+
+def test_resume_after_sigint_runs_only_the_rest(ray_head: str, tmp_path: Path) -> None:
+    spec = write_spec(tmp_path, SLOW)
+    out = tmp_path / "ray"
+    command = [sys.executable, "-m", "tlblab", "sweep", str(spec), "--engine", "ray"]
+    command += ["--address", ray_head, "-o", str(out), "--batch", "1"]
+    driver = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for_rows(out / "journal.jsonl", 2, driver)
+    driver.send_signal(signal.SIGINT)
+    _, stderr = driver.communicate(timeout=120)
+    assert driver.returncode == 130, stderr
+    assert "--resume` runs the rest" in stderr
+    kept = (out / "journal.jsonl").read_text().splitlines()
+    assert 2 <= len(kept) < 8
+    assert not (out / "results.jsonl").exists()
+
+    again = subprocess.run(
+        [*command, "--resume"], capture_output=True, text=True, timeout=600, check=False
+    )
+    assert again.returncode == 0, again.stderr
+    assert f"{len(kept)} of 8 jobs already recorded" in again.stderr
+    assert f"{8 - len(kept)} of 8 jobs to run on Ray" in again.stderr
+    journal = (out / "journal.jsonl").read_text().splitlines()
+    assert journal[: len(kept)] == kept and len(journal) == 8
+    local = tmp_path / "local"
+    tlblab.sweep(spec, out=local, progress=False)
+    assert (out / "results.jsonl").read_bytes() == (local / "results.jsonl").read_bytes()
+
+
+def test_the_cli_runs_the_ray_engine_through_the_package(
+    tlblab_bin: Path, ray_head: str, tmp_path: Path
+) -> None:
+    spec = write_spec(tmp_path, SMALL)
+    local = cli(tlblab_bin, "sweep", spec, "-o", tmp_path / "local")
+    assert local.returncode == 0, local.stderr
+    env = dict(os.environ, TLBLAB_PYTHON=sys.executable)
+    on_ray = subprocess.run(
+        [str(tlblab_bin), "sweep", str(spec), "--engine", "ray", "--address", ray_head]
+        + ["-o", str(tmp_path / "ray")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        check=False,
+    )
+    assert on_ray.returncode == 0, on_ray.stderr
+    assert on_ray.stdout == local.stdout
+    want = (tmp_path / "local/results.jsonl").read_bytes()
+    assert (tmp_path / "ray/results.jsonl").read_bytes() == want
