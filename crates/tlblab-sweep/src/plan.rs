@@ -262,7 +262,22 @@ impl Plan {
                 dup.point.grid, dup.point.machine, dup.point.cpus, dup.point.scenario, dup.point.policy, dup.point.seed
             )));
         }
-        validate(&jobs, &spec).map_err(bad)?;
+        validate(&jobs).map_err(|(i, message)| {
+            // Located at the CPUs of the point (the usual cause), or its scenario.
+            let p = &jobs[i].point;
+            let grid = spec.grids.iter().find(|g| g.label == p.grid);
+            let at = grid.and_then(|g| {
+                [Axis::Cpus, Axis::Scenario].iter().find_map(|&axis| {
+                    let a = g.axes.iter().find(|a| a.axis == axis)?;
+                    let i = a.values.iter().position(|v| *v == p.value(axis))?;
+                    Some(a.at[i].clone())
+                })
+            });
+            bad(match at {
+                Some(at) => format!("{at}: {message}"),
+                None => message,
+            })
+        })?;
         Ok(Plan { spec, text: text.to_string(), origin: origin.to_string(), jobs })
     }
 
@@ -449,7 +464,7 @@ fn hash_of(kind: Kind, point: &Point, machine_raw: &str, policy: &Policy) -> Str
 
 /// Builds each distinct configuration once (machine, CPUs, scenario and parameters, policy)
 /// with its scenario installed, so that a job that cannot run is refused before any runs.
-fn validate(jobs: &[Job], spec: &Spec) -> Result<(), String> {
+fn validate(jobs: &[Job]) -> Result<(), (usize, String)> {
     let mut distinct: Vec<&Job> = Vec::new();
     for j in jobs {
         let same = |o: &&Job| {
@@ -464,8 +479,8 @@ fn validate(jobs: &[Job], spec: &Spec) -> Result<(), String> {
             distinct.push(j);
         }
     }
-    let _ = spec;
-    distinct.par_iter().try_for_each(|job| -> Result<(), String> {
+    distinct.par_iter().try_for_each(|job| -> Result<(), (usize, String)> {
+        let index = job.index as usize;
         let where_ = || {
             format!(
                 "{}: machine {}, {} CPUs, scenario {}, policy {}",
@@ -479,16 +494,18 @@ fn validate(jobs: &[Job], spec: &Spec) -> Result<(), String> {
         let plain = |e: &(dyn std::error::Error + 'static)| {
             format!("{}: {}", where_(), tlblab_types::plain::error_chain(e))
         };
-        let info = workloads::scenario(&job.point.scenario).map_err(|e| plain(&e))?;
-        if let Some((what, value)) = job.policy.out_of_range() {
-            return Err(format!("{}: {what} = {value} is out of range", where_()));
-        }
-        let machine = job.machine().map_err(|e| plain(&e))?;
-        let config = KernelConfig::new(job.point.cpus as usize, job.point.seed);
-        let mut kernel =
-            Kernel::new(&machine, &job.policy, config, NoObserver).map_err(|e| plain(&e))?;
-        info.install(&mut kernel, &job.point.params()).map_err(|e| plain(&e))?;
-        Ok(())
+        let check = || -> Result<(), String> {
+            let info = workloads::scenario(&job.point.scenario).map_err(|e| plain(&e))?;
+            if let Some((what, value)) = job.policy.out_of_range() {
+                return Err(format!("{}: {what} = {value} is out of range", where_()));
+            }
+            let machine = job.machine().map_err(|e| plain(&e))?;
+            let config = KernelConfig::new(job.point.cpus as usize, job.point.seed);
+            let mut kernel =
+                Kernel::new(&machine, &job.policy, config, NoObserver).map_err(|e| plain(&e))?;
+            info.install(&mut kernel, &job.point.params()).map_err(|e| plain(&e))
+        };
+        check().map_err(|m| (index, m))
     })
 }
 
