@@ -164,7 +164,7 @@ fn resume_after_ctrl_c_runs_only_the_rest_and_equals_an_uninterrupted_sweep() {
     let whole = tmp.path().join("whole");
     assert!(run_sweep(&spec, &whole, &[]).status.success());
     let out = tmp.path().join("cut");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tlblab"))
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_tlblab"))
         .env("RAYON_NUM_THREADS", "1")
         .arg("sweep")
         .arg(&spec)
