@@ -530,3 +530,74 @@ impl Point {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GRID: &str = r#"
+seeds = 2
+[[sweep]]
+machine = "skylake"
+scenario = "storm"
+policy = ["linux-6.18", "linux-4.14"]
+cpus = [4, 6, 8]
+pages = [1, 2, 3]
+ceiling = [1, 33]
+zip = [["cpus", "pages"]]
+"#;
+
+    /// Zipped axes move together, the others multiply, the seed is innermost and the order
+    /// follows the axes' table (cpus before policy before ceiling).
+    #[test]
+    fn a_grid_is_the_product_of_its_axes_with_zipped_axes_together() {
+        let plan = Plan::from_toml(GRID, "grid.toml").unwrap();
+        let jobs = plan.jobs();
+        assert_eq!(jobs.len(), 3 * 2 * 2 * 2, "3 zipped × 2 policies × 2 ceilings × 2 seeds");
+        let p = |i: usize| &jobs[i].point;
+        assert_eq!(
+            (p(0).cpus, p(0).pages, p(0).policy.as_str(), p(0).ceiling, p(0).seed),
+            (4, 1, "linux-6.18", 1, 1)
+        );
+        assert_eq!(p(1).seed, 2, "the seed is innermost");
+        assert_eq!(p(2).ceiling, 33);
+        assert_eq!(p(4).policy, "linux-4.14");
+        assert_eq!((p(8).cpus, p(8).pages), (6, 2), "cpus and pages move together");
+        assert!(jobs.iter().all(|j| j.policy.tlb_single_page_flush_ceiling == j.point.ceiling));
+        assert!(jobs.iter().enumerate().all(|(i, j)| j.index == i as u64));
+    }
+
+    /// The hash names the configuration: the same spec gives the same hashes, any change to a
+    /// job's configuration changes its hash, and a job's JSON round-trips.
+    #[test]
+    fn the_content_hash_follows_the_configuration_only() {
+        let a = Plan::from_toml(GRID, "a.toml").unwrap();
+        let b =
+            Plan::from_toml(&GRID.replace("seeds = 2", "seeds = 2\nname = \"other\""), "b.toml")
+                .unwrap();
+        let hashes = |p: &Plan| p.jobs().iter().map(|j| j.hash.clone()).collect::<Vec<_>>();
+        assert_eq!(hashes(&a), hashes(&b), "the spec's name is not part of a job");
+        let c = Plan::from_toml(&GRID.replace("pages = [1, 2, 3]", "pages = [1, 2, 4]"), "c.toml")
+            .unwrap();
+        let (ha, hc) = (hashes(&a), hashes(&c));
+        let changed = ha.iter().zip(&hc).filter(|(x, y)| x != y).count();
+        assert_eq!(changed, 8, "only the 8 jobs at pages = 3 → 4 change");
+        let job = &a.jobs()[5];
+        let back = crate::job_from_json(&serde_json::to_string(job).unwrap()).unwrap();
+        assert_eq!(&back, job);
+    }
+
+    /// Two zipped lists of different lengths, or a baseline that is not among the values, are
+    /// refused with their line.
+    #[test]
+    fn inconsistent_grids_are_refused_with_their_line() {
+        let e = Plan::from_toml(&GRID.replace("pages = [1, 2, 3]", "pages = [1, 2]"), "z.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 10, `[[sweep]] zip`") && e.contains("different lengths (3, 2)"), "{e}");
+        let e = Plan::from_toml(&format!("baseline = {{ ceiling = 64 }}\n{GRID}"), "b.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("ceiling = 64 is not among"), "{e}");
+    }
+}

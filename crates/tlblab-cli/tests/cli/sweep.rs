@@ -266,3 +266,73 @@ fn a_study_run_as_a_sweep_gives_the_studys_values() {
     }
     assert!(compared >= 20, "only {compared} values compared");
 }
+
+/// A checker sweep's job of seed s and n schedules is `tlblab sim check --seed s·n --schedules
+/// n`: the same accesses judged and the same violations; the faithful policy has none, the
+/// known-bad one many.
+#[test]
+fn a_checker_sweep_counts_what_sim_check_counts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = write(
+        tmp.path(),
+        "check.toml",
+        r#"
+kind = "check"
+seeds = 2
+measures = ["violations", "deferred_uses"]
+
+[[sweep]]
+machine = "skylake"
+cpus = 3
+scenario = "lazy-readers"
+policy = ["linux-6.18", "bad-pti-no-user-flush"]
+tasks = 2
+pages = 8
+iterations = 20
+schedules = 5
+"#,
+    );
+    let out = tmp.path().join("out");
+    let o = run_sweep(&spec, &out, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = lines(&out.join("results.jsonl"));
+    assert_eq!(rows.len(), 4);
+    for row in &rows {
+        let (policy, seed) = (row["policy"].as_str().unwrap(), row["seed"].as_u64().unwrap());
+        // `sim check` exits 1 when it finds violations; its JSON is complete either way.
+        let output = tlblab()
+            .args([
+                "sim",
+                "check",
+                "-p",
+                policy,
+                "--scenario",
+                "lazy-readers",
+                "--cpus",
+                "3",
+                "--tasks",
+                "2",
+                "--pages",
+                "8",
+                "--iterations",
+                "20",
+                "--schedules",
+                "5",
+                "--seed",
+                &(seed * 5).to_string(),
+                "--format",
+                "json",
+            ])
+            .output()
+            .unwrap();
+        let check: Value = serde_json::from_slice(&output.stdout).expect("sim check's JSON");
+        for key in ["accesses", "violations", "window_uses", "schedules_with_violations"] {
+            assert_eq!(row["counters"][key], check[key], "{policy} seed {seed}: {key}");
+        }
+        let violations = row["measures"]["violations"].as_f64().unwrap();
+        match policy {
+            "linux-6.18" => assert_eq!(violations, 0.0),
+            _ => assert!(violations > 100.0, "{policy}: {violations}"),
+        }
+    }
+}
