@@ -1,6 +1,7 @@
 """Jobs/s of a sweep on this machine, the local engine against Ray, and Ray's cost per job.
 
-Usage: .venv/bin/python scripts/sweep-bench.py SPEC [--cpus N] [--batch N ...]
+Usage: .venv/bin/python scripts/sweep-bench.py [SPEC] [--cpus N] [--batch N ...]
+(SPEC: default scripts/sweep-bench.toml, jobs of about a second.)
 
 Runs every job of SPEC once alone (its cost), then the whole sweep with the local engine
 (rayon over every core, in Rust) and on a Ray started in this process with the same CPUs
@@ -48,7 +49,9 @@ def events(out: Path) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("spec", type=Path)
+    parser.add_argument(
+        "spec", type=Path, nargs="?", default=Path(__file__).with_name("sweep-bench.toml")
+    )
     parser.add_argument("--cpus", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--batch", type=int, action="append")
     args = parser.parse_args()
