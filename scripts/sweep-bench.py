@@ -6,7 +6,8 @@ Usage: .venv/bin/python scripts/sweep-bench.py [SPEC] [--cpus N] [--batch N ...]
 Runs every job of SPEC once alone (its cost), then the whole sweep with the local engine
 (rayon over every core, in Rust) and on a Ray started in this process with the same CPUs
 (after a warm-up task, so worker start-up is not counted), once per batch size asked for
-(default: the engine's own choice, and one job per task). Ray's overhead per job is its extra
+(default: the engine's own choice, and one job per task), in --repeat rounds that interleave
+the engines; the best of each counts. Ray's overhead per job is its extra
 wall time against the local engine's, times the CPUs, over the jobs.
 """
 
@@ -53,7 +54,8 @@ def main() -> None:
         "spec", type=Path, nargs="?", default=Path(__file__).with_name("sweep-bench.toml")
     )
     parser.add_argument("--cpus", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--batch", type=int, action="append")
+    parser.add_argument("--batch", type=int, action="append", help="jobs per Ray task")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds of each engine")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="sweep-bench-"))
 
@@ -66,17 +68,13 @@ def main() -> None:
         f"(min {min(costs):.3f}, max {max(costs):.3f})"
     )
 
-    def local() -> None:
-        run = _core.Sweep(args.spec, tmp / "local")
+    def local(out: Path) -> None:
+        run = _core.Sweep(args.spec, out)
         run.run_local()
         run.finish()
 
-    t_local, _ = timed(local)
-    ev = events(tmp / "local")
-    rate = f", {ev / t_local:,.0f} simulated events/s" if ev else ""
-    print(f"local: {t_local:.2f} s, {n / t_local:.2f} jobs/s{rate}")
-
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
     import ray
 
     ray.init(
@@ -88,18 +86,53 @@ def main() -> None:
     )
     warm = ray.remote(lambda: __import__("tlblab._core").__name__)
     ray.get([warm.remote() for _ in range(args.cpus)])
-    for batch in args.batch or [None, 1]:
-        out = tmp / f"ray-{batch}"
-        t_ray, _ = timed(ray_engine.run, args.spec, out, batch=batch, progress=False)
-        same = (out / "results.jsonl").read_bytes() == (tmp / "local/results.jsonl").read_bytes()
-        per_job = (t_ray - t_local) * args.cpus / n
-        size = batch or ray_engine.batch_size(n, args.cpus)
-        print(
-            f"ray (batch {size}): {t_ray:.2f} s, {n / t_ray:.2f} jobs/s, "
-            f"overhead {per_job * 1000:+.1f} ms/job ({per_job / (work / n) * 100:+.1f}% of a job), "
-            f"results {'identical' if same else 'DIFFERENT'}"
-        )
+    batches = args.batch or [ray_engine.batch_size(n, args.cpus), 1]
+    # Rounds interleave the engines, so that a change in the machine's load falls on both.
+    times: dict[str, list[float]] = {"local": []} | {f"ray-{b}": [] for b in batches}
+    want = None
+    for r in range(args.repeat):
+        out = tmp / f"local-{r}"
+        times["local"].append(timed(local, out)[0])
+        want = (out / "results.jsonl").read_bytes()
+        for b in batches:
+            out = tmp / f"ray-{b}-{r}"
+            times[f"ray-{b}"].append(
+                timed(ray_engine.run, args.spec, out, batch=b, progress=False)[0]
+            )
+            if (out / "results.jsonl").read_bytes() != want:
+                raise SystemExit(f"ray (batch {b}) gave other results than the local engine")
+    # Ray's own cost per task, without work to hide it: empty batches through tlblab._core,
+    # all at once (throughput over the CPUs), and one after the other (a round trip).
+    empty = ray.remote(ray_engine._run_batch)
+    ray.get([empty.remote([]) for _ in range(50)])
+    tasks = 1000
+    t_many, _ = timed(lambda: ray.get([empty.remote([]) for _ in range(tasks)]))
+    t_one, _ = timed(lambda: [ray.get(empty.remote([])) for _ in range(200)])
     ray.shutdown()
+
+    ev = events(tmp / "local-0")
+    best_local = min(times["local"])
+    print(
+        f"local: best {best_local:.2f} s of {args.repeat} (median "
+        f"{statistics.median(times['local']):.2f}), {n / best_local:.2f} jobs/s, "
+        f"{ev / best_local:,.0f} simulated events/s"
+    )
+    for b in batches:
+        t = times[f"ray-{b}"]
+        best = min(t)
+        per_job = (best - best_local) * args.cpus / n
+        print(
+            f"ray, {b} jobs per task: best {best:.2f} s (median {statistics.median(t):.2f}), "
+            f"{n / best:.2f} jobs/s, {ev / best:,.0f} events/s; against local "
+            f"{per_job * 1000:+.0f} ms per job ({per_job / (work / n) * 100:+.1f}% of a job)"
+        )
+    print("results identical to the local engine's in every run")
+    cost = t_many * args.cpus / tasks
+    print(
+        f"ray, empty tasks: {tasks / t_many:,.0f} tasks/s over {args.cpus} CPUs, i.e. "
+        f"{cost * 1000:.2f} ms of a CPU per task ({cost / (work / n) * 100:.2f}% of a "
+        f"{work / n:.2f} s job); one at a time {t_one / 200 * 1000:.2f} ms a round trip"
+    )
 
 
 if __name__ == "__main__":
