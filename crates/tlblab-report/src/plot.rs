@@ -1190,8 +1190,11 @@ pub struct Heatmap {
     pub cells: Vec<Vec<Option<HeatCell>>>,
     /// How values map to colours.
     pub scale: HeatScale,
-    /// The colour bar's title, with the unit.
+    /// What the map shows, with the unit (its accessible name).
     pub legend: String,
+    /// The smallest and largest value the colours span (default: the cells'), so that the maps
+    /// of one measure side by side share their colours.
+    pub extent: Option<(f64, f64)>,
     /// Width in pixels (the height follows from the rows).
     pub width: u32,
 }
@@ -1231,6 +1234,7 @@ impl Heatmap {
             cells,
             scale: HeatScale::Sequential,
             legend: String::new(),
+            extent: None,
             width: 720,
         }
     }
@@ -1240,7 +1244,7 @@ impl Heatmap {
     fn color(&self, v: f64, (lo, hi): (f64, f64)) -> RGBColor {
         match self.scale {
             HeatScale::Sequential => {
-                let t = if hi > lo { (v - lo) / (hi - lo) } else { 0.5 };
+                let t = if hi > lo { (v - lo) / (hi - lo) } else { 0.0 };
                 mix(HEAT_LOW, HEAT_HIGH, t)
             }
             HeatScale::Ratio { lower_is_better } => {
@@ -1262,6 +1266,7 @@ impl Heatmap {
             .flatten()
             .flatten()
             .map(|c| c.value)
+            .chain(self.extent.iter().flat_map(|&(lo, hi)| [lo, hi]))
             .filter(|v| v.is_finite() && (self.scale == HeatScale::Sequential || *v > 0.0))
             .collect();
         if values.is_empty() {

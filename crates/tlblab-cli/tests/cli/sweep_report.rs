@@ -97,6 +97,7 @@ fn a_ceiling_sweep_gets_a_heatmap_of_ratios_per_measure() {
     assert!(dir.join("report.md").is_file());
 }
 
+/// S5's core sweep in small: CPUs (with as many tasks) × three policies.
 #[test]
 fn a_core_sweep_draws_one_line_per_policy_against_the_cpus() {
     let tmp = tempfile::tempdir().unwrap();
@@ -112,16 +113,24 @@ measures = ["scenario_metric", "ipis_per_op"]
 label = "cpus × policy"
 machine = "skylake-server"
 cpus = [4, 8, 16]
-scenario = "storm"
+tasks = [4, 8, 16]
+zip = [["cpus", "tasks"]]
+scenario = "munmap-threads"
 policy = ["linux-6.18", "linux-4.14", "linux-4.13"]
-iterations = 20
+iterations = 5
+pages = 4
 "#,
     );
     let html = String::from_utf8(stdout_of(["report", dir.to_str().unwrap(), "-o", "-"])).unwrap();
     let plots = svgs(&html);
     assert_eq!(plots.len(), 2);
     for svg in &plots {
-        assert!(aria(svg).ends_with("against simulated CPUs"), "{}", aria(svg));
+        // The tasks move with the CPUs (a zip group): one axis, not a heatmap's two.
+        assert!(
+            aria(svg).ends_with("against simulated CPUs (tasks moves with it)"),
+            "{}",
+            aria(svg)
+        );
         assert!(svg.contains("mean of 2 seeds, 95% CI"));
         for policy in ["linux-6.18", "linux-4.14", "linux-4.13"] {
             assert_eq!(svg.matches(&format!(">\n{policy}\n<")).count(), 1, "{policy}: {svg}");

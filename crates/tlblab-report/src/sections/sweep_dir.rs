@@ -130,9 +130,50 @@ fn combos<'a>(points: &[&'a SweepPoint], axes: &[String]) -> Vec<Vec<&'a str>> {
     out
 }
 
-fn plan(points: &[&SweepPoint]) -> Plan {
-    let axes: Vec<String> =
+/// The grid's dimensions: its varying axes, less those that move with an earlier one (a `zip`
+/// group: each value of one goes with one value of the other, both ways), and those companions
+/// as `(companion, axis)`.
+fn dimensions(points: &[&SweepPoint]) -> (Vec<String>, Vec<(String, String)>) {
+    let all: Vec<String> =
         points.first().map(|p| p.axes.iter().map(|(a, _)| a.clone()).collect()).unwrap_or_default();
+    let pairs = |a: &str, b: &str| -> Vec<(&str, &str)> {
+        let mut v: Vec<(&str, &str)> =
+            points.iter().filter_map(|p| Some((p.value(a)?, p.value(b)?))).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let together = |a: &str, b: &str| {
+        let v = pairs(a, b);
+        // Each value of `a` once, and each value of `b` once.
+        let unique = |mut keys: Vec<&str>| {
+            keys.sort_unstable();
+            keys.windows(2).all(|w| w[0] != w[1])
+        };
+        unique(v.iter().map(|p| p.0).collect()) && unique(v.iter().map(|p| p.1).collect())
+    };
+    let (mut kept, mut companions): (Vec<String>, Vec<(String, String)>) = (Vec::new(), Vec::new());
+    for b in all {
+        match kept.iter().find(|a| together(a, &b)) {
+            Some(a) => companions.push((b, a.clone())),
+            None => kept.push(b),
+        }
+    }
+    (kept, companions)
+}
+
+/// An axis' title, naming the axes that move with it.
+fn dimension_label(axis: &str, companions: &[(String, String)]) -> String {
+    let with: Vec<&str> =
+        companions.iter().filter(|(_, a)| a == axis).map(|(c, _)| c.as_str()).collect();
+    match with.len() {
+        0 => axis_label(axis),
+        1 => format!("{} ({} moves with it)", axis_label(axis), with[0]),
+        _ => format!("{} ({} move with it)", axis_label(axis), with.join(", ")),
+    }
+}
+
+fn plan(points: &[&SweepPoint], axes: &[String]) -> Plan {
     let (nums, names): (Vec<&String>, Vec<&String>) =
         axes.iter().partition(|a| numeric(&values_of(points, a)));
     let rest = |skip: &[&String]| -> Vec<String> {
@@ -266,8 +307,11 @@ pub fn sweep_dir(doc: &mut Document, ctx: &Ctx, name: &str, s: &SweepDir) {
             ))],
         ),
         ("Seeds".into(), vec![t(seed_text)]),
-        ("Noise band".into(), vec![t(format!("±{:.1}%", sum.noise * 100.0))]),
     ];
+    let mut kv = kv;
+    if !check {
+        kv.push(("Noise band".into(), vec![t(format!("±{:.1}%", sum.noise * 100.0))]));
+    }
     doc.push(Block::KeyValues(kv));
     let conf = sum.confidence * 100.0;
     let how = if check {
@@ -314,7 +358,16 @@ fn grid_section(doc: &mut Document, ctx: &Ctx, s: &SweepDir, grid: &str, points:
         ))]));
     }
     let scenarios: Vec<&str> = setup.map(GridSetup::scenarios).unwrap_or_default();
-    let plan = plan(points);
+    let (dims, companions) = dimensions(points);
+    let plan = plan(points, &dims);
+    // The table's axis columns: each dimension, followed by the axes that move with it.
+    let columns: Vec<String> = dims
+        .iter()
+        .flat_map(|d| {
+            std::iter::once(d.clone())
+                .chain(companions.iter().filter(move |(_, a)| a == d).map(|(c, _)| c.clone()))
+        })
+        .collect();
     let keys: Vec<&str> = points[0].measures.iter().map(|m| m.measure.as_str()).collect();
     let seeds =
         points.iter().flat_map(|p| p.measures.iter().map(|m| m.seeds.len())).max().unwrap_or(0);
@@ -326,9 +379,10 @@ fn grid_section(doc: &mut Document, ctx: &Ctx, s: &SweepDir, grid: &str, points:
             4,
             format!("{label}, {}", if lower { "lower is better" } else { "higher is better" }),
         );
-        doc.table(table(points, &axes, key, &baseline, seeds, sum.noise, sum.confidence));
+        doc.table(table(points, &columns, key, &baseline, seeds, sum.noise, sum.confidence));
         if ctx.plots {
-            plots(doc, ctx, points, &plan, key, &label, &scenarios, &baseline, seeds, lower);
+            let labels = Labels { label: &label, scenarios: &scenarios, companions: &companions };
+            plots(doc, ctx, points, &plan, key, &labels, &baseline, seeds, lower);
         }
     }
     if let Plan::None(why) = &plan {
@@ -384,6 +438,16 @@ fn table(
     table.note(note)
 }
 
+/// What a grid's plots are titled with.
+struct Labels<'a> {
+    /// The measure, with its unit.
+    label: &'a str,
+    /// The grid's scenarios.
+    scenarios: &'a [&'a str],
+    /// Axes that move with another.
+    companions: &'a [(String, String)],
+}
+
 #[allow(clippy::too_many_arguments)]
 fn plots(
     doc: &mut Document,
@@ -391,13 +455,14 @@ fn plots(
     points: &[&SweepPoint],
     plan: &Plan,
     key: &str,
-    label: &str,
-    scenarios: &[&str],
+    labels: &Labels,
     baseline: &Option<(String, String)>,
     seeds: usize,
     lower: bool,
 ) {
-    let unit = measure_unit(key, scenarios);
+    let label = labels.label;
+    let axis_label = |a: &str| dimension_label(a, labels.companions);
+    let unit = measure_unit(key, labels.scenarios);
     let better = if lower { "lower is better" } else { "higher is better" };
     let what = format!("mean of {seeds} seeds, 95% CI");
     match plan {
@@ -458,6 +523,18 @@ fn plots(
             if numeric(&rows) {
                 rows.sort_by(|a, b| number(b).total_cmp(&number(a)));
             }
+            // One colour scale for every panel of the measure.
+            let values: Vec<f64> = points
+                .iter()
+                .filter_map(|p| measure_of(p, key))
+                .filter_map(|m| if ratios { m.ratio.map(|r| r.ci.point) } else { m.mean })
+                .filter(|v| v.is_finite())
+                .collect();
+            let extent = (!values.is_empty()).then(|| {
+                values
+                    .iter()
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, z), &v| (a.min(v), z.max(v)))
+            });
             for combo in combos(points, panels) {
                 let in_panel: Vec<&&SweepPoint> = points
                     .iter()
@@ -472,8 +549,11 @@ fn plots(
                 let panel = if panels.is_empty() {
                     String::new()
                 } else {
-                    format!(" at {}", combo_name(panels, &combo).replace('=', " = "))
+                    let at: Vec<String> =
+                        panels.iter().zip(&combo).map(|(a, v)| format!("{a} = {v}")).collect();
+                    format!(" at {}", at.join(", "))
                 };
+                map.extent = extent;
                 let (a, v) = baseline.clone().unwrap_or_default();
                 if ratios {
                     map.scale = HeatScale::Ratio { lower_is_better: lower };
@@ -576,7 +656,10 @@ mod tests {
             }
         }
         let refs: Vec<&SweepPoint> = ps.iter().collect();
-        assert_eq!(plan(&refs), Plan::Lines { x: "cpus".into(), series: vec!["policy".into()] });
+        assert_eq!(
+            plan(&refs, &dimensions(&refs).0),
+            Plan::Lines { x: "cpus".into(), series: vec!["policy".into()] }
+        );
         let mut ps = Vec::new();
         for ceiling in ["1", "33", "512"] {
             for pages in ["4", "32"] {
@@ -585,15 +668,32 @@ mod tests {
         }
         let refs: Vec<&SweepPoint> = ps.iter().collect();
         assert_eq!(
-            plan(&refs),
+            plan(&refs, &dimensions(&refs).0),
             Plan::Heat { x: "ceiling".into(), y: "pages".into(), panels: vec![] }
         );
         let one = [point(&[("policy", "a")]), point(&[("policy", "b")])];
         let refs: Vec<&SweepPoint> = one.iter().collect();
-        assert_eq!(plan(&refs), Plan::Bars { axis: "policy".into() });
+        assert_eq!(plan(&refs, &dimensions(&refs).0), Plan::Bars { axis: "policy".into() });
         let none = [point(&[])];
         let refs: Vec<&SweepPoint> = none.iter().collect();
-        assert!(matches!(plan(&refs), Plan::None(_)));
+        assert!(matches!(plan(&refs, &dimensions(&refs).0), Plan::None(_)));
+    }
+
+    #[test]
+    fn axes_that_move_together_are_one_dimension() {
+        let ps: Vec<SweepPoint> = ["4", "8", "16"]
+            .iter()
+            .flat_map(|c| ["a", "b"].map(|p| point(&[("cpus", c), ("policy", p), ("tasks", c)])))
+            .collect();
+        let refs: Vec<&SweepPoint> = ps.iter().collect();
+        let (dims, companions) = dimensions(&refs);
+        assert_eq!(dims, ["cpus", "policy"]);
+        assert_eq!(companions, [("tasks".to_string(), "cpus".to_string())]);
+        assert_eq!(
+            plan(&refs, &dims),
+            Plan::Lines { x: "cpus".into(), series: vec!["policy".into()] }
+        );
+        assert_eq!(dimension_label("cpus", &companions), "simulated CPUs (tasks moves with it)");
     }
 
     #[test]
@@ -610,7 +710,7 @@ mod tests {
         }
         let refs: Vec<&SweepPoint> = ps.iter().collect();
         assert_eq!(
-            plan(&refs),
+            plan(&refs, &dimensions(&refs).0),
             Plan::Heat { x: "policy".into(), y: "cpus".into(), panels: vec![] }
         );
     }
