@@ -262,7 +262,22 @@ impl Plan {
                 dup.point.grid, dup.point.machine, dup.point.cpus, dup.point.scenario, dup.point.policy, dup.point.seed
             )));
         }
-        validate(&jobs, &spec).map_err(bad)?;
+        validate(&jobs).map_err(|(i, message)| {
+            // Located at the CPUs of the point (the usual cause), or its scenario.
+            let p = &jobs[i].point;
+            let grid = spec.grids.iter().find(|g| g.label == p.grid);
+            let at = grid.and_then(|g| {
+                [Axis::Cpus, Axis::Scenario].iter().find_map(|&axis| {
+                    let a = g.axes.iter().find(|a| a.axis == axis)?;
+                    let i = a.values.iter().position(|v| *v == p.value(axis))?;
+                    Some(a.at[i].clone())
+                })
+            });
+            bad(match at {
+                Some(at) => format!("{at}: {message}"),
+                None => message,
+            })
+        })?;
         Ok(Plan { spec, text: text.to_string(), origin: origin.to_string(), jobs })
     }
 
@@ -449,7 +464,7 @@ fn hash_of(kind: Kind, point: &Point, machine_raw: &str, policy: &Policy) -> Str
 
 /// Builds each distinct configuration once (machine, CPUs, scenario and parameters, policy)
 /// with its scenario installed, so that a job that cannot run is refused before any runs.
-fn validate(jobs: &[Job], spec: &Spec) -> Result<(), String> {
+fn validate(jobs: &[Job]) -> Result<(), (usize, String)> {
     let mut distinct: Vec<&Job> = Vec::new();
     for j in jobs {
         let same = |o: &&Job| {
@@ -464,8 +479,8 @@ fn validate(jobs: &[Job], spec: &Spec) -> Result<(), String> {
             distinct.push(j);
         }
     }
-    let _ = spec;
-    distinct.par_iter().try_for_each(|job| -> Result<(), String> {
+    distinct.par_iter().try_for_each(|job| -> Result<(), (usize, String)> {
+        let index = job.index as usize;
         let where_ = || {
             format!(
                 "{}: machine {}, {} CPUs, scenario {}, policy {}",
@@ -479,16 +494,18 @@ fn validate(jobs: &[Job], spec: &Spec) -> Result<(), String> {
         let plain = |e: &(dyn std::error::Error + 'static)| {
             format!("{}: {}", where_(), tlblab_types::plain::error_chain(e))
         };
-        let info = workloads::scenario(&job.point.scenario).map_err(|e| plain(&e))?;
-        if let Some((what, value)) = job.policy.out_of_range() {
-            return Err(format!("{}: {what} = {value} is out of range", where_()));
-        }
-        let machine = job.machine().map_err(|e| plain(&e))?;
-        let config = KernelConfig::new(job.point.cpus as usize, job.point.seed);
-        let mut kernel =
-            Kernel::new(&machine, &job.policy, config, NoObserver).map_err(|e| plain(&e))?;
-        info.install(&mut kernel, &job.point.params()).map_err(|e| plain(&e))?;
-        Ok(())
+        let check = || -> Result<(), String> {
+            let info = workloads::scenario(&job.point.scenario).map_err(|e| plain(&e))?;
+            if let Some((what, value)) = job.policy.out_of_range() {
+                return Err(format!("{}: {what} = {value} is out of range", where_()));
+            }
+            let machine = job.machine().map_err(|e| plain(&e))?;
+            let config = KernelConfig::new(job.point.cpus as usize, job.point.seed);
+            let mut kernel =
+                Kernel::new(&machine, &job.policy, config, NoObserver).map_err(|e| plain(&e))?;
+            info.install(&mut kernel, &job.point.params()).map_err(|e| plain(&e))
+        };
+        check().map_err(|m| (index, m))
     })
 }
 
@@ -511,5 +528,76 @@ impl Point {
                 self.warmup_ms,
             ],
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GRID: &str = r#"
+seeds = 2
+[[sweep]]
+machine = "skylake"
+scenario = "storm"
+policy = ["linux-6.18", "linux-4.14"]
+cpus = [4, 6, 8]
+pages = [1, 2, 3]
+ceiling = [1, 33]
+zip = [["cpus", "pages"]]
+"#;
+
+    /// Zipped axes move together, the others multiply, the seed is innermost and the order
+    /// follows the axes' table (cpus before policy before ceiling).
+    #[test]
+    fn a_grid_is_the_product_of_its_axes_with_zipped_axes_together() {
+        let plan = Plan::from_toml(GRID, "grid.toml").unwrap();
+        let jobs = plan.jobs();
+        assert_eq!(jobs.len(), 3 * 2 * 2 * 2, "3 zipped × 2 policies × 2 ceilings × 2 seeds");
+        let p = |i: usize| &jobs[i].point;
+        assert_eq!(
+            (p(0).cpus, p(0).pages, p(0).policy.as_str(), p(0).ceiling, p(0).seed),
+            (4, 1, "linux-6.18", 1, 1)
+        );
+        assert_eq!(p(1).seed, 2, "the seed is innermost");
+        assert_eq!(p(2).ceiling, 33);
+        assert_eq!(p(4).policy, "linux-4.14");
+        assert_eq!((p(8).cpus, p(8).pages), (6, 2), "cpus and pages move together");
+        assert!(jobs.iter().all(|j| j.policy.tlb_single_page_flush_ceiling == j.point.ceiling));
+        assert!(jobs.iter().enumerate().all(|(i, j)| j.index == i as u64));
+    }
+
+    /// The hash names the configuration: the same spec gives the same hashes, any change to a
+    /// job's configuration changes its hash, and a job's JSON round-trips.
+    #[test]
+    fn the_content_hash_follows_the_configuration_only() {
+        let a = Plan::from_toml(GRID, "a.toml").unwrap();
+        let b =
+            Plan::from_toml(&GRID.replace("seeds = 2", "seeds = 2\nname = \"other\""), "b.toml")
+                .unwrap();
+        let hashes = |p: &Plan| p.jobs().iter().map(|j| j.hash.clone()).collect::<Vec<_>>();
+        assert_eq!(hashes(&a), hashes(&b), "the spec's name is not part of a job");
+        let c = Plan::from_toml(&GRID.replace("pages = [1, 2, 3]", "pages = [1, 2, 4]"), "c.toml")
+            .unwrap();
+        let (ha, hc) = (hashes(&a), hashes(&c));
+        let changed = ha.iter().zip(&hc).filter(|(x, y)| x != y).count();
+        assert_eq!(changed, 8, "only the 8 jobs at pages = 3 → 4 change");
+        let job = &a.jobs()[5];
+        let back = crate::job_from_json(&serde_json::to_string(job).unwrap()).unwrap();
+        assert_eq!(&back, job);
+    }
+
+    /// Two zipped lists of different lengths, or a baseline that is not among the values, are
+    /// refused with their line.
+    #[test]
+    fn inconsistent_grids_are_refused_with_their_line() {
+        let e = Plan::from_toml(&GRID.replace("pages = [1, 2, 3]", "pages = [1, 2]"), "z.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 10, `[[sweep]] zip`") && e.contains("different lengths (3, 2)"), "{e}");
+        let e = Plan::from_toml(&format!("baseline = {{ ceiling = 64 }}\n{GRID}"), "b.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("ceiling = 64 is not among"), "{e}");
     }
 }

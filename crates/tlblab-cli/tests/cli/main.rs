@@ -25,6 +25,7 @@ mod report_summary;
 mod robust;
 mod sim_run;
 mod sim_study;
+mod sweep;
 mod sweep_report;
 mod trace;
 mod verdicts;
