@@ -340,8 +340,18 @@ fn grid_section(doc: &mut Document, ctx: &Ctx, s: &SweepDir, grid: &str, points:
             kv.push(("Fixed".into(), vec![t(fixed.join(" · "))]));
         }
     }
-    let varies: Vec<String> =
-        axes.iter().map(|a| format!("{a} ({})", values_of(points, a).join(", "))).collect();
+    let (dims, companions) = dimensions(points);
+    let listed = |a: &str| format!("{a} ({})", values_of(points, a).join(", "));
+    // A zip group as one dimension: `cpus (4, 8) with tasks (4, 8)`.
+    let varies: Vec<String> = dims
+        .iter()
+        .map(|d| {
+            std::iter::once(listed(d))
+                .chain(companions.iter().filter(|(_, a)| a == d).map(|(c, _)| listed(c)))
+                .collect::<Vec<_>>()
+                .join(" with ")
+        })
+        .collect();
     kv.push((
         "Varies".into(),
         vec![t(if varies.is_empty() { "nothing (one point)".into() } else { varies.join(" × ") })],
@@ -358,7 +368,6 @@ fn grid_section(doc: &mut Document, ctx: &Ctx, s: &SweepDir, grid: &str, points:
         ))]));
     }
     let scenarios: Vec<&str> = setup.map(GridSetup::scenarios).unwrap_or_default();
-    let (dims, companions) = dimensions(points);
     let plan = plan(points, &dims);
     // The table's axis columns: each dimension, followed by the axes that move with it.
     let columns: Vec<String> = dims
