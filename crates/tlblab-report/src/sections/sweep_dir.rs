@@ -15,6 +15,8 @@ use tlblab_studies::Measure;
 
 /// Lines in one plot at most (colours and markers stay distinct up to here).
 const MAX_LINES: usize = 8;
+/// Tables longer than this are folded under their plot in HTML.
+const FOLD_ROWS: usize = 24;
 /// Heatmaps per measure at most (one per value of the axes beyond the map's two).
 const MAX_PANELS: usize = 6;
 
@@ -189,7 +191,12 @@ fn plan(points: &[&SweepPoint], axes: &[String]) -> Plan {
         0 => Plan::None("one point: nothing varies".into()),
         1 => Plan::Bars { axis: axes[0].clone() },
         _ => {
-            // The map's two axes: numeric ones first, the one with more values across.
+            // The map's two axes: numeric ones first, those with more values first (fewer
+            // panels), the one with more values across.
+            let count = |a: &&String| std::cmp::Reverse(values_of(points, a).len());
+            let (mut nums, mut names) = (nums.clone(), names.clone());
+            nums.sort_by_key(count);
+            names.sort_by_key(count);
             let mut two: Vec<&String> = nums.iter().chain(names.iter()).take(2).copied().collect();
             if values_of(points, two[1]).len() > values_of(points, two[0]).len() {
                 two.swap(0, 1);
@@ -285,7 +292,7 @@ pub fn sweep_dir(doc: &mut Document, ctx: &Ctx, name: &str, s: &SweepDir) {
             seeds.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
         ),
     };
-    let kv: Vec<(String, Vec<Span>)> = vec![
+    let mut kv: Vec<(String, Vec<Span>)> = vec![
         ("Input".into(), vec![c(name)]),
         ("Spec".into(), vec![c(&sum.name)]),
         (
@@ -308,7 +315,6 @@ pub fn sweep_dir(doc: &mut Document, ctx: &Ctx, name: &str, s: &SweepDir) {
         ),
         ("Seeds".into(), vec![t(seed_text)]),
     ];
-    let mut kv = kv;
     if !check {
         kv.push(("Noise band".into(), vec![t(format!("±{:.1}%", sum.noise * 100.0))]));
     }
@@ -388,11 +394,20 @@ fn grid_section(doc: &mut Document, ctx: &Ctx, s: &SweepDir, grid: &str, points:
             4,
             format!("{label}, {}", if lower { "lower is better" } else { "higher is better" }),
         );
-        doc.table(table(points, &columns, key, &baseline, seeds, sum.noise, sum.confidence));
-        if ctx.plots {
+        let table = table(points, &columns, key, &baseline, seeds, sum.noise, sum.confidence);
+        if ctx.plots && !matches!(plan, Plan::None(_)) {
             let labels = Labels { label: &label, scenarios: &scenarios, companions: &companions };
             plots(doc, ctx, points, &plan, key, &labels, &baseline, seeds, lower);
+            // Below its plot, a long table is folded on the page.
+            if table.rows.len() > FOLD_ROWS {
+                doc.push(Block::Details {
+                    summary: format!("Every point of the plot: {} rows", table.rows.len()),
+                    blocks: vec![Block::Table(table)],
+                });
+                continue;
+            }
         }
+        doc.table(table);
     }
     if let Plan::None(why) = &plan {
         if !axes.is_empty() {
@@ -544,7 +559,7 @@ fn plots(
                     .iter()
                     .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, z), &v| (a.min(v), z.max(v)))
             });
-            for combo in combos(points, panels) {
+            for (n, combo) in combos(points, panels).into_iter().enumerate() {
                 let in_panel: Vec<&&SweepPoint> = points
                     .iter()
                     .filter(|p| panels.iter().zip(&combo).all(|(a, v)| p.value(a) == Some(v)))
@@ -593,15 +608,17 @@ fn plots(
                         m.mean.map(|mean| HeatCell::new(mean, fmt::num(mean)))
                     };
                 }
-                let caption = if ratios {
+                let caption = if n > 0 {
+                    format!("{label}{panel}: as the first map.")
+                } else if ratios {
                     format!(
-                        "{label}{panel} by {} (across) and {} (down), relative to the point with {a} = {v}: each cell is the geometric mean of the {seeds} per-seed ratios; blue is better, vermillion worse ({better}), on a log scale; bold: improved or regressed beyond the noise band. The table above has the means and intervals.",
+                        "{label}{panel} by {} (across) and {} (down), relative to the point with {a} = {v}: each cell is the geometric mean of the {seeds} per-seed ratios; blue is better, vermillion worse ({better}), on a log scale; bold: improved or regressed beyond the noise band. The table has the means and intervals.",
                         axis_label(x),
                         axis_label(y)
                     )
                 } else {
                     format!(
-                        "{label}{panel} by {} (across) and {} (down): each cell is the mean of {seeds} seeds, darker is more ({better}); the table above has the intervals.",
+                        "{label}{panel} by {} (across) and {} (down): each cell is the mean of {seeds} seeds, darker is more ({better}); the table has the intervals.",
                         axis_label(x),
                         axis_label(y)
                     )
