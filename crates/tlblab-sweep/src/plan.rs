@@ -594,7 +594,10 @@ zip = [["cpus", "pages"]]
         let e = Plan::from_toml(&GRID.replace("pages = [1, 2, 3]", "pages = [1, 2]"), "z.toml")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("line 10, `[[sweep]] zip`") && e.contains("different lengths (3, 2)"), "{e}");
+        assert!(
+            e.contains("line 10, `[[sweep]] zip`") && e.contains("different lengths (3, 2)"),
+            "{e}"
+        );
         let e = Plan::from_toml(&format!("baseline = {{ ceiling = 64 }}\n{GRID}"), "b.toml")
             .unwrap_err()
             .to_string();

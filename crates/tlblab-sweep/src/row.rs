@@ -23,8 +23,8 @@ pub struct Row {
     /// The job's axes.
     #[serde(flatten)]
     pub point: Point,
-    /// `run`: every task finished (a scenario with a window, kbuild's, ends at its window: then
-    /// `false`); `check`: every schedule's essential tasks finished.
+    /// Every task finished, or the run ended at its scenario's window as designed (kbuild's);
+    /// `check`: the same for every schedule. `false` means a run that stopped short.
     pub finished: bool,
     /// The measures ([`measure_keys`]), `null` where the run has none (see `notes`).
     pub measures: BTreeMap<String, Option<f64>>,
@@ -85,6 +85,8 @@ fn execute_run(job: &Job) -> Result<Row, SweepError> {
     let params = job.point.params();
     let mut k = kernel(job, job.point.seed)?;
     info.install(&mut k, &params).map_err(|e| SweepError::job(job, &e))?;
+    // A scenario with a window stops at its end, tasks finished or not.
+    let windowed = info.time_limit(&params, k.clock_mhz()) != Cycles(u64::MAX);
     let finished = info.run(&mut k, &params);
     let report = k.report();
     let (mut measures, mut notes) = (BTreeMap::new(), BTreeMap::new());
@@ -108,7 +110,7 @@ fn execute_run(job: &Job) -> Result<Row, SweepError> {
         hash: job.hash.clone(),
         kind: job.kind,
         point: job.point.clone(),
-        finished,
+        finished: finished || windowed,
         measures,
         notes,
         counters,

@@ -369,7 +369,7 @@ fn grid_section(doc: &mut Document, ctx: &Ctx, s: &SweepDir, grid: &str, points:
     doc.push(Block::KeyValues(kv));
     if let Some(g) = setup.filter(|g| g.unfinished > 0) {
         doc.push(Block::Warning(vec![t(format!(
-            "{} of {} jobs did not finish their scenario's work (a run that ends at its window counts as unfinished): their figures cover less work.",
+            "{} of {} jobs stopped short of their scenario's work (not at a window that ends them by design), so their figures cover less of it.",
             g.unfinished, g.rows
         ))]));
     }
