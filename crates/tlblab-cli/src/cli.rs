@@ -73,6 +73,19 @@ pub enum Command {
         after_help = "Examples:\n  tlblab study --quick\n  sudo env PATH=$PATH tlblab study -o results --force\n  tlblab study --no-live --only s2,s4 --seeds 5\n  tlblab study --machine skylake -o skylake-study"
     )]
     Study(LabArgs),
+    /// Run a sweep: a TOML spec of axes (machine, CPUs, scenario and its parameters, policy,
+    /// ceiling, seed, the checker's schedules), every point a job with a content hash, on this
+    /// machine's threads or on a Ray cluster (docs/sweep.md).
+    ///
+    /// Rows go to DIR/journal.jsonl as jobs finish; at the end DIR holds results.jsonl and
+    /// results.parquet (one row per job, plan order), summary.json and summary.txt (mean ± 95%
+    /// CI over seeds, ratio to the baseline and its verdict), beside the spec and the
+    /// environment. Ctrl-C keeps the finished jobs; `--resume` runs the rest. A bad spec is
+    /// refused, with its line and key, before any job runs.
+    #[command(
+        after_help = "Examples:\n  tlblab sweep examples/sweeps/ceiling.toml -o ceiling\n  tlblab sweep examples/sweeps/ceiling.toml -o ceiling --resume\n  tlblab sweep spec.toml --engine ray --address 10.0.0.1:6379 -o big\n  tlblab sweep --print-study s5 --quick > s5.toml && tlblab sweep s5.toml --plan"
+    )]
+    Sweep(SweepArgs),
     /// Render saved results (tlblab study's results.json, sim study JSON, bench result files,
     /// trace reports, replays) as one self-contained HTML page with plots, or as Markdown or
     /// plain text for mail; the summary first. Written to a file beside the first input.
@@ -111,6 +124,61 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         command: Vec<String>,
     },
+}
+
+/// `tlblab sweep`.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// The sweep spec (TOML; docs/sweep.md).
+    #[arg(value_name = "SPEC.toml", required_unless_present = "print_study")]
+    pub spec: Option<PathBuf>,
+    /// Where the jobs run: this machine's threads, or a Ray cluster through the Python package
+    /// `tlblab` (`pip install` the wheel; docs/python.md).
+    #[arg(long, value_enum, default_value_t = EngineArg::Local)]
+    pub engine: EngineArg,
+    /// `--engine ray`: the cluster's address (`ray start --head` prints it); default: a Ray
+    /// started for this sweep on this machine.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub address: Option<String>,
+    /// The results directory. Default: sweep-<spec name> in the current directory.
+    #[arg(short, long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// Continue the sweep whose results are in DIR: jobs already recorded are not run again.
+    #[arg(long, conflicts_with = "force")]
+    pub resume: bool,
+    /// Start over in a DIR that holds a sweep's results.
+    #[arg(long)]
+    pub force: bool,
+    /// Print the plan (one line per job with its hash) and stop.
+    #[arg(long)]
+    pub plan: bool,
+    /// Print a built-in study (s1 … s5) as a sweep spec and stop.
+    #[arg(long, value_name = "STUDY", conflicts_with = "spec")]
+    pub print_study: Option<String>,
+    /// With --print-study: the study's quick settings.
+    #[arg(long)]
+    pub quick: bool,
+    /// The summary printed at the end: text or json (summary.json's content).
+    #[arg(long, value_enum, default_value_t = SweepFormat::Text)]
+    pub format: SweepFormat,
+}
+
+/// `tlblab sweep --engine`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EngineArg {
+    /// This machine's threads (rayon).
+    Local,
+    /// A Ray cluster, through the Python package `tlblab`.
+    Ray,
+}
+
+/// `tlblab sweep --format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SweepFormat {
+    /// summary.txt.
+    Text,
+    /// summary.json.
+    Json,
 }
 
 /// `tlblab report`.

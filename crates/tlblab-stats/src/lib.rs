@@ -63,7 +63,9 @@ pub use outliers::{
     modified_z_scores, outliers, DEFAULT_OUTLIER_THRESHOLD, HYPERFINE_OUTLIER_THRESHOLD,
     MIN_OUTLIER_DEVIATION,
 };
-pub use seeds::{ratio_to_baseline, ratio_to_baseline_bootstrap, IntervalMethod, RatioToBaseline};
+pub use seeds::{
+    mean_interval, ratio_to_baseline, ratio_to_baseline_bootstrap, IntervalMethod, RatioToBaseline,
+};
 pub use summary::{
     geometric_mean, harmonic_mean, mean, mean_std, percentile, MeanStd, Summary, MAD_NORMAL_SCALE,
 };

@@ -154,6 +154,30 @@ pub fn ratio_to_baseline_bootstrap(
     Ok(RatioToBaseline { ratios: ms, ci, method: IntervalMethod::Bootstrap })
 }
 
+/// The Student-t interval of the mean of `values` (independent seeds) at `confidence`: the
+/// "mean ± CI over seeds" of a sweep's points.
+///
+/// ```
+/// let ci = tlblab_stats::mean_interval(&[9.0, 10.0, 11.0], 0.95).unwrap();
+/// // t(0.975, 2) = 4.303, sem = 1 / √3
+/// assert!((ci.high - ci.low - 2.0 * 4.303 / 3f64.sqrt()).abs() < 1e-3);
+/// assert_eq!(ci.point, 10.0);
+/// ```
+///
+/// Errors: an empty or non-finite input, fewer than 2 values, an invalid confidence.
+pub fn mean_interval(values: &[f64], confidence: f64) -> Result<ConfidenceInterval, StatsError> {
+    check_confidence(confidence)?;
+    let ms = mean_std(values)?;
+    if values.len() < 2 {
+        return Err(StatsError::TooFewSamples { needed: 2, got: values.len() });
+    }
+    let t = StudentsT::new(0.0, 1.0, (values.len() - 1) as f64)
+        .expect("df >= 1 is a valid Student-t")
+        .inverse_cdf((1.0 + confidence) / 2.0);
+    let half = t * ms.sem;
+    Ok(ConfidenceInterval { low: ms.mean - half, high: ms.mean + half, point: ms.mean, confidence })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

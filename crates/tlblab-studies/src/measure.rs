@@ -67,12 +67,39 @@ pub enum Measure {
 }
 
 /// Why a run has no value for a measure.
-pub(crate) type Missing = &'static str;
+pub type Missing = &'static str;
 
 /// No exposure window: the policy never unmaps the direct map.
 pub(crate) const NEVER_UNMAPPED: &str = "unbounded (never unmapped)";
 
 impl Measure {
+    /// Every measure, in declaration order.
+    pub const ALL: &'static [Measure] = &[
+        Measure::ScenarioMetric,
+        Measure::UserS,
+        Measure::SystemS,
+        Measure::TimeSystemPerWork,
+        Measure::ElapsedS,
+        Measure::DtlbWalks,
+        Measure::WalkCyclesPerWalk,
+        Measure::IpisPerOp,
+        Measure::DtlbWalksPerOp,
+        Measure::TaskClockMs,
+        Measure::PageFaults,
+        Measure::Cycles,
+        Measure::La57Checks,
+        Measure::PreemptOffMaxUs,
+        Measure::PreemptOffP99Us,
+        Measure::IpisSent,
+        Measure::IpisReceived,
+        Measure::FullFlushes,
+        Measure::XpfoFullFlushes,
+        Measure::ExposureMedianUs,
+        Measure::ExposureP99Us,
+        Measure::ExposureMaxUs,
+        Measure::ExposureCensored,
+    ];
+
     /// The key in JSON.
     pub fn key(self) -> &'static str {
         match self {
@@ -171,7 +198,8 @@ impl Measure {
     }
 
     /// The measure's value for one run, or why there is none.
-    pub(crate) fn value(self, r: &KernelReport, metric: Metric) -> Result<f64, Missing> {
+    /// Its value in a run's report (`metric` is the scenario's), or why the run has none.
+    pub fn value(self, r: &KernelReport, metric: Metric) -> Result<f64, Missing> {
         let seconds = |cycles: u64| r.micros(cycles as f64) / 1e6;
         let user: u64 = r.tasks.iter().map(|t| t.user_cycles).sum();
         let sys: u64 = r.tasks.iter().map(|t| t.sys_cycles).sum();

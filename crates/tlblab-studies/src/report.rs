@@ -402,7 +402,8 @@ pub struct RunSummary {
 }
 
 impl RunSummary {
-    pub(crate) fn of(seed: u64, finished: bool, r: &KernelReport) -> RunSummary {
+    /// The summary of a run of `seed` (`finished`: every task finished) from its report.
+    pub fn of(seed: u64, finished: bool, r: &KernelReport) -> RunSummary {
         let invalidations =
             r.hw.invalidations
                 .iter()

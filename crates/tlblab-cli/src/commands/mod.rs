@@ -13,6 +13,7 @@ mod replay;
 mod report;
 mod run;
 mod study;
+mod sweep;
 mod trace;
 mod tracer;
 
@@ -47,6 +48,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::BenchWorker => bench::serve_worker(),
         Command::Study(args) => lab::run(&args),
         Command::Report(args) => report::run(&args),
+        Command::Sweep(args) => sweep::run(&args),
         Command::Trace(TraceCommand::Record(args)) => tracer::record(&args),
         Command::Trace(TraceCommand::Report(args)) => tracer::report(&args),
         Command::Trace(TraceCommand::Dump(args)) => tracer::dump(&args),
@@ -107,6 +109,14 @@ pub fn exit_status(error: &anyhow::Error) -> u8 {
             || cause.is::<tlblab_kernel::KernelError>()
             || cause.is::<tlblab_studies::StudyError>()
             || cause.downcast_ref::<tlblab_runs::RunsError>().is_some_and(|e| e.is_bad_input())
+            || cause.downcast_ref::<tlblab_sweep::SweepError>().is_some_and(|e| {
+                matches!(
+                    e,
+                    tlblab_sweep::SweepError::Spec { .. }
+                        | tlblab_sweep::SweepError::Output { .. }
+                        | tlblab_sweep::SweepError::Corrupt { .. }
+                )
+            })
             || cause.downcast_ref::<tlblab_live::LiveError>().is_some_and(|e| {
                 matches!(
                     e,

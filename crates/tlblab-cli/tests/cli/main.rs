@@ -25,6 +25,7 @@ mod report_summary;
 mod robust;
 mod sim_run;
 mod sim_study;
+mod sweep;
 mod trace;
 mod verdicts;
 mod warmup;

@@ -1,0 +1,60 @@
+//! A built-in study as a sweep spec: one `[[sweep]]` per part, its policies on the `policy` axis
+//! with the part's first policy as the baseline, its measures, the study's seeds. Running the
+//! spec gives each run's values exactly as `tlblab sim study` does (the same kernel model, the
+//! same measures, the same seeds).
+
+use std::fmt::Write;
+use tlblab_kernel::workloads::StormOp;
+use tlblab_studies::{Size, Study};
+
+/// The spec of `study` at `size` (`tlblab sweep --study NAME --print-spec`).
+pub fn spec_of(study: &Study, size: Size) -> String {
+    let mut out = format!(
+        "# {} ({}): {}\n# mirrors {}\nname = {:?}\nseeds = {}\nfirst_seed = 1\n",
+        study.name,
+        match size {
+            Size::Full => "full settings",
+            Size::Quick => "quick settings",
+        },
+        study.title,
+        study.mirrors,
+        study.name,
+        study.default_seeds
+    );
+    for part in study.parts(size) {
+        let p = &part.params;
+        let list = |v: &[&str]| v.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", ");
+        let measures: Vec<&str> = part.measures.iter().map(|m| m.key()).collect();
+        let _ = write!(
+            out,
+            "\n[[sweep]]\nlabel = {:?}\nmachine = {:?}\ncpus = {}\nscenario = {:?}\npolicy = [{}]\nbaseline = {{ policy = {:?} }}\nmeasures = [{}]\n",
+            part.label,
+            part.machine,
+            part.cpus,
+            part.scenario,
+            list(&part.policies),
+            part.policies[0],
+            list(&measures),
+        );
+        let _ = write!(
+            out,
+            "iterations = {}\ntouch = {}\nbusy = {}\ntasks = {}\nmode = {:?}\nop = {:?}\npages = {}\ncycles_per_page = {}\njobs = {}\nwindow_ms = {}\nburst_us = {}\nwarmup_ms = {}\n",
+            p.iterations,
+            p.touch,
+            p.busy,
+            p.tasks,
+            if p.threads { "threads" } else { "processes" },
+            match p.op {
+                StormOp::Munmap => "munmap",
+                StormOp::Mprotect => "mprotect",
+            },
+            p.pages,
+            p.cycles_per_page,
+            p.jobs,
+            p.window_ms,
+            p.burst_us,
+            p.warmup_ms
+        );
+    }
+    out
+}
