@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use tlblab_kernel::workloads::{self, Params, StormOp};
-use tlblab_kernel::{Kernel, KernelConfig, NoObserver, Policy};
+use tlblab_kernel::Policy;
 use tlblab_sim::machine::MachineSpec;
 
 /// Where a job sits: its grid and every axis's value (defaults filled in). A row of the results
@@ -500,10 +500,16 @@ fn validate(jobs: &[Job]) -> Result<(), (usize, String)> {
                 return Err(format!("{}: {what} = {value} is out of range", where_()));
             }
             let machine = job.machine().map_err(|e| plain(&e))?;
-            let config = KernelConfig::new(job.point.cpus as usize, job.point.seed);
-            let mut kernel =
-                Kernel::new(&machine, &job.policy, config, NoObserver).map_err(|e| plain(&e))?;
-            info.install(&mut kernel, &job.point.params()).map_err(|e| plain(&e))
+            let cpus = u16::try_from(job.point.cpus).unwrap_or(u16::MAX);
+            tlblab_runs::scenario_kernel(
+                &machine,
+                &job.policy,
+                (cpus, job.point.seed, tlblab_kernel::Mechanisms::all()),
+                (info, &job.point.params()),
+                |_| {},
+            )
+            .map(drop)
+            .map_err(|e| plain(&e))
         };
         check().map_err(|m| (index, m))
     })
