@@ -184,11 +184,13 @@ pub enum SweepFormat {
 /// `tlblab report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Result files (JSON written by tlblab), rendered in this order.
-    #[arg(value_name = "RESULTS.json", required = true)]
+    /// Result files (JSON written by tlblab) or sweep directories (`tlblab sweep -o DIR`),
+    /// rendered in this order.
+    #[arg(value_name = "RESULTS.json|DIR", required = true)]
     pub inputs: Vec<PathBuf>,
     /// The output file; `-` for standard output. Default: beside the first input, with the
-    /// format's extension (results.json → results.html, results.md or results.txt).
+    /// format's extension (results.json → results.html, results.md or results.txt; a sweep's
+    /// DIR → DIR/report.html).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// html: one self-contained page (inline CSS and SVG); markdown and text: for mail, the

@@ -91,6 +91,17 @@ impl tlblab_studies::Progress for Progress {
     }
 }
 
+impl tlblab_runs::Progress for Progress {
+    fn start(&self, what: &str, total: u64) {
+        self.set_message(what);
+        self.set_total(total);
+    }
+
+    fn finished(&self) {
+        self.inc();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

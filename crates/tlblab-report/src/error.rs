@@ -70,6 +70,14 @@ pub enum ReportError {
         /// The column, when the input was text.
         column: usize,
     },
+    /// A directory that is not a finished sweep's.
+    #[error("{name}: {what}")]
+    SweepDir {
+        /// The directory as given.
+        name: String,
+        /// What is missing.
+        what: String,
+    },
     /// The fields are well-typed but do not agree with each other.
     #[error("{name}: inconsistent {schema} document: {what}")]
     Inconsistent {

@@ -13,6 +13,11 @@
 //! | `tlblab.sim.replay/1` | `tlblab sim replay --json` | cost per policy, recorded against replayed events |
 //! | `tlblab.sim.replay-sweep/1` | `tlblab sim replay --ceiling … --json` | cost against the ceiling |
 //! | `tlblab.sim.check/1` | `tlblab sim check --json` | safety verdicts: schedules, accesses judged, allowed in-window stale uses, violations, witnesses |
+//! | `tlblab.sweep.summary/1` | `tlblab sweep SPEC -o DIR` (`DIR/summary.json`, or `DIR` itself) | per grid and measure: mean ± 95% CI, ratio and verdict; lines against a numeric axis, heatmaps over two axes |
+//!
+//! A sweep's directory is read with [`Report::add_sweep_dir`] (or [`Report::add_file`] of the
+//! directory or its `summary.json`): the summary, and from `results.jsonl` the axes each grid
+//! keeps fixed and the jobs that did not finish.
 //!
 //! Two or more `tlblab.bench/1` sessions are also compared, each later one against the first,
 //! as `tlblab compare` does (tlblab-bench's `compare_results` with its default settings and the
@@ -69,6 +74,7 @@ use serde_json::Value;
 pub use error::ReportError;
 use model::replay::{Replay, Sweep};
 use model::study::{Study, StudyAll};
+use model::sweep_dir::{Setup, SweepDir, SweepSummary};
 use sections::Ctx;
 
 /// The width of Markdown and text reports unless told otherwise: mail-ready.
@@ -87,9 +93,11 @@ pub const SWEEP_SCHEMA: &str = "tlblab.sim.replay-sweep/1";
 pub const STUDY_RESULTS_SCHEMA: &str = "tlblab.study/1";
 /// `tlblab sim check --json`.
 pub const CHECK_SCHEMA: &str = "tlblab.sim.check/1";
+/// `tlblab sweep`'s `summary.json`.
+pub const SWEEP_SUMMARY_SCHEMA: &str = "tlblab.sweep.summary/1";
 
 /// Every schema a report renders.
-pub const SCHEMAS: [&str; 9] = [
+pub const SCHEMAS: [&str; 10] = [
     STUDY_RESULTS_SCHEMA,
     STUDY_SCHEMA,
     STUDY_ALL_SCHEMA,
@@ -99,6 +107,7 @@ pub const SCHEMAS: [&str; 9] = [
     REPLAY_SCHEMA,
     SWEEP_SCHEMA,
     CHECK_SCHEMA,
+    SWEEP_SUMMARY_SCHEMA,
 ];
 
 /// One input, read.
@@ -114,6 +123,7 @@ enum Input {
     Trace(Box<tlblab_flushtrace::Summary>),
     Replay(Box<Replay>),
     Sweep(Box<Sweep>),
+    SweepDir(Box<SweepDir>),
 }
 
 /// What kind of result an input was, as [`Report::inputs`] lists them.
@@ -134,8 +144,10 @@ pub enum InputKind {
     Trace,
     /// A replay per policy.
     Replay,
-    /// A ceiling sweep.
+    /// A ceiling sweep of a replay.
     Sweep,
+    /// A sweep's directory (`tlblab sweep`), or its `summary.json`.
+    SweepDir,
     /// `tlblab study`'s results: its parts, what ran, and measured beside simulated.
     StudyResults,
 }
@@ -183,6 +195,9 @@ impl Report {
     /// Reads a result file (its path, as given, names it in the report and in errors).
     pub fn add_file(&mut self, path: impl AsRef<Path>) -> Result<InputKind, ReportError> {
         let path = path.as_ref();
+        if path.is_dir() {
+            return self.add_sweep_dir(path);
+        }
         let name = path.display().to_string();
         let bytes = std::fs::read(path)
             .map_err(|source| ReportError::Read { name: name.clone(), source })?;
@@ -190,7 +205,81 @@ impl Report {
             name: name.clone(),
             offset: e.utf8_error().valid_up_to(),
         })?;
+        // A sweep's summary beside its results: the whole directory.
+        if let Some(dir) = sweep_dir_of(path) {
+            if serde_json::from_str::<Value>(&text).is_ok_and(|v| {
+                v.get("schema").and_then(Value::as_str) == Some(SWEEP_SUMMARY_SCHEMA)
+            }) {
+                return self.add_sweep_dir(&dir);
+            }
+        }
         self.add_json(&name, &text)
+    }
+
+    /// Reads a sweep's directory (`tlblab sweep SPEC -o DIR`): its `summary.json`, and from
+    /// `results.jsonl` (when there) the axes each grid keeps fixed and the jobs that did not
+    /// finish; `spec.toml`'s description and `environment.json` head the section.
+    pub fn add_sweep_dir(&mut self, dir: impl AsRef<Path>) -> Result<InputKind, ReportError> {
+        let dir = dir.as_ref();
+        let name = dir.display().to_string();
+        let read = |file: &str| -> Result<Option<String>, ReportError> {
+            let path = dir.join(file);
+            match std::fs::read(&path) {
+                Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|e| ReportError::NotText {
+                    name: path.display().to_string(),
+                    offset: e.utf8_error().valid_up_to(),
+                }),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(source) => Err(ReportError::Read { name: path.display().to_string(), source }),
+            }
+        };
+        let Some(text) = read("summary.json")? else {
+            let what = if dir.join("journal.jsonl").exists() {
+                "no summary.json: the sweep has not finished (`tlblab sweep SPEC -o DIR --resume` finishes it)"
+            } else {
+                "a directory without summary.json: not a sweep's results (give a result file, or the directory `tlblab sweep -o DIR` wrote)"
+            };
+            return Err(ReportError::SweepDir { name, what: what.into() });
+        };
+        let summary_name = dir.join("summary.json").display().to_string();
+        let value: Value = serde_json::from_str(&text).map_err(|e| ReportError::Json {
+            name: summary_name.clone(),
+            line: e.line(),
+            column: e.column(),
+            message: tlblab_types::plain::serde_message(&strip_position(&e.to_string())),
+        })?;
+        let schema = schema_of(&summary_name, &value)?;
+        if schema != SWEEP_SUMMARY_SCHEMA {
+            return Err(ReportError::UnknownSchema { name: summary_name, schema });
+        }
+        let summary: SweepSummary = from_text(&summary_name, &schema, &text)?;
+        let setup = match read("results.jsonl")? {
+            Some(results) => {
+                let results_name = dir.join("results.jsonl").display().to_string();
+                let mut setup = Setup::default();
+                for (i, line) in results.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+                    let row: serde_json::Map<String, Value> =
+                        serde_json::from_str(line).map_err(|e| ReportError::Json {
+                            name: results_name.clone(),
+                            line: i + 1,
+                            column: e.column(),
+                            message: tlblab_types::plain::serde_message(&strip_position(
+                                &e.to_string(),
+                            )),
+                        })?;
+                    setup.add(&row);
+                }
+                Some(setup)
+            }
+            None => None,
+        };
+        let description = read("spec.toml")?
+            .and_then(|spec| spec.parse::<toml::Table>().ok())
+            .and_then(|spec| spec.get("description")?.as_str().map(str::to_string));
+        let environment =
+            read("environment.json")?.and_then(|e| serde_json::from_str::<Value>(&e).ok());
+        let input = SweepDir { summary, setup, description, environment };
+        self.push(&name, &schema, Input::SweepDir(Box::new(input)))
     }
 
     /// Adds a result from its JSON text; `name` stands for it in the report and in errors.
@@ -221,6 +310,12 @@ impl Report {
             REPLAY_SCHEMA => Input::Replay(Box::new(from_text(name, &schema, text)?)),
             SWEEP_SCHEMA => Input::Sweep(Box::new(from_text(name, &schema, text)?)),
             CHECK_SCHEMA => Input::Checks(vec![from_text(name, &schema, text)?]),
+            SWEEP_SUMMARY_SCHEMA => Input::SweepDir(Box::new(SweepDir {
+                summary: from_text(name, &schema, text)?,
+                setup: None,
+                description: None,
+                environment: None,
+            })),
             _ => return Err(ReportError::UnknownSchema { name: name.into(), schema }),
         };
         self.push(name, &schema, input)
@@ -247,6 +342,12 @@ impl Report {
             REPLAY_SCHEMA => Input::Replay(Box::new(from_value(name, &schema, value)?)),
             SWEEP_SCHEMA => Input::Sweep(Box::new(from_value(name, &schema, value)?)),
             CHECK_SCHEMA => Input::Checks(vec![from_value(name, &schema, value)?]),
+            SWEEP_SUMMARY_SCHEMA => Input::SweepDir(Box::new(SweepDir {
+                summary: from_value(name, &schema, value)?,
+                setup: None,
+                description: None,
+                environment: None,
+            })),
             _ => return Err(ReportError::UnknownSchema { name: name.into(), schema }),
         };
         self.push(name, &schema, input)
@@ -371,6 +472,22 @@ impl Report {
             Input::Trace(_) => InputKind::Trace,
             Input::Replay(_) => InputKind::Replay,
             Input::Sweep(_) => InputKind::Sweep,
+            Input::SweepDir(d) => {
+                let s = &d.summary;
+                if !(s.noise.is_finite() && (0.0..1.0).contains(&s.noise)) {
+                    return Err(inconsistent(format!(
+                        "noise {} is not a fraction in [0, 1)",
+                        s.noise
+                    )));
+                }
+                if let Some(p) = s.points.iter().find(|p| p.measures.is_empty()) {
+                    return Err(inconsistent(format!(
+                        "a point of grid {:?} has no measure",
+                        p.grid
+                    )));
+                }
+                InputKind::SweepDir
+            }
             Input::Steps(_) | Input::Host(_) => InputKind::StudyResults,
             Input::Checks(_) => InputKind::Check,
         };
@@ -391,6 +508,7 @@ impl Report {
                     Input::Trace(_) => InputKind::Trace,
                     Input::Replay(_) => InputKind::Replay,
                     Input::Sweep(_) => InputKind::Sweep,
+                    Input::SweepDir(_) => InputKind::SweepDir,
                     Input::Steps(_) | Input::Host(_) => InputKind::StudyResults,
                     Input::Checks(_) => InputKind::Check,
                 };
@@ -427,6 +545,7 @@ impl Report {
         let header = self.header.clone().or_else(|| {
             self.inputs.iter().find_map(|(_, input)| match input {
                 Input::Bench(r) => Some((serde_json::to_value(&r.environment).ok(), None)),
+                Input::SweepDir(d) => d.environment.clone().map(|e| (Some(e), None)),
                 _ => None,
             })
         });
@@ -492,6 +611,7 @@ impl Report {
                 Input::Trace(s) => sections::trace::trace(&mut d, &ctx, name, s),
                 Input::Replay(r) => sections::replay::replay(&mut d, &ctx, name, r),
                 Input::Sweep(s) => sections::replay::sweep(&mut d, &ctx, name, s),
+                Input::SweepDir(s) => sections::sweep_dir::sweep_dir(&mut d, &ctx, name, s),
                 // The step log is an appendix, after every result.
                 Input::Steps(_) => {}
                 Input::Checks(c) => sections::check::checks(&mut d, name, c),
@@ -560,6 +680,17 @@ fn compare_sessions(
             doc::t(format!("): {e}")),
         ])),
     }
+}
+
+/// The sweep directory `path` names: the directory itself, or the one holding it when it is a
+/// `summary.json` beside a `results.jsonl`; `None` for anything else.
+pub fn sweep_dir_of(path: &Path) -> Option<std::path::PathBuf> {
+    if path.is_dir() {
+        return Some(path.to_path_buf());
+    }
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    (path.file_name()? == "summary.json" && parent.join("results.jsonl").is_file())
+        .then(|| parent.to_path_buf())
 }
 
 /// serde_json's message without its own ` at line L column C` (the error says it).

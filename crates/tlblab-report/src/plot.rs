@@ -462,6 +462,21 @@ fn draw_legend<DB: DrawingBackend>(
     Ok(())
 }
 
+/// Height of a title line above a plot.
+const TITLE_ROW: u32 = 26;
+
+/// The area below `title` (drawn in bold at the top left), or all of `root` without one.
+fn titled<DB: DrawingBackend>(
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+    title: Option<&str>,
+) -> Result<DrawingArea<DB, plotters::coord::Shift>, PlotError> {
+    let Some(title) = title else { return Ok(root.clone()) };
+    let (top, rest) = root.split_vertically(TITLE_ROW);
+    let font = (FONT, DESC_SIZE, FontStyle::Bold).into_font().color(&BLACK);
+    top.draw_text(title, &font.pos(Pos::new(HPos::Left, VPos::Top)), (10, 6)).map_err(backend)?;
+    Ok(rest)
+}
+
 /// A point placed in axis space: x, y and its whisker.
 type Placed = (f64, f64, Option<(f64, f64)>);
 
@@ -592,6 +607,8 @@ pub struct BarChart {
     /// Colour each bar by its category (one series whose categories are policies or
     /// configurations), instead of by series.
     pub color_by_category: bool,
+    /// A line above the plot saying what the values are (none by default: the caption says).
+    pub title: Option<String>,
 }
 
 impl BarChart {
@@ -607,7 +624,14 @@ impl BarChart {
             size: (720, 360),
             always_legend: false,
             color_by_category: false,
+            title: None,
         }
+    }
+
+    /// Sets the title drawn above the plot.
+    pub fn title(mut self, title: impl Into<String>) -> BarChart {
+        self.title = Some(title.into());
+        self
     }
 
     /// Adds a series.
@@ -685,8 +709,9 @@ impl BarChart {
 
         let mut buf = String::new();
         {
-            let root = SVGBackend::with_string(&mut buf, (w, h)).into_drawing_area();
-            root.fill(&WHITE).map_err(backend)?;
+            let whole = SVGBackend::with_string(&mut buf, (w, h)).into_drawing_area();
+            whole.fill(&WHITE).map_err(backend)?;
+            let root = titled(&whole, self.title.as_deref())?;
             draw_legend(&root, &names, &colors, w, None)?;
             let (_, body) = root.split_vertically(legend_h);
             let mut chart = ChartBuilder::on(&body)
@@ -775,15 +800,16 @@ impl BarChart {
                 };
                 for (k, text) in lines.iter().enumerate() {
                     let dy = 6 + (k as f64 * line) as i32;
-                    root.draw_text(
-                        text,
-                        &style(LABEL_SIZE).pos(anchor).transform(transform.clone()),
-                        (x, y + dy),
-                    )
-                    .map_err(backend)?;
+                    whole
+                        .draw_text(
+                            text,
+                            &style(LABEL_SIZE).pos(anchor).transform(transform.clone()),
+                            (x, y + dy),
+                        )
+                        .map_err(backend)?;
                 }
             }
-            root.present().map_err(backend)?;
+            whole.present().map_err(backend)?;
         }
         Ok(inline(buf, &format!("{} by {}", self.y_label, self.x_label)))
     }
@@ -930,6 +956,8 @@ pub struct LineChart {
     pub series: Vec<LineSeries>,
     /// Width and height in pixels.
     pub size: (u32, u32),
+    /// A line above the plot saying what the values are (none by default: the caption says).
+    pub title: Option<String>,
 }
 
 impl LineChart {
@@ -944,7 +972,14 @@ impl LineChart {
             markers: true,
             series: Vec::new(),
             size: (720, 360),
+            title: None,
         }
+    }
+
+    /// Sets the title drawn above the plot.
+    pub fn title(mut self, title: impl Into<String>) -> LineChart {
+        self.title = Some(title.into());
+        self
     }
 
     /// Adds a series.
@@ -1024,8 +1059,9 @@ impl LineChart {
 
         let mut buf = String::new();
         {
-            let root = SVGBackend::with_string(&mut buf, (w, h)).into_drawing_area();
-            root.fill(&WHITE).map_err(backend)?;
+            let whole = SVGBackend::with_string(&mut buf, (w, h)).into_drawing_area();
+            whole.fill(&WHITE).map_err(backend)?;
+            let root = titled(&whole, self.title.as_deref())?;
             let shapes: Vec<Marker> = (0..names.len()).map(Marker::of).collect();
             draw_legend(&root, &names, &colors, w, Some(&shapes))?;
             let (_, body) = root.split_vertically(legend_h);
@@ -1093,9 +1129,349 @@ impl LineChart {
                     }
                 }
             }
-            root.present().map_err(backend)?;
+            whole.present().map_err(backend)?;
         }
         Ok(inline(buf, &format!("{} against {}", self.y_label, self.x_label)))
+    }
+}
+
+/// One cell of a [`Heatmap`]: the value that sets its colour and the text printed in it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeatCell {
+    /// The value, coloured by the map's [`HeatScale`].
+    pub value: f64,
+    /// What the cell shows (the value as the tables print it).
+    pub text: String,
+    /// Print the text in bold (a significant change).
+    pub strong: bool,
+}
+
+impl HeatCell {
+    /// A cell.
+    pub fn new(value: f64, text: impl Into<String>) -> HeatCell {
+        HeatCell { value, text: text.into(), strong: false }
+    }
+
+    /// With its text in bold.
+    pub fn strong(mut self, on: bool) -> HeatCell {
+        self.strong = on;
+        self
+    }
+}
+
+/// How a [`Heatmap`] colours its values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeatScale {
+    /// From white (the smallest value) to dark blue (the largest).
+    Sequential,
+    /// Ratios: white at 1, blue for better and vermillion for worse, as far as the largest
+    /// ratio (or its inverse) goes, on a log scale; `lower_is_better` says which side is better.
+    Ratio {
+        /// Whether a ratio below 1 is better.
+        lower_is_better: bool,
+    },
+}
+
+/// A grid of coloured cells, columns × rows, with each value printed in its cell and a colour
+/// bar beside it: a measure over two axes of a sweep.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Heatmap {
+    /// A line above the map saying what the values are.
+    pub title: Option<String>,
+    /// The columns' axis title, with the unit.
+    pub x_label: String,
+    /// The rows' axis title, with the unit.
+    pub y_label: String,
+    /// Column labels, left to right.
+    pub columns: Vec<String>,
+    /// Row labels, top to bottom.
+    pub rows: Vec<String>,
+    /// `cells[row][column]`; `None` draws a grey cell with `-`.
+    pub cells: Vec<Vec<Option<HeatCell>>>,
+    /// How values map to colours.
+    pub scale: HeatScale,
+    /// What the map shows, with the unit (its accessible name).
+    pub legend: String,
+    /// The smallest and largest value the colours span (default: the cells'), so that the maps
+    /// of one measure side by side share their colours.
+    pub extent: Option<(f64, f64)>,
+    /// Width in pixels (the height follows from the rows).
+    pub width: u32,
+}
+
+const HEAT_LOW: (f64, f64, f64) = (247.0, 251.0, 255.0);
+const HEAT_HIGH: (f64, f64, f64) = (8.0, 48.0, 107.0);
+const HEAT_BETTER: (f64, f64, f64) = (0.0, 114.0, 178.0);
+const HEAT_WORSE: (f64, f64, f64) = (213.0, 94.0, 0.0);
+const HEAT_WHITE: (f64, f64, f64) = (255.0, 255.0, 255.0);
+
+fn mix(a: (f64, f64, f64), b: (f64, f64, f64), t: f64) -> RGBColor {
+    let t = t.clamp(0.0, 1.0);
+    let m = |x: f64, y: f64| (x + (y - x) * t).round().clamp(0.0, 255.0) as u8;
+    RGBColor(m(a.0, b.0), m(a.1, b.1), m(a.2, b.2))
+}
+
+/// Black or white, whichever reads better on `c`.
+fn ink(c: RGBColor) -> RGBColor {
+    let l = 0.299 * c.0 as f64 + 0.587 * c.1 as f64 + 0.114 * c.2 as f64;
+    if l < 140.0 {
+        WHITE
+    } else {
+        BLACK
+    }
+}
+
+impl Heatmap {
+    /// An empty map 720 pixels wide.
+    pub fn new(x_label: &str, y_label: &str, columns: Vec<String>, rows: Vec<String>) -> Heatmap {
+        let cells = vec![vec![None; columns.len()]; rows.len()];
+        Heatmap {
+            title: None,
+            x_label: x_label.into(),
+            y_label: y_label.into(),
+            columns,
+            rows,
+            cells,
+            scale: HeatScale::Sequential,
+            legend: String::new(),
+            extent: None,
+            width: 720,
+        }
+    }
+
+    /// The colour of `v`, given the values' range `(lo, hi)` (for a ratio map: the largest
+    /// |log ratio|, as `hi`).
+    fn color(&self, v: f64, (lo, hi): (f64, f64)) -> RGBColor {
+        match self.scale {
+            HeatScale::Sequential => {
+                let t = if hi > lo { (v - lo) / (hi - lo) } else { 0.0 };
+                mix(HEAT_LOW, HEAT_HIGH, t)
+            }
+            HeatScale::Ratio { lower_is_better } => {
+                if v.is_nan() || v <= 0.0 || hi <= 0.0 {
+                    return mix(HEAT_WHITE, HEAT_WHITE, 0.0);
+                }
+                let t = (v.ln() / hi).clamp(-1.0, 1.0);
+                let better = (t < 0.0) == lower_is_better;
+                // Never quite the full colour, so that the text stays readable.
+                mix(HEAT_WHITE, if better { HEAT_BETTER } else { HEAT_WORSE }, t.abs() * 0.85)
+            }
+        }
+    }
+
+    fn range(&self) -> Option<(f64, f64)> {
+        let values: Vec<f64> = self
+            .cells
+            .iter()
+            .flatten()
+            .flatten()
+            .map(|c| c.value)
+            .chain(self.extent.iter().flat_map(|&(lo, hi)| [lo, hi]))
+            .filter(|v| v.is_finite() && (self.scale == HeatScale::Sequential || *v > 0.0))
+            .collect();
+        if values.is_empty() {
+            return None;
+        }
+        let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        Some(match self.scale {
+            HeatScale::Sequential => (lo, hi),
+            // At least ±1%, so that a map of equal ratios stays pale.
+            HeatScale::Ratio { .. } => (0.0, lo.ln().abs().max(hi.ln().abs()).max(0.01)),
+        })
+    }
+
+    /// The map as an `<svg>` element.
+    pub fn svg(&self) -> Result<String, PlotError> {
+        let range = self.range().ok_or(PlotError::NoData)?;
+        let (nx, ny) = (self.columns.len().max(1), self.rows.len().max(1));
+        let w = self.width;
+        let title_h = if self.title.is_some() { TITLE_ROW } else { 0 };
+        let row_label_w =
+            self.rows.iter().map(|r| text_width(r, LABEL_SIZE)).fold(0.0, f64::max).min(200.0);
+        let left = (px(DESC_SIZE) + 14.0 + row_label_w + 10.0).ceil() as i32;
+        // The colour bar and its labels.
+        let bar_labels = self.bar_ticks(range);
+        let bar_label_w =
+            bar_labels.iter().map(|(_, l)| text_width(l, LABEL_SIZE)).fold(0.0, f64::max);
+        let right = (14.0 + 6.0 + bar_label_w + 12.0).ceil() as i32;
+        let plot_w = (w as i32 - left - right).max(nx as i32 * 8);
+        let cell_w = plot_w as f64 / nx as f64;
+        // Rows tall enough for the rows' axis title beside them (up to 60 pixels each).
+        let title_fit = (text_width(&self.y_label, DESC_SIZE) + 24.0) / ny as f64;
+        let cell_h = title_fit.clamp(34.0, 60.0);
+        let labels = CategoryLabels::layout(&self.columns, cell_w, 360);
+        let top = title_h as i32 + 10;
+        let plot_h = (cell_h * ny as f64).round() as i32;
+        let bottom = labels.height as i32 + px(DESC_SIZE) as i32 + 18;
+        let h = (top + plot_h + bottom).max(top + 160) as u32;
+        let x_of = |i: usize| left + (i as f64 * cell_w).round() as i32;
+        let y_of = |j: usize| top + (j as f64 * cell_h).round() as i32;
+
+        let mut buf = String::new();
+        {
+            let whole = SVGBackend::with_string(&mut buf, (w, h)).into_drawing_area();
+            whole.fill(&WHITE).map_err(backend)?;
+            titled(&whole, self.title.as_deref())?;
+            // The size that fits the longest cell text in a cell.
+            let longest = self
+                .cells
+                .iter()
+                .flatten()
+                .flatten()
+                .map(|c| c.text.chars().count())
+                .max()
+                .unwrap_or(1)
+                .max(1) as f64;
+            let size = (LABEL_SIZE).min((cell_w - 6.0) / (longest * 0.62) * 1.24);
+            let show_text = size >= 9.0;
+            for (j, row) in self.cells.iter().enumerate().take(ny) {
+                for (i, c) in row.iter().enumerate().take(nx) {
+                    let (x0, y0, x1, y1) = (x_of(i), y_of(j), x_of(i + 1), y_of(j + 1));
+                    let fill = match c {
+                        Some(c) if c.value.is_finite() => self.color(c.value, range),
+                        _ => RGBColor(235, 235, 235),
+                    };
+                    whole
+                        .draw(&Rectangle::new([(x0, y0), (x1, y1)], fill.filled()))
+                        .map_err(backend)?;
+                    whole
+                        .draw(&Rectangle::new(
+                            [(x0, y0), (x1, y1)],
+                            RGBColor(215, 219, 224).stroke_width(1),
+                        ))
+                        .map_err(backend)?;
+                    if !show_text {
+                        continue;
+                    }
+                    let (text, strong) = match c {
+                        Some(c) => (c.text.as_str(), c.strong),
+                        None => ("-", false),
+                    };
+                    let weight = if strong { FontStyle::Bold } else { FontStyle::Normal };
+                    let font = (FONT, size, weight).into_font().color(&ink(fill));
+                    whole
+                        .draw_text(
+                            text,
+                            &font.pos(Pos::new(HPos::Center, VPos::Center)),
+                            ((x0 + x1) / 2, (y0 + y1) / 2),
+                        )
+                        .map_err(backend)?;
+                }
+            }
+            // Row labels, right-aligned against the map.
+            for (j, r) in self.rows.iter().enumerate() {
+                let y = (y_of(j) + y_of(j + 1)) / 2;
+                whole
+                    .draw_text(
+                        r,
+                        &style(LABEL_SIZE).pos(Pos::new(HPos::Right, VPos::Center)),
+                        (left - 8, y),
+                    )
+                    .map_err(backend)?;
+            }
+            // Column labels under the map.
+            let line = CategoryLabels::line_height();
+            for (i, lines) in labels.texts.iter().enumerate() {
+                let Some(lines) = lines else { continue };
+                let x = (x_of(i) + x_of(i + 1)) / 2;
+                let (anchor, transform) = if labels.rotated {
+                    (Pos::new(HPos::Right, VPos::Center), FontTransform::Rotate270)
+                } else {
+                    (Pos::new(HPos::Center, VPos::Top), FontTransform::None)
+                };
+                for (k, text) in lines.iter().enumerate() {
+                    let dy = 6 + (k as f64 * line) as i32;
+                    whole
+                        .draw_text(
+                            text,
+                            &style(LABEL_SIZE).pos(anchor).transform(transform.clone()),
+                            (x, top + plot_h + dy),
+                        )
+                        .map_err(backend)?;
+                }
+            }
+            // Axis titles.
+            whole
+                .draw_text(
+                    &self.x_label,
+                    &style(DESC_SIZE).pos(Pos::new(HPos::Center, VPos::Top)),
+                    (left + plot_w / 2, top + plot_h + labels.height as i32 + 8),
+                )
+                .map_err(backend)?;
+            whole
+                .draw_text(
+                    &self.y_label,
+                    &style(DESC_SIZE)
+                        .pos(Pos::new(HPos::Center, VPos::Top))
+                        .transform(FontTransform::Rotate270),
+                    (4, top + plot_h / 2),
+                )
+                .map_err(backend)?;
+            // The colour bar: 40 steps from the bottom (low) to the top (high).
+            let bx = left + plot_w + 14;
+            let (b_top, b_bottom) = (top, top + plot_h.max(120));
+            let steps = 40;
+            let at = |t: f64| b_bottom - ((b_bottom - b_top) as f64 * t).round() as i32;
+            for k in 0..steps {
+                let t0 = k as f64 / steps as f64;
+                let t1 = (k + 1) as f64 / steps as f64;
+                let v = self.bar_value(range, (t0 + t1) / 2.0);
+                whole
+                    .draw(&Rectangle::new(
+                        [(bx, at(t1)), (bx + 14, at(t0))],
+                        self.color(v, range).filled(),
+                    ))
+                    .map_err(backend)?;
+            }
+            whole
+                .draw(&Rectangle::new(
+                    [(bx, b_top), (bx + 14, b_bottom)],
+                    RGBColor(120, 120, 120).stroke_width(1),
+                ))
+                .map_err(backend)?;
+            for (t, label) in &bar_labels {
+                let y = at(*t);
+                whole
+                    .draw(&PathElement::new(
+                        vec![(bx + 14, y), (bx + 18, y)],
+                        BLACK.stroke_width(1),
+                    ))
+                    .map_err(backend)?;
+                whole
+                    .draw_text(
+                        label,
+                        &style(LABEL_SIZE).pos(Pos::new(HPos::Left, VPos::Center)),
+                        (bx + 21, y),
+                    )
+                    .map_err(backend)?;
+            }
+            whole.present().map_err(backend)?;
+        }
+        Ok(inline(buf, &format!("{} by {} and {}", self.legend, self.x_label, self.y_label)))
+    }
+
+    /// The value at fraction `t` of the colour bar, from bottom to top.
+    fn bar_value(&self, (lo, hi): (f64, f64), t: f64) -> f64 {
+        match self.scale {
+            HeatScale::Sequential => lo + (hi - lo) * t,
+            HeatScale::Ratio { .. } => ((2.0 * t - 1.0) * hi).exp(),
+        }
+    }
+
+    /// Labelled places on the colour bar: the ends and the middle (1 on a ratio bar).
+    fn bar_ticks(&self, range: (f64, f64)) -> Vec<(f64, String)> {
+        [0.0, 0.5, 1.0]
+            .into_iter()
+            .map(|t| {
+                let v = self.bar_value(range, t);
+                let text = match self.scale {
+                    HeatScale::Sequential => fmt::num(v),
+                    HeatScale::Ratio { .. } => format!("{v:.3}"),
+                };
+                (t, text)
+            })
+            .collect()
     }
 }
 

@@ -11,7 +11,7 @@ use crate::report::{
 use crate::study::{Part, Size, Study};
 use rayon::prelude::*;
 use tlblab_kernel::workloads;
-use tlblab_kernel::{Kernel, KernelConfig, Mechanism, Mechanisms, NoObserver, Policy};
+use tlblab_kernel::{Mechanism, Mechanisms, Policy};
 use tlblab_sim::machine::MachineSpec;
 use tlblab_stats::{judge, Effect, StatsError};
 use tlblab_types::Cycles;
@@ -259,22 +259,27 @@ fn run_one(
     mechanisms: Mechanisms,
 ) -> Result<RunData, StudyError> {
     let part = &prepared.part;
-    let config = KernelConfig::new(part.cpus, seed).with_mechanisms(mechanisms);
     let policy = &prepared.policies[policy];
-    let mut kernel = Kernel::new(&prepared.spec, policy, config, NoObserver).map_err(|source| {
-        StudyError::Kernel {
+    // The kernel is built as `sim run`, `sim check` and `tlblab sweep` build it.
+    let cpus = u16::try_from(part.cpus).unwrap_or(u16::MAX);
+    let mut kernel = tlblab_runs::scenario_kernel(
+        &prepared.spec,
+        policy,
+        (cpus, seed, mechanisms),
+        (prepared.scenario, &part.params),
+        |_| {},
+    )
+    .map_err(|e| match e {
+        tlblab_runs::RunsError::Scenario(source) => {
+            StudyError::Scenario { study: study.name, part: part.label.clone(), source }
+        }
+        tlblab_runs::RunsError::Kernel(source) => StudyError::Kernel {
             study: study.name,
             part: part.label.clone(),
             policy: policy.name.clone(),
-            source: Box::new(source),
-        }
-    })?;
-    prepared.scenario.install(&mut kernel, &part.params).map_err(|source| {
-        StudyError::Scenario {
-            study: study.name,
-            part: part.label.clone(),
-            source: Box::new(source),
-        }
+            source,
+        },
+        other => unreachable!("scenario_kernel builds a kernel and installs a scenario: {other}"),
     })?;
     let finished = prepared.scenario.run(&mut kernel, &part.params);
     let report = kernel.report();

@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use tlblab_kernel::workloads::{self, Params, StormOp};
-use tlblab_kernel::{Kernel, KernelConfig, NoObserver, Policy};
+use tlblab_kernel::Policy;
 use tlblab_sim::machine::MachineSpec;
 
 /// Where a job sits: its grid and every axis's value (defaults filled in). A row of the results
@@ -500,10 +500,16 @@ fn validate(jobs: &[Job]) -> Result<(), (usize, String)> {
                 return Err(format!("{}: {what} = {value} is out of range", where_()));
             }
             let machine = job.machine().map_err(|e| plain(&e))?;
-            let config = KernelConfig::new(job.point.cpus as usize, job.point.seed);
-            let mut kernel =
-                Kernel::new(&machine, &job.policy, config, NoObserver).map_err(|e| plain(&e))?;
-            info.install(&mut kernel, &job.point.params()).map_err(|e| plain(&e))
+            let cpus = u16::try_from(job.point.cpus).unwrap_or(u16::MAX);
+            tlblab_runs::scenario_kernel(
+                &machine,
+                &job.policy,
+                (cpus, job.point.seed, tlblab_kernel::Mechanisms::all()),
+                (info, &job.point.params()),
+                |_| {},
+            )
+            .map(drop)
+            .map_err(|e| plain(&e))
         };
         check().map_err(|m| (index, m))
     })
@@ -594,7 +600,10 @@ zip = [["cpus", "pages"]]
         let e = Plan::from_toml(&GRID.replace("pages = [1, 2, 3]", "pages = [1, 2]"), "z.toml")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("line 10, `[[sweep]] zip`") && e.contains("different lengths (3, 2)"), "{e}");
+        assert!(
+            e.contains("line 10, `[[sweep]] zip`") && e.contains("different lengths (3, 2)"),
+            "{e}"
+        );
         let e = Plan::from_toml(&format!("baseline = {{ ceiling = 64 }}\n{GRID}"), "b.toml")
             .unwrap_err()
             .to_string();

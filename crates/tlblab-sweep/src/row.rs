@@ -6,7 +6,7 @@ use crate::spec::Kind;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use tlblab_kernel::exposure::RunExposure;
-use tlblab_kernel::{Kernel, KernelConfig, Mechanisms, NoObserver, ViolationKind};
+use tlblab_kernel::{Kernel, Mechanisms, NoObserver, ViolationKind};
 use tlblab_studies::report::RunSummary;
 use tlblab_studies::Measure;
 use tlblab_types::Cycles;
@@ -23,8 +23,8 @@ pub struct Row {
     /// The job's axes.
     #[serde(flatten)]
     pub point: Point,
-    /// `run`: every task finished (a scenario with a window, kbuild's, ends at its window: then
-    /// `false`); `check`: every schedule's essential tasks finished.
+    /// Every task finished, or the run ended at its scenario's window as designed (kbuild's);
+    /// `check`: the same for every schedule. `false` means a run that stopped short.
     pub finished: bool,
     /// The measures ([`measure_keys`]), `null` where the run has none (see `notes`).
     pub measures: BTreeMap<String, Option<f64>>,
@@ -72,19 +72,33 @@ pub fn execute(job: &Job) -> Result<Row, SweepError> {
     }
 }
 
-fn kernel(job: &Job, seed: u64) -> Result<Kernel<NoObserver>, SweepError> {
+/// The job's kernel with its scenario installed, built as `sim run`, `sim check` and the
+/// studies build it; `prepare` runs first (the checker must be on before any task starts).
+fn kernel(
+    job: &Job,
+    seed: u64,
+    info: &tlblab_kernel::workloads::ScenarioInfo,
+    prepare: impl FnOnce(&mut Kernel<NoObserver>),
+) -> Result<Kernel<NoObserver>, SweepError> {
     let machine = job.machine()?;
-    let config =
-        KernelConfig::new(job.point.cpus as usize, seed).with_mechanisms(Mechanisms::all());
-    Kernel::new(&machine, &job.policy, config, NoObserver).map_err(|e| SweepError::job(job, &e))
+    let cpus = u16::try_from(job.point.cpus).unwrap_or(u16::MAX);
+    tlblab_runs::scenario_kernel(
+        &machine,
+        &job.policy,
+        (cpus, seed, Mechanisms::all()),
+        (info, &job.point.params()),
+        prepare,
+    )
+    .map_err(|e| SweepError::job(job, &e))
 }
 
 fn execute_run(job: &Job) -> Result<Row, SweepError> {
     let info = tlblab_kernel::workloads::scenario(&job.point.scenario)
         .map_err(|e| SweepError::job(job, &e))?;
     let params = job.point.params();
-    let mut k = kernel(job, job.point.seed)?;
-    info.install(&mut k, &params).map_err(|e| SweepError::job(job, &e))?;
+    let mut k = kernel(job, job.point.seed, info, |_| {})?;
+    // A scenario with a window stops at its end, tasks finished or not.
+    let windowed = info.time_limit(&params, k.clock_mhz()) != Cycles(u64::MAX);
     let finished = info.run(&mut k, &params);
     let report = k.report();
     let (mut measures, mut notes) = (BTreeMap::new(), BTreeMap::new());
@@ -108,7 +122,7 @@ fn execute_run(job: &Job) -> Result<Row, SweepError> {
         hash: job.hash.clone(),
         kind: job.kind,
         point: job.point.clone(),
-        finished,
+        finished: finished || windowed,
         measures,
         notes,
         counters,
@@ -145,11 +159,11 @@ fn execute_check(job: &Job) -> Result<Row, SweepError> {
     let (mut deferred_uses, mut missed) = (0, 0);
     let mut all_finished = true;
     for seed in first..first + schedules {
-        let mut k = kernel(job, seed)?;
-        k.enable_checker();
-        k.perturb(Cycles(job.point.max_ipi_delay.unwrap_or(0)));
-        k.disturb(Cycles(job.point.disturb_every.unwrap_or(0)));
-        info.install(&mut k, &params).map_err(|e| SweepError::job(job, &e))?;
+        let mut k = kernel(job, seed, info, |k| {
+            k.enable_checker();
+            k.perturb(Cycles(job.point.max_ipi_delay.unwrap_or(0)));
+            k.disturb(Cycles(job.point.disturb_every.unwrap_or(0)));
+        })?;
         // A scenario with a window stops at its end, tasks finished or not.
         let windowed = info.time_limit(&params, k.clock_mhz()) != Cycles(u64::MAX);
         let finished = info.run(&mut k, &params) || windowed;

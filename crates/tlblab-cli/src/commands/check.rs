@@ -1,277 +1,45 @@
-//! `tlblab sim check`: the safety checker (docs/safety.md) over many perturbed schedules.
+//! `tlblab sim check`: the safety checker (docs/safety.md) over many perturbed schedules. The
+//! check and its report are `tlblab_runs::check`; this module parses, renders and writes.
 
-use crate::cli::{CheckArgs, ModeArg, StormOpArg};
+use crate::cli::CheckArgs;
 use crate::render::group;
 use anyhow::Result;
-use rayon::prelude::*;
-use serde::Serialize;
 use std::fmt::Write;
 use std::process::ExitCode;
-use std::time::Instant;
-use tlblab_kernel::exposure::{ExposureReport, RunExposure, Windows};
-use tlblab_kernel::workloads::{scenario, Params, ScenarioInfo};
-use tlblab_kernel::{Mechanisms, Policy, Violation, ViolationKind};
-use tlblab_sim::machine::MachineSpec;
-use tlblab_stats::Summary;
+use tlblab_kernel::exposure::{ExposureReport, Windows};
+use tlblab_kernel::{Violation, ViolationKind};
+use tlblab_runs::{CheckReport, CheckRequest};
 use tlblab_types::Cycles;
-
-/// The JSON schema of `tlblab sim check --json`.
-pub const SCHEMA: &str = "tlblab.sim.check/1";
-
-/// The JSON output.
-#[derive(Serialize)]
-struct CheckReport {
-    schema: &'static str,
-    tlblab_version: &'static str,
-    machine: String,
-    cpus: u16,
-    scenario: &'static str,
-    params: Params,
-    policy: Policy,
-    schedules: u64,
-    first_seed: u64,
-    max_ipi_delay_cycles: u64,
-    disturb_every_cycles: u64,
-    clock_mhz: u64,
-    /// Accesses judged over all schedules.
-    accesses: u64,
-    /// Stale uses within an operation's own window (allowed), over all schedules.
-    window_uses: u64,
-    /// Schedules in which the scenario's essential tasks did not finish (a scenario with a
-    /// window, such as kbuild, runs to its end instead: never counted).
-    unfinished: u64,
-    /// Violations over all schedules.
-    violations: u64,
-    /// Schedules with at least one violation.
-    schedules_with_violations: u64,
-    /// The first violation of each kind (lowest seed, then earliest use), to replay.
-    witnesses: Vec<Witness>,
-    /// Declared deferrals (docs/safety.md §4.4) and their exposure over all schedules.
-    exposure: ExposureReport,
-    /// The policy's speed on the scenario, from unperturbed runs without the checker.
-    speed: Option<Speed>,
-}
-
-/// The scenario's metric over unperturbed runs (no IPI delays, no disturbances, no checker).
-#[derive(Serialize)]
-struct Speed {
-    /// The metric's unit (µs/op, ops/s, s, CPU-s/s).
-    unit: &'static str,
-    lower_is_better: bool,
-    /// The seeds run, and each one's value.
-    seeds: Vec<u64>,
-    values: Vec<f64>,
-    /// Their summary (mean, sample standard deviation, n, …); `None` when a run had no value.
-    summary: Option<Summary>,
-}
-
-/// Runs the scenario unperturbed on `args.speed_runs` seeds; `None` when none are asked for.
-fn speed(
-    args: &CheckArgs,
-    spec: &MachineSpec,
-    policy: &Policy,
-    info: &ScenarioInfo,
-    params: &Params,
-) -> Result<Option<Speed>> {
-    if args.speed_runs == 0 {
-        return Ok(None);
-    }
-    let seeds: Vec<u64> = (0..args.speed_runs).map(|i| args.seed + i).collect();
-    let values = seeds
-        .par_iter()
-        .map(|&seed| -> Result<f64> {
-            let mut k = super::scenario_kernel(
-                spec,
-                policy,
-                (args.cpus, seed, Mechanisms::all()),
-                (info, params),
-                |_| {},
-            )?;
-            info.run(&mut k, params);
-            Ok(info.metric.value(&k.report()))
-        })
-        .collect::<Result<Vec<f64>>>()?;
-    Ok(Some(Speed {
-        unit: info.metric.unit(),
-        lower_is_better: info.metric.lower_is_better(),
-        summary: Summary::of(&values).ok(),
-        seeds,
-        values,
-    }))
-}
-
-/// A violation with the seed and command that replay it.
-#[derive(Serialize)]
-struct Witness {
-    seed: u64,
-    replay: String,
-    violation: Violation,
-}
-
-/// One schedule's outcome.
-struct Outcome {
-    seed: u64,
-    finished: bool,
-    accesses: u64,
-    window_uses: u64,
-    violations: Vec<Violation>,
-    exposure: RunExposure,
-}
 
 pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     args.output.check()?;
-    let spec = super::load_preset(&args.machine)?;
-    let info = scenario(&args.scenario)?;
-    // Every policy is loaded (and a bad one refused) before anything runs.
-    let policies: Vec<Policy> =
-        args.policies.iter().map(|p| Policy::load(p)).collect::<Result<_, _>>()?;
-    let params = args.params.to_params();
+    let request = CheckRequest {
+        machine: args.machine.clone(),
+        cpus: args.cpus,
+        scenario: args.scenario.clone(),
+        params: args.params.to_params(),
+        policies: args.policies.clone(),
+        schedules: args.schedules,
+        first_seed: args.seed,
+        max_ipi_delay: args.max_ipi_delay,
+        disturb_every: args.disturb_every,
+        speed_runs: args.speed_runs,
+    };
     let progress = crate::progress::Progress::new("", "schedules", args.schedules, false);
-    let mut reports = Vec::new();
-    let mut text = String::new();
-    for (name, policy) in args.policies.iter().zip(&policies) {
-        let started = Instant::now();
-        progress.set_message(&policy.name);
-        progress.set_total(args.schedules);
-        let report = check_one(args, (&spec, info, &params), (name, policy), &progress)?;
-        if !text.is_empty() {
-            text.push('\n');
-        }
-        text += &self::text(&report, started.elapsed().as_secs_f64());
-        reports.push(report);
-    }
+    let reports = tlblab_runs::check(&request, &progress);
     progress.finish();
-    let violations = reports.iter().any(|r| r.violations > 0);
+    let reports = reports?;
     if args.format.json() {
-        // One policy: its report, as before; several: an array of them.
-        let json = match reports.as_slice() {
-            [one] => serde_json::to_string_pretty(one)?,
-            all => serde_json::to_string_pretty(all)?,
-        };
-        args.output.emit(&(json + "\n"))?;
+        args.output.emit(&tlblab_runs::check_json(&reports)?)?;
     } else {
-        args.output.emit(&text)?;
+        let texts: Vec<String> = reports.iter().map(text).collect();
+        args.output.emit(&texts.join("\n"))?;
     }
+    let violations = reports.iter().any(|r| r.violations > 0);
     Ok(if violations { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
-/// Checks one policy (`name` as given on the command line) under every schedule.
-fn check_one(
-    args: &CheckArgs,
-    (spec, info, params): (&MachineSpec, &'static ScenarioInfo, &Params),
-    (name, policy): (&str, &Policy),
-    progress: &crate::progress::Progress,
-) -> Result<CheckReport> {
-    let params = params.clone();
-    let seeds: Vec<u64> = (0..args.schedules).map(|i| args.seed + i).collect();
-    // Each schedule is independent and deterministic; results come back in seed order.
-    let outcomes: Vec<Outcome> = seeds
-        .par_iter()
-        .map(|&seed| -> Result<Outcome> {
-            let mut k = super::scenario_kernel(
-                spec,
-                policy,
-                (args.cpus, seed, Mechanisms::all()),
-                (info, &params),
-                |k| {
-                    k.enable_checker();
-                    k.perturb(Cycles(args.max_ipi_delay));
-                    k.disturb(Cycles(args.disturb_every));
-                },
-            )?;
-            // A scenario with a window stops at its end, tasks finished or not.
-            let windowed = info.time_limit(&params, k.clock_mhz()) != Cycles(u64::MAX);
-            let finished = info.run(&mut k, &params) || windowed;
-            let (accesses, window_uses) = k.check_counts().unwrap_or_default();
-            progress.inc();
-            Ok(Outcome {
-                seed,
-                finished,
-                accesses,
-                window_uses,
-                violations: k.violations().to_vec(),
-                exposure: k.exposure(),
-            })
-        })
-        .collect::<Result<_>>()?;
-    let speed = speed(args, spec, policy, info, &params)?;
-    let clock_mhz = spec.raw().kernel.as_ref().map_or(0, |k| k.clock.mhz);
-    let mut witnesses: Vec<Witness> = Vec::new();
-    for o in &outcomes {
-        for kind in ViolationKind::ALL {
-            if witnesses.iter().any(|w| w.violation.kind == kind) {
-                continue;
-            }
-            if let Some(v) =
-                o.violations.iter().filter(|v| v.kind == kind).min_by_key(|v| v.used_at)
-            {
-                witnesses.push(Witness {
-                    seed: o.seed,
-                    replay: replay(args, name, o.seed),
-                    violation: v.clone(),
-                });
-            }
-        }
-    }
-    let report = CheckReport {
-        schema: SCHEMA,
-        tlblab_version: env!("CARGO_PKG_VERSION"),
-        machine: spec.name().to_string(),
-        cpus: args.cpus,
-        scenario: info.name,
-        params,
-        policy: policy.clone(),
-        schedules: args.schedules,
-        first_seed: args.seed,
-        max_ipi_delay_cycles: args.max_ipi_delay,
-        disturb_every_cycles: args.disturb_every,
-        clock_mhz,
-        accesses: outcomes.iter().map(|o| o.accesses).sum(),
-        window_uses: outcomes.iter().map(|o| o.window_uses).sum(),
-        unfinished: outcomes.iter().filter(|o| !o.finished).count() as u64,
-        violations: outcomes.iter().map(|o| o.violations.len() as u64).sum(),
-        schedules_with_violations: outcomes.iter().filter(|o| !o.violations.is_empty()).count()
-            as u64,
-        witnesses,
-        speed,
-        exposure: ExposureReport::of(policy, outcomes.iter().map(|o| &o.exposure), clock_mhz),
-    };
-    Ok(report)
-}
-
-/// The command that runs exactly the schedule of `seed` again.
-fn replay(args: &CheckArgs, policy: &str, seed: u64) -> String {
-    let p = &args.params;
-    let mode = match p.mode {
-        ModeArg::Threads => "threads",
-        ModeArg::Processes => "processes",
-    };
-    let op = match p.op {
-        StormOpArg::Munmap => "munmap",
-        StormOpArg::Mprotect => "mprotect",
-    };
-    format!(
-        "tlblab sim check --policies {} --scenario {} --machine {} --cpus {} --max-ipi-delay {} --disturb-every {} --iterations {} --touch {} --busy {} --tasks {} --mode {mode} --op {op} --pages {} --cycles-per-page {} --jobs {} --window-ms {} --burst-us {} --warmup-ms {} --schedules 1 --seed {seed}",
-        policy,
-        args.scenario,
-        args.machine,
-        args.cpus,
-        args.max_ipi_delay,
-        args.disturb_every,
-        p.iterations,
-        p.touch,
-        p.busy,
-        p.tasks,
-        p.pages,
-        p.cycles_per_page,
-        p.jobs,
-        p.window_ms,
-        p.burst_us,
-        p.warmup_ms,
-    )
-}
-
-fn text(r: &CheckReport, seconds: f64) -> String {
+fn text(r: &CheckReport) -> String {
     let us = |c: Cycles| c.0 as f64 / r.clock_mhz.max(1) as f64;
     let mut out = format!(
         "tlblab sim check: policy {} on scenario {}, {} × {} CPUs\n  policy: {}\n",
@@ -334,7 +102,7 @@ fn text(r: &CheckReport, seconds: f64) -> String {
         }
         let _ = writeln!(out, "    replay: {}", w.replay);
     }
-    let _ = writeln!(out, "\n  checked in {seconds:.1} s");
+    let _ = writeln!(out, "\n  checked in {:.1} s", r.seconds);
     out
 }
 

@@ -22,8 +22,7 @@ use crate::cli::{
 };
 use anyhow::{Context, Result};
 use std::process::ExitCode;
-use tlblab_kernel::workloads::{Params, ScenarioInfo};
-use tlblab_kernel::{Kernel, KernelConfig, Mechanisms, NoObserver};
+use tlblab_kernel::Mechanisms;
 use tlblab_memtrace::{Format, ReadOptions, TraceError};
 use tlblab_sim::hw::Replacement;
 use tlblab_sim::machine::{MachineError, MachineSpec};
@@ -64,10 +63,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
 impl crate::cli::WithoutArg {
     /// Every mechanism but those `--without` names, or the error naming the known ones (exit
     /// status 2).
-    pub fn mechanisms(&self) -> Result<Mechanisms, tlblab_kernel::mechanisms::MechanismError> {
-        self.without.iter().try_fold(Mechanisms::all(), |set, name| {
-            tlblab_kernel::Mechanism::from_name(name).map(|m| set.without(m))
-        })
+    pub fn mechanisms(&self) -> Result<Mechanisms, tlblab_runs::RunsError> {
+        tlblab_runs::mechanisms_without(&self.without)
     }
 }
 
@@ -111,6 +108,7 @@ pub fn exit_status(error: &anyhow::Error) -> u8 {
             || cause.is::<tlblab_kernel::mechanisms::MechanismError>()
             || cause.is::<tlblab_kernel::KernelError>()
             || cause.is::<tlblab_studies::StudyError>()
+            || cause.downcast_ref::<tlblab_runs::RunsError>().is_some_and(|e| e.is_bad_input())
             || cause.downcast_ref::<tlblab_sweep::SweepError>().is_some_and(|e| {
                 matches!(
                     e,
@@ -250,35 +248,14 @@ pub fn load_machine(args: &MachineArgs) -> Result<MachineSpec> {
     Ok(spec.with_paging_levels(args.paging_levels)?)
 }
 
-/// A kernel model of `cpus` CPUs running `policy` on `spec` from `seed` with `mechanisms` on,
-/// with `info`'s scenario
-/// installed; `prepare` runs first (the safety checker and perturbations must be set before the
-/// scenario's tasks start). Run it with [`ScenarioInfo::run`].
-pub fn scenario_kernel(
-    spec: &MachineSpec,
-    policy: &tlblab_kernel::Policy,
-    (cpus, seed, mechanisms): (u16, u64, Mechanisms),
-    (info, params): (&ScenarioInfo, &Params),
-    prepare: impl FnOnce(&mut Kernel<NoObserver>),
-) -> Result<Kernel<NoObserver>> {
-    let config = KernelConfig::new(usize::from(cpus), seed).with_mechanisms(mechanisms);
-    let mut kernel = Kernel::new(spec, policy, config, NoObserver)?;
-    prepare(&mut kernel);
-    info.install(&mut kernel, params)?;
-    Ok(kernel)
-}
-
 /// The preset `name`: built in, `host` (built from this machine's CPUID and sysfs; see
-/// docs/host-preset.md), or a preset file.
+/// docs/host-preset.md), or a preset file ([`tlblab_runs::load_machine`]).
 pub fn load_preset(name: &str) -> Result<MachineSpec> {
-    if name == HOST_PRESET {
-        return Ok(tlblab_host::host_spec()?.spec);
-    }
-    Ok(MachineSpec::load(name)?)
+    Ok(tlblab_runs::load_machine(name)?)
 }
 
 /// The name that selects the preset of this machine.
-pub const HOST_PRESET: &str = "host";
+pub const HOST_PRESET: &str = tlblab_runs::HOST_PRESET;
 
 /// One line describing the machine and the run-time choices.
 pub fn machine_line(spec: &MachineSpec) -> String {

@@ -1,5 +1,6 @@
 //! `tlblab report`: saved results as one HTML page, as Markdown or as plain text, written to a
-//! file (beside the first input unless `-o` says otherwise; `-o -` is standard output).
+//! file (beside the first input unless `-o` says otherwise; `-o -` is standard output). A
+//! sweep's directory (or its `summary.json`) gets `DIR/report.html`.
 
 use crate::cli::{ReportArgs, ReportFormat};
 use anyhow::{Context, Result};
@@ -37,7 +38,11 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `DIR/results.json` → `DIR/results.html` (or `.md`, `.txt`).
+/// `DIR/results.json` → `DIR/results.html` (or `.md`, `.txt`); a sweep's `DIR` (or
+/// `DIR/summary.json`) → `DIR/report.html`.
 fn default_output(first: &Path, format: ReportFormat) -> PathBuf {
-    first.with_extension(format.extension())
+    match tlblab_report::sweep_dir_of(first) {
+        Some(dir) => dir.join("report").with_extension(format.extension()),
+        None => first.with_extension(format.extension()),
+    }
 }

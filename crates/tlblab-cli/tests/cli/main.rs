@@ -26,6 +26,7 @@ mod robust;
 mod sim_run;
 mod sim_study;
 mod sweep;
+mod sweep_report;
 mod trace;
 mod verdicts;
 mod warmup;

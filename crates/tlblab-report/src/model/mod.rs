@@ -3,3 +3,4 @@
 
 pub mod replay;
 pub mod study;
+pub mod sweep_dir;

@@ -8,6 +8,7 @@ pub mod lab;
 pub mod replay;
 pub mod study;
 pub mod summary;
+pub mod sweep_dir;
 pub mod trace;
 
 use crate::doc::{Block, Figure};
