@@ -55,6 +55,53 @@ def test_replay_json_is_the_clis_byte_for_byte(tlblab_bin: Path, args: list[str]
     assert got == want.stdout
 
 
+def test_run_json_is_the_clis_byte_for_byte(tlblab_bin: Path) -> None:
+    want = cli(
+        tlblab_bin,
+        *["sim", "run", "pingpong", "-p", "linux-4.13,linux-4.14", "--seeds", "2"],
+        *["--iterations", "50", "--touch", "8", "--without", "pcid", "--format", "json"],
+    )
+    assert want.returncode == 0, want.stderr
+    got = tlblab.run_json(
+        "pingpong",
+        policies=["linux-4.13", "linux-4.14"],
+        seeds=2,
+        without=["pcid"],
+        iterations=50,
+        touch=8,
+    )
+    assert got == want.stdout
+
+
+def test_run_frame_has_a_row_per_policy_and_seed() -> None:
+    frame = tlblab.run("pingpong", policies=["linux-4.13", "linux-4.14"], seeds=2, first_seed=5)
+    assert list(zip(frame["policy"], frame["seed"])) == [
+        ("linux-4.13", 5),
+        ("linux-4.13", 6),
+        ("linux-4.14", 5),
+        ("linux-4.14", 6),
+    ]
+    assert frame["ratio"].isna().tolist() == [True, True, False, False]
+    assert (frame["mean"] == frame.groupby("policy")["value"].transform("mean")).all()
+
+
+@pytest.mark.parametrize("policies", [["linux-6.18"], ["linux-6.18", "bad-lazy-no-catch-up"]])
+def test_check_json_is_the_clis_byte_for_byte(tlblab_bin: Path, policies: list[str]) -> None:
+    want = cli(
+        tlblab_bin,
+        *["sim", "check", "pingpong", "-p", ",".join(policies), "--schedules", "20"],
+        *["--iterations", "50", "--speed-runs", "2", "--format", "json"],
+    )
+    assert want.returncode in (0, 1), want.stderr
+    got = tlblab.check_json(
+        "pingpong", policies=policies, schedules=20, speed_runs=2, iterations=50
+    )
+    assert got == want.stdout
+    frame = tlblab.check("pingpong", policies=policies, schedules=20, speed_runs=2, iterations=50)
+    assert list(frame["policy"]) == policies
+    assert (frame["schedules"] == 20).all()
+
+
 def test_replay_frame_has_a_row_per_policy_and_per_ceiling() -> None:
     frame = tlblab.replay(FTRACE, policies=["linux-6.18", "linux-4.13"])
     assert list(frame["policy"]) == ["linux-6.18", "linux-4.13"]
@@ -79,6 +126,20 @@ def test_replay_frame_has_a_row_per_policy_and_per_ceiling() -> None:
         (
             lambda: tlblab.replay("/nonexistent/trace.flushtrace"),
             ["sim", "replay", "/nonexistent/trace.flushtrace"],
+        ),
+        (lambda: tlblab.run("no-such-scenario"), ["sim", "run", "no-such-scenario"]),
+        (
+            lambda: tlblab.run("pingpong", without=["no-such-mechanism"]),
+            ["sim", "run", "pingpong", "--without", "no-such-mechanism"],
+        ),
+        (lambda: tlblab.run("pingpong", noise=150), ["sim", "run", "pingpong", "--noise", "150"]),
+        (
+            lambda: tlblab.check("pingpong", policies=["no-such-policy"]),
+            ["sim", "check", "pingpong", "-p", "no-such-policy"],
+        ),
+        (
+            lambda: tlblab.study("s2", without=["no-such-mechanism"]),
+            ["sim", "study", "s2", "--without", "no-such-mechanism"],
         ),
     ],
 )

@@ -2,6 +2,8 @@
 
 The same numbers as the ``tlblab`` command line, from the same Rust code (``tlblab._core``):
 
+- :func:`run` runs a scenario under policies (``tlblab sim run``),
+- :func:`check` runs the safety checker (``tlblab sim check``),
 - :func:`study` runs a built-in study (``tlblab sim study``),
 - :func:`replay` replays a flush trace under policies or flush ceilings (``tlblab sim replay``),
 - :func:`sweep` runs a sweep spec on this machine or on a Ray cluster (``tlblab sweep``).
@@ -30,8 +32,12 @@ from ._progress import Progress
 __all__ = [
     "TlblabError",
     "__version__",
+    "check",
+    "check_json",
     "replay",
     "replay_json",
+    "run",
+    "run_json",
     "study",
     "study_json",
     "sweep",
@@ -49,6 +55,7 @@ def study_json(
     first_seed: int = 1,
     noise: float = 1.0,
     explain: bool = False,
+    without: Sequence[str] = (),
 ) -> str:
     """Run a built-in study and return ``tlblab sim study NAME --format json``'s text.
 
@@ -59,11 +66,12 @@ def study_json(
         first_seed: the first seed; the others follow it.
         noise: the noise band in percent (a change must lie wholly outside ±noise).
         explain: also run every part with each mechanism switched off in turn.
+        without: mechanisms switched off in every run (``tlblab sim mechanisms``).
 
     Raises:
         TlblabError: an unknown study or an option out of range, with the CLI's message.
     """
-    return _core.study_json(name, quick, seeds, first_seed, noise, explain)
+    return _core.study_json(name, quick, seeds, first_seed, noise, explain, list(without))
 
 
 def study(
@@ -73,6 +81,7 @@ def study(
     first_seed: int = 1,
     noise: float = 1.0,
     explain: bool = False,
+    without: Sequence[str] = (),
 ) -> pd.DataFrame:
     """Run a built-in study: one row per part × policy × measure.
 
@@ -84,7 +93,7 @@ def study(
     ``significant`` and ``note``. The report's JSON (as :func:`study_json` returns it) is in
     ``df.attrs["json"]``. Arguments as for :func:`study_json`.
     """
-    text = study_json(name, quick, seeds, first_seed, noise, explain)
+    text = study_json(name, quick, seeds, first_seed, noise, explain, without)
     report = json.loads(text)
     reports = report.get("studies", [report])
     rows = [row for r in reports for row in _study_rows(r)]
@@ -223,6 +232,147 @@ def replay(trace: StrPath, **options: Any) -> pd.DataFrame:
     rows = report["policies"] if "policies" in report else report["rows"]
     frame = pd.json_normalize(rows, sep=".")
     frame.insert(0, "machine", report["machine"])
+    frame.attrs["json"] = text
+    return frame
+
+
+def run_json(
+    scenario: str,
+    policies: Sequence[str] = ("linux-6.18",),
+    machine: str = "skylake",
+    cpus: int = 4,
+    seeds: int = 3,
+    first_seed: int = 1,
+    without: Sequence[str] = (),
+    explain: bool = False,
+    noise: float = 1.0,
+    **params: int | str,
+) -> str:
+    """Run a scenario under policies; ``tlblab sim run SCENARIO --format json``'s text.
+
+    Args:
+        scenario: the scenario (``tlblab sim scenarios`` lists them).
+        policies: built-in policy names or policy ``.toml`` files; the first is the baseline.
+        machine: a preset name, ``host``, or a preset ``.toml`` file.
+        cpus: simulated CPUs, 1 to 4096.
+        seeds: runs per policy, with seeds ``first_seed``, ``first_seed + 1``, ….
+        first_seed: the first seed.
+        without: mechanisms switched off in every run (``tlblab sim mechanisms``).
+        explain: also run each policy with each mechanism off in turn.
+        noise: the noise band in percent.
+        **params: the scenario's parameters by the CLI's names (``iterations=200``,
+            ``pages=64``, ``mode="processes"``, ``op="mprotect"``, …).
+
+    Raises:
+        TlblabError: an unknown scenario, policy, machine or parameter, a value out of range.
+    """
+    return _core.run_json(
+        scenario,
+        list(policies),
+        machine,
+        cpus,
+        seeds,
+        first_seed,
+        list(without),
+        explain,
+        noise,
+        dict(params),
+    )
+
+
+def run(scenario: str, **options: Any) -> pd.DataFrame:
+    """Run a scenario under policies: one row per policy × seed.
+
+    Columns: ``policy``, ``seed``, ``value`` (the scenario's metric), then per policy its
+    ``mean``, ``sd``, ``ratio`` (to the first policy), ``ci_low``, ``ci_high`` and ``verdict``,
+    then the run's scalar counters (``ipis_sent``, ``elapsed_cycles``, …, nested ones joined
+    with ``.``). The report's JSON is in ``df.attrs["json"]``. Options as for :func:`run_json`.
+    """
+    text = run_json(scenario, **options)
+    report = json.loads(text)
+    first_seed = int(options.get("first_seed", 1))
+    rows = []
+    for entry in report["policies"]:
+        ratio = entry.get("ratio") or {}
+        ci = ratio.get("ci") or {}
+        for i, (value, counters) in enumerate(zip(entry["values"], entry["runs"])):
+            flat = pd.json_normalize(counters, sep=".").iloc[0].to_dict()
+            rows.append(
+                {
+                    "policy": entry["policy"]["name"],
+                    "seed": first_seed + i,
+                    "value": value,
+                    "mean": entry["mean"],
+                    "sd": entry["stddev"],
+                    "ratio": (ratio.get("ratios") or {}).get("mean"),
+                    "ci_low": ci.get("low"),
+                    "ci_high": ci.get("high"),
+                    "verdict": entry.get("verdict"),
+                    # Per-CPU and per-task lists stay in the JSON.
+                    **{k: v for k, v in flat.items() if not isinstance(v, list)},
+                }
+            )
+    frame = pd.DataFrame(rows)
+    frame.attrs["json"] = text
+    return frame
+
+
+def check_json(
+    scenario: str,
+    policies: Sequence[str] = ("linux-6.18",),
+    machine: str = "skylake",
+    cpus: int = 4,
+    schedules: int = 1000,
+    first_seed: int = 1,
+    max_ipi_delay: int = 20_000,
+    disturb_every: int = 200_000,
+    speed_runs: int = 5,
+    **params: int | str,
+) -> str:
+    """Run the safety checker; ``tlblab sim check SCENARIO --format json``'s text.
+
+    One report per policy (an object for one policy, a list for several), each over
+    ``schedules`` perturbed schedules with seeds from ``first_seed``: IPIs delivered up to
+    ``max_ipi_delay`` cycles late, a disturbance every ``disturb_every`` cycles per CPU on
+    average (0: none), and ``speed_runs`` unperturbed runs for the policy's speed.
+    ``**params`` as for :func:`run_json`.
+
+    Raises:
+        TlblabError: an unknown scenario, policy, machine or parameter, a value out of range.
+    """
+    return _core.check_json(
+        scenario,
+        list(policies),
+        machine,
+        cpus,
+        schedules,
+        first_seed,
+        max_ipi_delay,
+        disturb_every,
+        speed_runs,
+        dict(params),
+    )
+
+
+def check(scenario: str, **options: Any) -> pd.DataFrame:
+    """Run the safety checker: one row per policy.
+
+    Columns: ``policy``, ``schedules``, ``accesses``, ``window_uses``, ``unfinished``,
+    ``violations``, ``schedules_with_violations``, ``witnesses`` (how many kept) and the
+    report's other scalar fields. The JSON is in ``df.attrs["json"]``. Options as for
+    :func:`check_json`. A violation is a row's count, not an error (``tlblab sim check``
+    exits 1 for it).
+    """
+    text = check_json(scenario, **options)
+    report = json.loads(text)
+    reports = report if isinstance(report, list) else [report]
+    rows = []
+    for r in reports:
+        row = {"policy": r["policy"]["name"]}
+        row.update({k: v for k, v in r.items() if not isinstance(v, (dict, list))})
+        row["witnesses"] = len(r["witnesses"])
+        rows.append(row)
+    frame = pd.DataFrame(rows)
     frame.attrs["json"] = text
     return frame
 

@@ -16,8 +16,37 @@ def study_json(
     first_seed: int = 1,
     noise: float = 1.0,
     explain: bool = False,
+    without: Sequence[str] = (),
 ) -> str:
     """`tlblab sim study NAME --format json`'s text."""
+
+def run_json(
+    scenario: str,
+    policies: Sequence[str] = ...,
+    machine: str = "skylake",
+    cpus: int = 4,
+    seeds: int = 3,
+    first_seed: int = 1,
+    without: Sequence[str] = (),
+    explain: bool = False,
+    noise: float = 1.0,
+    params: dict[str, int | str] = ...,
+) -> str:
+    """`tlblab sim run SCENARIO --format json`'s text."""
+
+def check_json(
+    scenario: str,
+    policies: Sequence[str] = ...,
+    machine: str = "skylake",
+    cpus: int = 4,
+    schedules: int = 1000,
+    first_seed: int = 1,
+    max_ipi_delay: int = 20000,
+    disturb_every: int = 200000,
+    speed_runs: int = 5,
+    params: dict[str, int | str] = ...,
+) -> str:
+    """`tlblab sim check SCENARIO --format json`'s text."""
 
 def replay_json(
     trace: str | PathLike[str],

@@ -8,6 +8,7 @@
 
 #![deny(missing_docs)]
 
+mod runs;
 mod sweep;
 
 use pyo3::prelude::*;
@@ -99,9 +100,11 @@ fn study(name: &str, options: &Options, warn: &mut dyn FnMut(String)) -> Result<
 
 /// `tlblab sim study NAME --format json`: the JSON text of a built-in study (`s1-pti` … `s5-xpfo`,
 /// `S1`…`S5`, `all`, or a comma-separated list). `seeds`: runs per policy (default: the
-/// study's); `noise`: the noise band in percent. Warnings (parts not run) go to `warnings`.
+/// study's); `noise`: the noise band in percent; `without`: mechanisms switched off in every
+/// run. Warnings (parts not run) are Python warnings.
 #[pyfunction]
-#[pyo3(signature = (name, quick=false, seeds=None, first_seed=1, noise=1.0, explain=false))]
+#[pyo3(signature = (name, quick=false, seeds=None, first_seed=1, noise=1.0, explain=false, without=Vec::new()))]
+#[allow(clippy::too_many_arguments)] // Python's keyword arguments, one per CLI option.
 fn study_json(
     py: Python<'_>,
     name: &str,
@@ -110,6 +113,7 @@ fn study_json(
     first_seed: u64,
     noise: f64,
     explain: bool,
+    without: Vec<String>,
 ) -> PyResult<String> {
     if let Some(k) = seeds.filter(|k| !(1..=1000).contains(k)) {
         return Err(Failure(format!("--seeds {k}: give 1 to 1000 runs per policy")).into());
@@ -121,9 +125,9 @@ fn study_json(
         seeds,
         first_seed,
         size: if quick { Size::Quick } else { Size::Full },
+        mechanisms: tlblab_runs::mechanisms_without(&without).map_err(Failure::from)?,
         explain,
         noise: noise / 100.0,
-        ..Options::default()
     };
     let mut warnings = Vec::new();
     let text = py.detach(|| study(name, &options, &mut |w| warnings.push(w)))?;
@@ -311,6 +315,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(study_json, m)?)?;
     m.add_function(wrap_pyfunction!(replay_json, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(runs::run_json, m)?)?;
+    m.add_function(wrap_pyfunction!(runs::check_json, m)?)?;
     m.add_function(wrap_pyfunction!(sweep::execute_jobs, m)?)?;
     m.add_class::<sweep::Sweep>()?;
     Ok(())
