@@ -58,15 +58,15 @@ def test_replay_json_is_the_clis_byte_for_byte(tlblab_bin: Path, args: list[str]
 def test_run_json_is_the_clis_byte_for_byte(tlblab_bin: Path) -> None:
     want = cli(
         tlblab_bin,
-        *["sim", "run", "pingpong", "-p", "linux-4.13,linux-4.14", "--seeds", "2"],
-        *["--iterations", "50", "--touch", "8", "--without", "pcid", "--format", "json"],
+        *["sim", "run", "--scenario", "pingpong", "-p", "linux-4.13,linux-4.14", "--seeds", "2"],
+        *["--iterations", "50", "--touch", "8", "--without", "mlp", "--format", "json"],
     )
     assert want.returncode == 0, want.stderr
     got = tlblab.run_json(
         "pingpong",
         policies=["linux-4.13", "linux-4.14"],
         seeds=2,
-        without=["pcid"],
+        without=["mlp"],
         iterations=50,
         touch=8,
     )
@@ -89,7 +89,7 @@ def test_run_frame_has_a_row_per_policy_and_seed() -> None:
 def test_check_json_is_the_clis_byte_for_byte(tlblab_bin: Path, policies: list[str]) -> None:
     want = cli(
         tlblab_bin,
-        *["sim", "check", "pingpong", "-p", ",".join(policies), "--schedules", "20"],
+        *["sim", "check", "--scenario", "pingpong", "-p", ",".join(policies), "--schedules", "20"],
         *["--iterations", "50", "--speed-runs", "2", "--format", "json"],
     )
     assert want.returncode in (0, 1), want.stderr
@@ -127,15 +127,18 @@ def test_replay_frame_has_a_row_per_policy_and_per_ceiling() -> None:
             lambda: tlblab.replay("/nonexistent/trace.flushtrace"),
             ["sim", "replay", "/nonexistent/trace.flushtrace"],
         ),
-        (lambda: tlblab.run("no-such-scenario"), ["sim", "run", "no-such-scenario"]),
+        (lambda: tlblab.run("no-such-scenario"), ["sim", "run", "--scenario", "no-such-scenario"]),
         (
             lambda: tlblab.run("pingpong", without=["no-such-mechanism"]),
-            ["sim", "run", "pingpong", "--without", "no-such-mechanism"],
+            ["sim", "run", "--scenario", "pingpong", "--without", "no-such-mechanism"],
         ),
-        (lambda: tlblab.run("pingpong", noise=150), ["sim", "run", "pingpong", "--noise", "150"]),
+        (
+            lambda: tlblab.run("pingpong", noise=150),
+            ["sim", "run", "--scenario", "pingpong", "--noise", "150"],
+        ),
         (
             lambda: tlblab.check("pingpong", policies=["no-such-policy"]),
-            ["sim", "check", "pingpong", "-p", "no-such-policy"],
+            ["sim", "check", "--scenario", "pingpong", "-p", "no-such-policy"],
         ),
         (
             lambda: tlblab.study("s2", without=["no-such-mechanism"]),
