@@ -75,6 +75,9 @@ def main() -> None:
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
+    # Ray runs its workers at nice 15 unless told otherwise: on a machine that others load, they
+    # would measure those others, not Ray. The local engine runs at the caller's priority.
+    os.environ.setdefault("RAY_worker_niceness", "0")
     import ray
 
     ray.init(

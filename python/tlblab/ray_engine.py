@@ -121,7 +121,10 @@ def drive(
     started = not ray.is_initialized()
     if started:
         if address is None:
-            # Ray on this machine alone, in this process: on the loopback, no dashboard.
+            # Ray on this machine alone, in this process: on the loopback, no dashboard, and its
+            # workers at the caller's priority like the local engine's threads (Ray's default
+            # is nice 15, which leaves them the CPU time other programs do not take).
+            os.environ.setdefault("RAY_worker_niceness", "0")
             ray.init(
                 runtime_env=runtime_env,
                 logging_level="ERROR",
