@@ -5,7 +5,7 @@ the Rust writer (``tlblab._core.Sweep``), packs the jobs it still needs into bat
 submits each batch as one Ray task. A task calls the Rust core inside the Ray worker
 (``tlblab._core.execute_jobs``: no subprocess, no CLI) and returns the rows as JSON. The driver
 takes rows back with ``ray.wait`` as tasks finish and hands each to the writer at once, which
-journals it (fsync'd) and ignores a row it already has: a task that Ray retries after its
+appends it to the journal at once and ignores a row it already has: a task that Ray retries after its
 worker died is recorded once. Progress (k/N, the time left, failures) goes to standard error.
 
 Workers must be able to import ``tlblab``: on one machine they use the driver's interpreter
