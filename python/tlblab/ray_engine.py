@@ -4,8 +4,8 @@ The driver (this module, in the process that runs the sweep) opens the results d
 the Rust writer (``tlblab._core.Sweep``), packs the jobs it still needs into batches, and
 submits each batch as one Ray task. A task calls the Rust core inside the Ray worker
 (``tlblab._core.execute_jobs``: no subprocess, no CLI) and returns the rows as JSON. The driver
-takes rows back with ``ray.wait`` as tasks finish and hands each to the writer at once, which
-appends it to the journal at once and ignores a row it already has: a task that Ray retries after its
+takes rows back with ``ray.wait`` as tasks finish and hands each to the writer, which appends
+it to the journal at once and ignores a row it already has: a task that Ray retries after its
 worker died is recorded once. Progress (k/N, the time left, failures) goes to standard error.
 
 Workers must be able to import ``tlblab``: on one machine they use the driver's interpreter
