@@ -63,6 +63,24 @@ def test_a_sweep_on_ray_equals_the_local_engine_row_for_row(ray_head: str, tmp_p
     assert local.equals(on_ray)
 
 
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "sweeps"
+
+
+@pytest.mark.parametrize("name", ["ceiling.toml", "s5-core-quick.toml"])
+def test_the_example_sweeps_on_ray_equal_the_local_engine(
+    ray_head: str, tmp_path: Path, name: str
+) -> None:
+    """The README's ceiling sweep and the S5-style core sweep (CPUs zipped with make -jN, three
+    policies): the same results and summary, byte for byte, from both engines."""
+    spec = EXAMPLES / name
+    local = tlblab.sweep(spec, out=tmp_path / "local", progress=False)
+    on_ray = tlblab.sweep(spec, engine="ray", address=ray_head, out=tmp_path / "ray", progress=False)
+    for file in ["results.jsonl", "results.parquet", "summary.json", "summary.txt"]:
+        assert (tmp_path / "ray" / file).read_bytes() == (tmp_path / "local" / file).read_bytes(), file
+    assert local.equals(on_ray)
+    assert len(local) == {"ceiling.toml": 45, "s5-core-quick.toml": 18}[name]
+
+
 def _batch_workers() -> list[int]:
     """Ray workers running a batch of the sweep now (Ray names the process after its task)."""
     found = []

@@ -141,6 +141,23 @@ impl TraceSource {
         self.trailer.as_ref()
     }
 
+    /// The trailer to summarise or replay with: the file's, or for a truncated file one that
+    /// says so (its end `Failed`, with the offset).
+    pub fn trailer_or_truncation(&self) -> Trailer {
+        match (&self.trailer, self.truncated_at()) {
+            (Some(t), _) => t.clone(),
+            (None, at) => Trailer {
+                end: End::Failed {
+                    error: format!(
+                        "the file is truncated at byte offset {} (no trailer: losses, duration and the command's status are unknown)",
+                        at.unwrap_or(0)
+                    ),
+                },
+                ..Trailer::default()
+            },
+        }
+    }
+
     /// The next record; `Ok(None)` at the end.
     pub fn next_record(&mut self) -> Result<Option<Record>, SourceError> {
         match &mut self.inner {

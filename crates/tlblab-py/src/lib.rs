@@ -13,7 +13,7 @@ mod sweep;
 
 use pyo3::prelude::*;
 use std::path::{Path, PathBuf};
-use tlblab_flushtrace::{TextFormat, TraceSource, Trailer};
+use tlblab_flushtrace::{TextFormat, TraceSource};
 use tlblab_kernel::Policy;
 use tlblab_replay::{Refill, ReplayError, ReplayOptions};
 use tlblab_sim::hw::Replacement;
@@ -205,18 +205,7 @@ fn replay(
         }
     };
     let mut header = source.header().clone();
-    let trailer = match (source.trailer(), source.truncated_at()) {
-        (Some(t), _) => t.clone(),
-        (None, at) => Trailer {
-            end: tlblab_flushtrace::End::Failed {
-                error: format!(
-                    "the file is truncated at byte offset {} (no trailer: losses, duration and the command's status are unknown)",
-                    at.unwrap_or(0)
-                ),
-            },
-            ..Trailer::default()
-        },
-    };
+    let trailer = source.trailer_or_truncation();
     trailer.merge_into(&mut header);
     if let Some(at) = source.truncated_at() {
         warn(format!(

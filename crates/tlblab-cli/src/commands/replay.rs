@@ -1,7 +1,7 @@
 //! `tlblab sim replay`: a flush trace through the kernel model, per policy or per ceiling.
 
 use super::load_machine;
-use super::tracer::{open_trace, trailer_of};
+use super::tracer::open_trace;
 use crate::cli::{RefillArg, ReplayArgs};
 use crate::commands::BadInput;
 use anyhow::Result;
@@ -46,7 +46,7 @@ pub fn run(args: &ReplayArgs) -> Result<ExitCode> {
         }
     };
     let mut header = source.header().clone();
-    trailer_of(&source).merge_into(&mut header);
+    source.trailer_or_truncation().merge_into(&mut header);
     if let Some(at) = source.truncated_at() {
         eprintln!(
             "tlblab: {} is truncated at byte offset {at}: replaying its {} complete records",

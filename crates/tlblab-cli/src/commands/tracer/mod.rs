@@ -7,7 +7,7 @@ mod report;
 
 pub use import::import;
 pub use record::record;
-pub use report::{open_trace, report, trailer_of};
+pub use report::{open_trace, report};
 
 use crate::cli::TraceDumpArgs;
 use crate::render::{stdout_error, stdout_line};

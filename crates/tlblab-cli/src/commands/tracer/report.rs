@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use std::num::NonZeroU64;
 use std::process::ExitCode;
 use tlblab_flushtrace::summary::{render_csv, render_markdown, render_table};
-use tlblab_flushtrace::{SummaryBuilder, SummaryOptions, TextFormat, TraceSource, Trailer};
+use tlblab_flushtrace::{SummaryBuilder, SummaryOptions, TextFormat, TraceSource};
 
 /// The format a `--text-format` names.
 pub fn text_format(arg: Option<TextFormatArg>) -> Option<TextFormat> {
@@ -23,22 +23,6 @@ pub fn open_trace(
     allow_truncated: bool,
 ) -> Result<TraceSource> {
     Ok(TraceSource::open(path, text_format(format), allow_truncated)?)
-}
-
-/// The trailer to summarise with: the file's, or for a truncated file one that says so.
-pub fn trailer_of(source: &TraceSource) -> Trailer {
-    match (source.trailer(), source.truncated_at()) {
-        (Some(t), _) => t.clone(),
-        (None, at) => Trailer {
-            end: tlblab_flushtrace::End::Failed {
-                error: format!(
-                    "the file is truncated at byte offset {} (no trailer: losses, duration and the command's status are unknown)",
-                    at.unwrap_or(0)
-                ),
-            },
-            ..Trailer::default()
-        },
-    }
 }
 
 /// Summarises `args.input`.
@@ -61,7 +45,7 @@ pub fn report(args: &TraceReportArgs) -> Result<ExitCode> {
     while let Some(record) = source.next_record()? {
         builder.add(&record);
     }
-    let summary = builder.finish(&trailer_of(&source));
+    let summary = builder.finish(&source.trailer_or_truncation());
     let text = match args.format.get() {
         OutputFormat::Text => render_table(&summary),
         OutputFormat::Markdown => render_markdown(&summary),
