@@ -74,9 +74,13 @@ def test_the_example_sweeps_on_ray_equal_the_local_engine(
     policies): the same results and summary, byte for byte, from both engines."""
     spec = EXAMPLES / name
     local = tlblab.sweep(spec, out=tmp_path / "local", progress=False)
-    on_ray = tlblab.sweep(spec, engine="ray", address=ray_head, out=tmp_path / "ray", progress=False)
+    on_ray = tlblab.sweep(
+        spec, engine="ray", address=ray_head, out=tmp_path / "ray", progress=False
+    )
     for file in ["results.jsonl", "results.parquet", "summary.json", "summary.txt"]:
-        assert (tmp_path / "ray" / file).read_bytes() == (tmp_path / "local" / file).read_bytes(), file
+        assert (tmp_path / "ray" / file).read_bytes() == (tmp_path / "local" / file).read_bytes(), (
+            file
+        )
     assert local.equals(on_ray)
     assert len(local) == {"ceiling.toml": 45, "s5-core-quick.toml": 18}[name]
 

@@ -2,13 +2,15 @@
 
 What ``tlblab sweep --engine ray`` runs, and says what it says: the summary on standard output
 (``--format text|json``), progress and errors (``tlblab: error: …``) on standard error; exit
-status 0, 1 for an error, 2 for bad usage, 130 when interrupted (the finished jobs are kept).
+status 0, 1 for an error, 2 for bad usage, 128 + the signal when interrupted (130 for Ctrl-C,
+143 for SIGTERM; the finished jobs are kept).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -66,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
                 run.run_local(shown)
                 shown.update(run.done(), shown.failed, final=True)
                 summary = run.finish()
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as e:
             print(
                 f"tlblab: {run.done()} of {run.total()} jobs are recorded in {out}; "
                 f"`tlblab sweep {args.spec} -o {out} --resume` runs the rest",
@@ -76,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"tlblab: error: the sweep was stopped; {run.done()} finished jobs are kept",
                 file=sys.stderr,
             )
-            return 130
+            # 128 + the signal, as the CLI: 130 for SIGINT, 143 for SIGTERM.
+            return 128 + int(getattr(e, "signum", signal.SIGINT))
     except TlblabError as e:
         print(f"tlblab: error: {e}", file=sys.stderr)
         return 1

@@ -18,7 +18,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import sys
+import threading
 from os import PathLike
 from typing import Any
 
@@ -34,6 +36,18 @@ MAX_BATCH = 64
 
 #: Batches per CPU of the cluster, so a slow batch near the end leaves little idle time.
 BATCHES_PER_CPU = 4
+
+
+#: Longest wait for a task before the driver looks for a signal, seconds.
+WAIT_S = 0.2
+
+
+class Interrupted(KeyboardInterrupt):
+    """The sweep was stopped by a signal (SIGINT or SIGTERM); the finished jobs are kept."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
 def _import_ray() -> Any:
@@ -138,6 +152,13 @@ def drive(
             )
     errors: list[tuple[int, str]] = []
     shown = Progress(sweep.name, total, total - len(pending))
+    # Ctrl-C and SIGTERM are noted and acted on between waits: Ray's driver may take the default
+    # SIGINT handler over, and a signal must stop the sweep whatever Ray does with it.
+    caught: list[int] = []
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, lambda signum, _frame: caught.append(signum))
     try:
         cpus = int(ray.cluster_resources().get("CPU", 1))
         size = batch or batch_size(len(pending), cpus)
@@ -155,7 +176,11 @@ def drive(
             )
         failed = 0
         while waiting:
-            ready, _ = ray.wait(list(waiting), num_returns=1)
+            if caught:
+                for ref in waiting:
+                    ray.cancel(ref)
+                raise Interrupted(caught[0])
+            ready, _ = ray.wait(list(waiting), num_returns=1, timeout=WAIT_S)
             for ref in ready:
                 chunk = waiting.pop(ref)
                 try:
@@ -173,6 +198,8 @@ def drive(
         if progress:
             shown.update(sweep.done(), failed, final=True)
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         if started:
             ray.shutdown()
     if errors:
