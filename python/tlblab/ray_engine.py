@@ -205,8 +205,8 @@ def drive(
     if errors:
         # As the local engine says it: the first failure in the sweep's order.
         raise TlblabError(
-            f"the sweep stopped at a failed job; the {sweep.done()} finished jobs are kept in "
-            f"{sweep.out}: {min(errors)[1]}"
+            f"a job failed (every other job ran); the {sweep.done()} finished jobs are kept in "
+            f"{sweep.out} and `resume` runs the rest: {min(errors)[1]}"
         )
     return sweep.finish()
 

@@ -149,7 +149,7 @@ impl Sweep {
             Ok(()) => Ok(()),
             // As the CLI says it.
             Err(e @ SweepError::Job { .. }) => Err(Failure(format!(
-                "the sweep stopped at a failed job; the {} finished jobs are kept in {out}: {}",
+                "a job failed (every other job ran); the {} finished jobs are kept in {out} and `resume` runs the rest: {}",
                 counts.done.load(Ordering::Relaxed),
                 tlblab_types::plain::error_chain(&e)
             ))

@@ -89,7 +89,7 @@ fn local(args: &SweepArgs, plan: &Plan, dir: &std::path::Path) -> Result<ExitCod
         }
         Err(e) => {
             return Err(anyhow::Error::new(e).context(format!(
-                "the sweep stopped at a failed job; the {} finished jobs are kept in {}",
+                "a job failed (every other job ran); the {} finished jobs are kept in {} and `--resume` runs the rest",
                 writer.done(),
                 dir.display()
             )))
