@@ -205,8 +205,9 @@ def drive(
     if errors:
         # As the local engine says it: the first failure in the sweep's order.
         raise TlblabError(
-            f"a job failed (every other job ran); the {sweep.done()} finished jobs are kept in "
-            f"{sweep.out} and `resume` runs the rest: {min(errors)[1]}"
+            f"{failed} job(s) failed (every other job ran); the {sweep.done()} finished jobs are "
+            f"kept in {sweep.out} and resuming (`--resume`, `resume=True`) runs the rest: "
+            f"{min(errors)[1]}"
         )
     return sweep.finish()
 

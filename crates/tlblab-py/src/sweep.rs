@@ -145,17 +145,7 @@ impl Sweep {
         if let Some(e) = raised {
             return Err(e);
         }
-        match ran {
-            Ok(()) => Ok(()),
-            // As the CLI says it.
-            Err(e @ SweepError::Job { .. }) => Err(Failure(format!(
-                "a job failed (every other job ran); the {} finished jobs are kept in {out} and `resume` runs the rest: {}",
-                counts.done.load(Ordering::Relaxed),
-                tlblab_types::plain::error_chain(&e)
-            ))
-            .into()),
-            Err(e) => Err(Failure::from(e).into()),
-        }
+        Ok(ran.map_err(Failure::from)?)
     }
 
     /// Writes the results (`results.jsonl`, `results.parquet`, in the sweep's order) and the

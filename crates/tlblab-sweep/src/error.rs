@@ -68,6 +68,18 @@ pub enum SweepError {
         /// Why.
         message: String,
     },
+    /// Jobs failed; every other job ran and its row is kept.
+    #[error("{failed} job(s) failed (every other job ran); the {done} finished jobs are kept in {dir} and resuming (`--resume`, `resume=True`) runs the rest: {first}")]
+    JobsFailed {
+        /// Jobs that failed.
+        failed: u64,
+        /// Jobs recorded.
+        done: u64,
+        /// The results directory.
+        dir: String,
+        /// The first failure in plan order.
+        first: Box<SweepError>,
+    },
     /// The sweep was interrupted (SIGINT or SIGTERM); the finished jobs are kept.
     #[error("interrupted after {done} of {total} jobs; `--resume` runs the rest")]
     Interrupted {

@@ -29,7 +29,8 @@ impl Progress for NoProgress {
 
 /// Runs `writer`'s pending jobs in parallel, recording each row as it finishes.
 ///
-/// Errors: the failure of the first failed job (in plan order) once every other job has run,
+/// Errors: [`SweepError::JobsFailed`] with the first failed job (in plan order) once every
+/// other job has run,
 /// [`SweepError::Interrupted`] when `progress` says stop, a journal that cannot be written.
 pub fn run_local(writer: &mut Writer, progress: &dyn Progress) -> Result<(), SweepError> {
     let pending = writer.pending();
@@ -65,8 +66,14 @@ pub fn run_local(writer: &mut Writer, progress: &dyn Progress) -> Result<(), Swe
     if let Some(e) = write_error {
         return Err(e);
     }
-    if let Some((_, e)) = failures.into_iter().min_by_key(|(i, _)| *i) {
-        return Err(e);
+    let failed = failures.len() as u64;
+    if let Some((_, first)) = failures.into_iter().min_by_key(|(i, _)| *i) {
+        return Err(SweepError::JobsFailed {
+            failed,
+            done: writer.done(),
+            dir: writer.dir().display().to_string(),
+            first: Box::new(first),
+        });
     }
     if writer.done() < total {
         return Err(SweepError::Interrupted { done: writer.done(), total });

@@ -130,6 +130,11 @@ impl Writer {
         self.rows.len() as u64
     }
 
+    /// The results directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// The plan.
     pub fn plan(&self) -> &Plan {
         &self.plan

@@ -87,13 +87,7 @@ fn local(args: &SweepArgs, plan: &Plan, dir: &std::path::Path) -> Result<ExitCod
             return Err(anyhow::Error::new(Interrupted(signal))
                 .context(format!("the sweep was stopped; {done} finished jobs are kept")));
         }
-        Err(e) => {
-            return Err(anyhow::Error::new(e).context(format!(
-                "a job failed (every other job ran); the {} finished jobs are kept in {} and `--resume` runs the rest",
-                writer.done(),
-                dir.display()
-            )))
-        }
+        Err(e) => return Err(e.into()),
     }
     let summary = writer.finish()?;
     let text = match args.format {
