@@ -158,9 +158,9 @@ pub struct SweepArgs {
     /// With --print-study: the study's quick settings.
     #[arg(long)]
     pub quick: bool,
-    /// The summary printed at the end: text or json (summary.json's content).
-    #[arg(long, value_enum, default_value_t = SweepFormat::Text)]
-    pub format: SweepFormat,
+    /// The summary printed at the end: text (summary.txt's content) or json (summary.json's).
+    #[command(flatten)]
+    pub format: TextOrJson,
 }
 
 /// `tlblab sweep --engine`.
@@ -170,15 +170,6 @@ pub enum EngineArg {
     Local,
     /// A Ray cluster, through the Python package `tlblab`.
     Ray,
-}
-
-/// `tlblab sweep --format`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum SweepFormat {
-    /// summary.txt.
-    Text,
-    /// summary.json.
-    Json,
 }
 
 /// `tlblab report`.

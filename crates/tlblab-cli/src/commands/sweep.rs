@@ -1,7 +1,7 @@
 //! `tlblab sweep`: a sweep spec's jobs on this machine or on a Ray cluster.
 
 use super::{BadInput, Interrupted, Stop};
-use crate::cli::{EngineArg, SweepArgs, SweepFormat};
+use crate::cli::{EngineArg, SweepArgs};
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -90,9 +90,10 @@ fn local(args: &SweepArgs, plan: &Plan, dir: &std::path::Path) -> Result<ExitCod
         Err(e) => return Err(e.into()),
     }
     let summary = writer.finish()?;
-    let text = match args.format {
-        SweepFormat::Text => tlblab_sweep::summary::render(&summary),
-        SweepFormat::Json => serde_json::to_string_pretty(&summary)? + "\n",
+    let text = if args.format.json() {
+        serde_json::to_string_pretty(&summary)? + "\n"
+    } else {
+        tlblab_sweep::summary::render(&summary)
     };
     crate::render::stdout(&text)?;
     eprintln!(
@@ -164,7 +165,7 @@ fn ray(args: &SweepArgs, spec: &std::path::Path, dir: &std::path::Path) -> Resul
     if args.force {
         cmd.arg("--force");
     }
-    if args.format == SweepFormat::Json {
+    if args.format.json() {
         cmd.args(["--format", "json"]);
     }
     let status = cmd.status().with_context(|| format!("running {python} -m tlblab sweep"))?;
