@@ -3,8 +3,9 @@
 
 use crate::plan::{Plan, Point};
 use crate::row::{lower_is_better, Row};
-use crate::spec::{Axis, Kind};
+use crate::spec::{Axis, Kind, Value};
 use serde::Serialize;
+use std::collections::HashMap;
 use std::fmt::Write;
 use tlblab_stats::{judge, ConfidenceInterval, Effect, RatioToBaseline, Verdict};
 
@@ -77,21 +78,37 @@ pub struct MeasureSummary {
     pub note: Option<String>,
 }
 
-/// A point's identity: the row's point with the seed cleared.
-fn key(p: &Point) -> Point {
-    Point { seed: 0, ..p.clone() }
+/// The axes of each grid but the seed: a point is its grid and their values.
+fn grid_axes(plan: &Plan) -> HashMap<&str, Vec<Axis>> {
+    plan.spec
+        .grids
+        .iter()
+        .map(|g| {
+            let axes = g.axes.iter().map(|a| a.axis).filter(|&a| a != Axis::Seed).collect();
+            (g.label.as_str(), axes)
+        })
+        .collect()
 }
 
 /// Summarises `rows` (one per job, in plan order).
 pub fn summarise(plan: &Plan, rows: &[Row]) -> Summary {
     let spec = &plan.spec;
-    // Points in plan order, each with its rows sorted by seed.
+    let axes_of = grid_axes(plan);
+    let key = |p: &Point, axes: &[Axis]| -> (String, Vec<Value>) {
+        (p.grid.clone(), axes.iter().map(|&a| p.value(a)).collect())
+    };
+    // Points in plan order, each with its rows sorted by seed; indexed by their key, so that a
+    // sweep of many jobs is summarised in linear time.
     let mut points: Vec<(Point, Vec<&Row>)> = Vec::new();
+    let mut index: HashMap<(String, Vec<Value>), usize> = HashMap::new();
     for row in rows {
-        let k = key(&row.point);
-        match points.iter_mut().find(|(p, _)| *p == k) {
-            Some((_, list)) => list.push(row),
-            None => points.push((k, vec![row])),
+        let k = key(&row.point, &axes_of[row.point.grid.as_str()]);
+        match index.get(&k) {
+            Some(&i) => points[i].1.push(row),
+            None => {
+                index.insert(k, points.len());
+                points.push((Point { seed: 0, ..row.point.clone() }, vec![row]));
+            }
         }
     }
     for (_, list) in &mut points {
@@ -116,23 +133,13 @@ pub fn summarise(plan: &Plan, rows: &[Row]) -> Summary {
             let axes = varying(&point.grid);
             let baseline = plan.baseline(&point.grid).cloned();
             // The baseline point: the same value on every axis of the grid but the baseline's.
-            let grid_axes: Vec<Axis> = spec
-                .grids
-                .iter()
-                .find(|g| g.label == point.grid)
-                .map(|g| g.axes.iter().map(|a| a.axis).filter(|&a| a != Axis::Seed).collect())
-                .unwrap_or_default();
+            let grid_axes = &axes_of[point.grid.as_str()];
             let base = baseline.as_ref().and_then(|(axis, value)| {
-                points.iter().find(|(q, _)| {
-                    q.grid == point.grid
-                        && grid_axes.iter().all(|&a| {
-                            if a == *axis {
-                                q.value(a) == *value
-                            } else {
-                                q.value(a) == point.value(a)
-                            }
-                        })
-                })
+                let (grid, mut values) = key(point, grid_axes);
+                if let Some(i) = grid_axes.iter().position(|a| a == axis) {
+                    values[i] = value.clone();
+                }
+                index.get(&(grid, values)).map(|&i| &points[i])
             });
             let base_rows = base.map(|(_, l)| l);
             let is_baseline = base.is_some_and(|(q, _)| q == point);
