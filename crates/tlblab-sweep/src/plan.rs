@@ -465,20 +465,16 @@ fn hash_of(kind: Kind, point: &Point, machine_raw: &str, policy: &Policy) -> Str
 /// Builds each distinct configuration once (machine, CPUs, scenario and parameters, policy)
 /// with its scenario installed, so that a job that cannot run is refused before any runs.
 fn validate(jobs: &[Job]) -> Result<(), (usize, String)> {
-    let mut distinct: Vec<&Job> = Vec::new();
-    for j in jobs {
-        let same = |o: &&Job| {
-            let (a, b) = (&o.point, &j.point);
-            a.machine == b.machine
-                && a.cpus == b.cpus
-                && a.scenario == b.scenario
-                && a.params_key() == b.params_key()
-                && o.policy == j.policy
-        };
-        if !distinct.iter().any(same) {
-            distinct.push(j);
-        }
-    }
+    // The first job of each configuration, in plan order (a set: linear in the jobs).
+    let mut seen = std::collections::HashSet::new();
+    let distinct: Vec<&Job> = jobs
+        .iter()
+        .filter(|j| {
+            let p = &j.point;
+            let policy = serde_json::to_string(&j.policy).expect("a policy serializes");
+            seen.insert((&p.machine, p.cpus, &p.scenario, p.params_key(), policy))
+        })
+        .collect();
     distinct.par_iter().try_for_each(|job| -> Result<(), (usize, String)> {
         let index = job.index as usize;
         let where_ = || {
