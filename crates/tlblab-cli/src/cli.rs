@@ -1248,6 +1248,9 @@ interval excludes 1 (ratios need --seeds 2 or more). Each study has its own form
                  count, *…* = significant) and rt-latency (preemption-off max and p99)
   s5-xpfo        system and elapsed seconds, IPIs sent and received, full flushes, and the
                  exposure window (median, p99, max µs; censored windows)
+  s9-pv-flush    one mmtests-style table per measure and curve (madvise-busy, tlb-flush2;
+                 posted interrupts or not; overcommit 1×, 1.5×, 2×) over 4 … 64 vCPUs: the
+                 scenario's metric, IPIs sent, PV flushes left to the host, steal %
 
 --without NAME[,NAME…] switches model mechanisms off in every run (`tlblab sim mechanisms`
 lists them; the header says which). --explain adds, per part, a table of its headline measure
@@ -1274,7 +1277,7 @@ Examples:
 #[derive(Debug, Args)]
 #[command(after_help = STUDY_AFTER_HELP)]
 pub struct StudyArgs {
-    /// The study: s1-pti, s2-pcid, s3-la57, s4-flush-info, s5-xpfo (or S1…S5), a
+    /// The study: s1-pti, s2-pcid, s3-la57, s4-flush-info, s5-xpfo, s9-pv-flush (or S1…S9), a
     /// comma-separated list of them (`s2,s4`: reported as `all` is), `all` to run them all, or
     /// `list` to name them.
     #[arg(value_name = "NAME")]

@@ -147,10 +147,22 @@ pub struct Policy {
     /// mm. Later kernels dropped the call (the lazy CPU is skipped by `should_flush_tlb()`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub idle_leave_mm: bool,
+    /// In a KVM guest, remote flushes go through `kvm_flush_tlb_multi()` (4.16, 858a43aae236)
+    /// when `pv_tlb_flush_supported()` holds: a preempted vCPU is marked for the host to flush
+    /// at its next entry instead of being sent an IPI. Off: `native_flush_tlb_multi()` IPIs
+    /// every vCPU. Whether the host offers the feature is the preset's (`[guest]
+    /// pv_tlb_flush`); it acts only when both say yes.
+    #[serde(default = "yes")]
+    pub pv_tlb_flush: bool,
     /// A deliberate defect, for the safety checker's tests and for teaching (docs/safety.md);
     /// `None` in every real kernel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub defect: Option<Defect>,
+}
+
+/// `serde`'s default for switches that every kernel of the model's era has on.
+fn yes() -> bool {
+    true
 }
 
 /// A known-bad change to a faithful policy: each lets a CPU use a translation the kernel
@@ -285,6 +297,7 @@ fn linux_6_18() -> Policy {
         hz: 250,
         latr: false,
         idle_leave_mm: false,
+        pv_tlb_flush: true,
         defect: None,
     }
 }
@@ -304,6 +317,8 @@ fn linux_4_14() -> Policy {
         vma_locks: false,
         munmap_downgrade: false,
         idle_leave_mm: true,
+        // KVM's PV TLB flush came with 4.16.
+        pv_tlb_flush: false,
         ..linux_6_18()
     }
 }
@@ -407,6 +422,12 @@ const VARIANTS: &[Variant] = &[
         default_base: "linux-6.18",
         mirrors: "LATR (ASPLOS'18) asynchronous shootdowns (munmap and MADV_DONTNEED: no IPI; per-CPU states applied at each CPU's next tick or context switch)",
         apply: |p| p.latr = true,
+    },
+    Variant {
+        name: "no-pv-flush",
+        default_base: "linux-6.18",
+        mirrors: "a KVM guest whose pv_tlb_flush_supported() is false (the host hints KVM_HINTS_REALTIME, e.g. QEMU kvm-hint-dedicated=on, or the guest sees MWAIT): native_flush_tlb_multi() sends every vCPU its IPI, preempted or not",
+        apply: |p| p.pv_tlb_flush = false,
     },
     Variant {
         name: "bad-lazy-no-catch-up",

@@ -191,6 +191,22 @@ pub struct KernelReport {
     pub events: u64,
     /// Hardware counters summed over CPUs.
     pub hw: HwReport,
+    /// The host's preemptions of the vCPUs and KVM's PV flushes (`None` unless the host is
+    /// overcommitted: mechanism `vcpu-preemption`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vcpu: Option<VcpuStats>,
+}
+
+/// An overcommitted host's side of a run (docs/kernel-model.md, "Virtualisation").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct VcpuStats {
+    /// Preemptions of a vCPU by other host threads, all vCPUs.
+    pub preemptions: u64,
+    /// Flushes left to the host by `kvm_flush_tlb_multi()` (`KVM_VCPU_FLUSH_TLB` set on a
+    /// preempted vCPU instead of an IPI).
+    pub pv_marked: u64,
+    /// Full flushes the host did at a vCPU's next entry for them.
+    pub pv_flushed: u64,
 }
 
 impl KernelReport {
@@ -224,6 +240,7 @@ impl KernelReport {
             idle_entries: k.idle_entries(),
             events: k.events(),
             hw,
+            vcpu: k.vcpu_stats(),
         }
     }
 

@@ -210,3 +210,25 @@ fn the_shared_repro_files_are_errors_not_panics() {
         with_kernel_line("syscall", r#"syscall = { cycles = 9223372036854775807, source = "t" }"#);
     assert!(error(&syscall).contains("`[kernel] syscall`"));
 }
+
+/// A study's guest setting (S9) replaces the preset's posted-interrupt and overcommit facts,
+/// saying where they come from, and is checked as the file would be.
+#[test]
+fn a_guest_setting_replaces_posted_interrupts_and_overcommit() {
+    let spec = tlblab_sim::machine::builtin("icelake-server-kvm").unwrap();
+    let set = spec.clone().with_guest_setting(false, 1.5, "the study's setting").unwrap();
+    let g = set.guest().unwrap();
+    assert!(!g.posted_interrupts.as_ref().unwrap().value);
+    assert_eq!(g.overcommit.as_ref().unwrap().value.0, 1.5);
+    assert_eq!(g.overcommit.as_ref().unwrap().source, "the study's setting");
+    // Out of range, as in a file.
+    let e = spec.clone().with_guest_setting(true, 65.0, "x").unwrap_err().to_string();
+    assert!(e.contains("overcommit = 65") && e.contains("from 1 (dedicated) to 64"), "{e}");
+    // A bare-metal preset has no guest to set.
+    let e = tlblab_sim::machine::builtin("icelake-server")
+        .unwrap()
+        .with_guest_setting(true, 2.0, "x")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("needs a preset with a [guest] section"), "{e}");
+}

@@ -64,6 +64,11 @@ pub enum Measure {
     ExposureMaxUs,
     /// Exposure windows still open when the run ended (censored).
     ExposureCensored,
+    /// Flushes KVM's PV TLB flush left to the host (a preempted vCPU marked instead of sent an
+    /// IPI).
+    PvFlushesMarked,
+    /// Steal: the share of the vCPUs' time the host ran something else, in %.
+    StealPct,
 }
 
 /// Why a run has no value for a measure.
@@ -98,6 +103,8 @@ impl Measure {
         Measure::ExposureP99Us,
         Measure::ExposureMaxUs,
         Measure::ExposureCensored,
+        Measure::PvFlushesMarked,
+        Measure::StealPct,
     ];
 
     /// The key in JSON.
@@ -126,6 +133,8 @@ impl Measure {
             Measure::ExposureP99Us => "exposure_p99_us",
             Measure::ExposureMaxUs => "exposure_max_us",
             Measure::ExposureCensored => "exposure_censored",
+            Measure::PvFlushesMarked => "pv_flushes_marked",
+            Measure::StealPct => "steal_pct",
         }
     }
 
@@ -155,6 +164,8 @@ impl Measure {
             Measure::ExposureP99Us => "exposure p99 µs",
             Measure::ExposureMaxUs => "exposure max µs",
             Measure::ExposureCensored => "exposure censored",
+            Measure::PvFlushesMarked => "PV flushes left to host",
+            Measure::StealPct => "steal %",
         }
     }
 
@@ -184,7 +195,8 @@ impl Measure {
             | Measure::PreemptOffP99Us
             | Measure::ExposureMedianUs
             | Measure::ExposureP99Us
-            | Measure::ExposureMaxUs => 2,
+            | Measure::ExposureMaxUs
+            | Measure::StealPct => 2,
             Measure::DtlbWalks
             | Measure::PageFaults
             | Measure::Cycles
@@ -193,7 +205,8 @@ impl Measure {
             | Measure::IpisReceived
             | Measure::FullFlushes
             | Measure::XpfoFullFlushes
-            | Measure::ExposureCensored => 0,
+            | Measure::ExposureCensored
+            | Measure::PvFlushesMarked => 0,
         }
     }
 
@@ -281,6 +294,16 @@ impl Measure {
                     _ => Ok(x.censored as f64),
                 }
             }
+            Measure::PvFlushesMarked => Ok(r.vcpu.map_or(0, |v| v.pv_marked) as f64),
+            Measure::StealPct => {
+                let steal: u64 = r.cpu_time.iter().map(|c| c.steal_cycles).sum();
+                let total: u64 = r.cpu_time.iter().map(|c| c.total()).sum();
+                if total == 0 {
+                    Err("no CPU time measured")
+                } else {
+                    Ok(100.0 * steal as f64 / total as f64)
+                }
+            }
         }
     }
 
@@ -310,6 +333,8 @@ impl Measure {
             Measure::ExposureP99Us => "99th percentile of the exposure windows, µs",
             Measure::ExposureMaxUs => "longest exposure window, µs",
             Measure::ExposureCensored => "exposure windows still open when the run ended",
+            Measure::PvFlushesMarked => "flushes kvm_flush_tlb_multi() left to the host: a preempted vCPU marked KVM_VCPU_FLUSH_TLB instead of sent an IPI (0 with native IPIs or dedicated pCPUs)",
+            Measure::StealPct => "steal time (the host ran other threads on the vCPU's pCPU) over all the vCPUs' time, in %",
         }
     }
 }

@@ -93,7 +93,7 @@ pub fn study(r: &StudyReport) -> String {
                     WIDTH,
                 );
             }
-            Layout::Pcid | Layout::FlushInfo | Layout::Xpfo => {
+            Layout::Pcid | Layout::FlushInfo | Layout::Xpfo | Layout::PvFlush => {
                 out += &part_header(part);
                 out += &measure_table(part, r);
             }
@@ -104,6 +104,15 @@ pub fn study(r: &StudyReport) -> String {
         out += &wrap(
             "",
             "Exposure window: for each page taken out of the kernel direct map, the time until the last CPU that could still use its stale kernel translation has flushed it (xpfo-sync: the last IPI handler's flush; xpfo-deferred: the last other CPU's full flush at its next mm switch). Censored: windows still open when the run ended, not in the percentiles. no-xpfo never unmaps, so a page's kernel mapping stays usable for its whole user lifetime.",
+            2,
+            WIDTH,
+        );
+    }
+    if r.layout == Layout::PvFlush {
+        out.push('\n');
+        out += &wrap(
+            "",
+            "PV flush against native IPIs: with dedicated pCPUs (overcommit 1×) no vCPU is ever seen preempted, so kvm_flush_tlb_multi() sends the same IPIs as native_flush_tlb_multi() and the two policies agree. Above 1× the host preempts vCPUs for other threads' slices (steal): a native IPI to a preempted vCPU is handled, and acknowledged, only when the host runs it again, and the initiator waits that long; PV flush marks it instead (PV flushes left to host) and the host flushes its whole TLB at its next entry. Without posted interrupts a running target also exits to have each IPI injected.",
             2,
             WIDTH,
         );

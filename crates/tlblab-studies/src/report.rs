@@ -191,6 +191,10 @@ pub struct MachineInfo {
     pub clock_mhz: u64,
     /// Why this preset stands for the study's machine.
     pub why: &'static str,
+    /// A guest preset's host as the part sets it (posted interrupts, overcommit); absent when
+    /// the part takes the preset as it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guest: Option<crate::study::GuestSetting>,
 }
 
 /// The scenario of a part.

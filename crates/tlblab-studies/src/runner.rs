@@ -211,13 +211,19 @@ pub fn run_with_progress(
 }
 
 fn prepare(study: &'static Study, part: Part) -> Result<Prepared, StudyError> {
-    let spec =
-        tlblab_sim::machine::builtin(part.machine).map_err(|source| StudyError::Machine {
-            study: study.name,
-            part: part.label.clone(),
-            machine: part.machine,
-            source: Box::new(source),
-        })?;
+    let machine_error = |source| StudyError::Machine {
+        study: study.name,
+        part: part.label.clone(),
+        machine: part.machine,
+        source: Box::new(source),
+    };
+    let mut spec = tlblab_sim::machine::builtin(part.machine).map_err(machine_error)?;
+    if let Some(g) = part.guest {
+        let why = format!("the study's setting for this part: {}", g.label());
+        spec = spec
+            .with_guest_setting(g.posted_interrupts, g.overcommit, &why)
+            .map_err(machine_error)?;
+    }
     let scenario = workloads::scenario(part.scenario).map_err(|source| StudyError::Scenario {
         study: study.name,
         part: part.label.clone(),
@@ -336,6 +342,7 @@ fn part_report(prepared: Prepared, runs: Vec<Vec<RunData>>, noise: f64) -> PartR
             description: spec.raw().description.clone(),
             clock_mhz: spec.raw().kernel.as_ref().map_or(0, |k| k.clock.mhz),
             why: part.machine_why,
+            guest: part.guest,
         },
         cpus: part.cpus,
         scenario: ScenarioInfo {

@@ -45,6 +45,8 @@ pub enum Layout {
     FlushInfo,
     /// S5: times, IPIs, flushes and exposure windows.
     Xpfo,
+    /// S9: one curve per host setting over the vCPUs, PV flush against native IPIs.
+    PvFlush,
 }
 
 /// A built-in study.
@@ -63,6 +65,9 @@ pub struct Study {
     pub seeds_why: &'static str,
     /// Its text format.
     pub layout: Layout,
+    /// One of the studies beyond the five debates (S6–S10, studies.md): the main job
+    /// (`tlblab study`) runs these at their quick settings.
+    pub beyond: bool,
     parts: fn(Size) -> Vec<Part>,
 }
 
@@ -82,6 +87,9 @@ pub struct Part {
     pub machine: &'static str,
     /// Why this preset stands for the study's machine.
     pub machine_why: &'static str,
+    /// For a guest preset: how the host is set for this part (posted interrupts, overcommit);
+    /// `None`: as the preset says.
+    pub guest: Option<GuestSetting>,
     /// Simulated CPUs.
     pub cpus: usize,
     /// The scenario (`tlblab_kernel::workloads::scenario`).
@@ -96,6 +104,26 @@ pub struct Part {
     pub measures: Vec<Measure>,
     /// The sweep this part is a point of, if any.
     pub sweep: Option<Sweep>,
+}
+
+/// How a part sets the host of a guest preset (study S9's axes), over the preset's `[guest]`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct GuestSetting {
+    /// Posted interrupts (APICv, AVIC): a running vCPU takes an IPI without an exit.
+    pub posted_interrupts: bool,
+    /// Runnable host threads per physical CPU (1: dedicated pCPUs).
+    pub overcommit: f64,
+}
+
+impl GuestSetting {
+    /// As printed in labels: `posted interrupts, overcommit 1.5×`.
+    pub fn label(&self) -> String {
+        format!(
+            "{}, overcommit {}×",
+            if self.posted_interrupts { "posted interrupts" } else { "no posted interrupts" },
+            self.overcommit
+        )
+    }
 }
 
 /// Parts that repeat one scenario along one axis (workers, CPUs): each is a point, and the
@@ -159,6 +187,7 @@ pub const STUDIES: &[Study] = &[
         default_seeds: 3,
         seeds_why: "3 seeds: seeds change only each CPU's timer phase and the workload's random draws",
         layout: Layout::Pti,
+        beyond: false,
         parts: s1_parts,
     },
     Study {
@@ -169,6 +198,7 @@ pub const STUDIES: &[Study] = &[
         default_seeds: 3,
         seeds_why: "3 seeds: seeds change only each CPU's timer phase",
         layout: Layout::Pcid,
+        beyond: false,
         parts: s2_parts,
     },
     Study {
@@ -179,6 +209,7 @@ pub const STUDIES: &[Study] = &[
         default_seeds: 5,
         seeds_why: "5 seeds, as `perf stat -r 5`",
         layout: Layout::La57,
+        beyond: false,
         parts: s3_parts,
     },
     Study {
@@ -189,6 +220,7 @@ pub const STUDIES: &[Study] = &[
         default_seeds: 3,
         seeds_why: "3 seeds: seeds change only each CPU's timer phase",
         layout: Layout::FlushInfo,
+        beyond: false,
         parts: s4_parts,
     },
     Study {
@@ -199,7 +231,19 @@ pub const STUDIES: &[Study] = &[
         default_seeds: 3,
         seeds_why: "3 seeds: seeds change only each CPU's timer phase and the workload's random draws",
         layout: Layout::Xpfo,
+        beyond: false,
         parts: s5_parts,
+    },
+    Study {
+        name: "s9-pv-flush",
+        short: "s9",
+        title: "KVM's paravirtual TLB flush vs native IPIs in a guest, with and without posted interrupts, under host overcommit",
+        mirrors: "KVM PV TLB flush (Wanpeng Li, 4.16, 858a43aae236: kvm_flush_tlb_multi() marks a preempted vCPU KVM_VCPU_FLUSH_TLB in its steal-time record instead of interrupting it, and the host flushes its TLB at the vCPU's next entry) against native_flush_tlb_multi() in the same 6.x guest (pv_tlb_flush_supported() false), at 4 … 64 vCPUs on a host with dedicated or shared pCPUs (overcommit 1×, 1.5×, 2×), with and without posted interrupts",
+        default_seeds: 3,
+        seeds_why: "3 seeds: seeds change each CPU's timer phase and the host's scheduling of the vCPUs (who is preempted when)",
+        layout: Layout::PvFlush,
+        beyond: true,
+        parts: crate::beyond_s9::parts,
     },
 ];
 
@@ -226,6 +270,7 @@ fn s1_parts(size: Size) -> Vec<Part> {
         sweep: None,
         machine: "skylake",
         machine_why: SKYLAKE_DESKTOP,
+        guest: None,
         // studies.md S1: 4 cores, no SMT.
         cpus: 4,
         scenario: "kbuild",
@@ -253,6 +298,7 @@ fn s2_parts(size: Size) -> Vec<Part> {
             sweep: None,
             machine: "skylake-kvm",
             machine_why: SKYLAKE_KVM,
+            guest: None,
             cpus: 4,
             scenario: "madv-migrate",
             params: Params {
@@ -271,6 +317,7 @@ fn s2_parts(size: Size) -> Vec<Part> {
             sweep: None,
             machine: "skylake-kvm",
             machine_why: SKYLAKE_KVM,
+            guest: None,
             cpus: 4,
             scenario: "pthread-mmap",
             params: Params {
@@ -291,6 +338,7 @@ fn s2_parts(size: Size) -> Vec<Part> {
             sweep: None,
             machine: "skylake-kvm",
             machine_why: SKYLAKE_KVM,
+            guest: None,
             cpus: 4,
             scenario: "pingpong",
             params: Params {
@@ -308,6 +356,7 @@ fn s2_parts(size: Size) -> Vec<Part> {
             sweep: None,
             machine: "skylake-kvm",
             machine_why: SKYLAKE_KVM,
+            guest: None,
             cpus: 4,
             scenario: "pingpong",
             params: Params {
@@ -350,6 +399,7 @@ fn s3_parts(size: Size) -> Vec<Part> {
             sweep: None,
             machine: "skylake-server",
             machine_why: S3_SERVER,
+            guest: None,
             // ≈ 27 CPUs busy on average (studies.md S3).
             cpus: 27,
             scenario: "kbuild-allmod",
@@ -363,6 +413,7 @@ fn s3_parts(size: Size) -> Vec<Part> {
             sweep: None,
             machine: "icelake-server",
             machine_why: "beyond the study: real 5-level walks need LA57 hardware; icelake-server ([features] la57 = true), with the same 27 CPUs. Both policies are on the 4.14 base (linux-4.14+la57-on), so only the paging depth differs",
+            guest: None,
             cpus: 27,
             scenario: "kbuild-allmod",
             params: s3_params(size),
@@ -389,6 +440,7 @@ fn s4_parts(size: Size) -> Vec<Part> {
         sweep: None,
         machine: "icelake-server",
         machine_why: ICELAKE_128,
+        guest: None,
         cpus: 128,
         scenario: "madvise-busy",
         params: Params {
@@ -414,6 +466,7 @@ fn s4_parts(size: Size) -> Vec<Part> {
             }),
             machine: "icelake-server",
             machine_why: ICELAKE_128,
+            guest: None,
             cpus: 128,
             scenario: "madvise-scale",
             params: Params {
@@ -432,6 +485,7 @@ fn s4_parts(size: Size) -> Vec<Part> {
         sweep: None,
         machine: "icelake-server",
         machine_why: ICELAKE_128,
+        guest: None,
         cpus: 128,
         scenario: "rt-latency",
         params: Params {
@@ -483,6 +537,7 @@ fn s5_parts(size: Size) -> Vec<Part> {
             sweep: None,
             machine: "skylake-server",
             machine_why: "studies.md S5 (a): 96-core Intel Xeon Platinum 8160 at 2.1 GHz; the skylake-server preset (two 24-core sockets with SMT = 96 CPUs; the second socket's extra latency is not modelled)",
+            guest: None,
             cpus: 96,
             scenario: "kbuild-xpfo",
             params: Params {
@@ -505,6 +560,7 @@ fn s5_parts(size: Size) -> Vec<Part> {
             sweep: None,
             machine: "ivybridge",
             machine_why: "studies.md S5 (b): 4-core Intel Core i5-3550 at 3.3 GHz; the ivybridge preset (PCID, no INVPCID)",
+            guest: None,
             cpus: 4,
             scenario: "kbuild-xpfo",
             params: Params {
@@ -533,6 +589,7 @@ fn s5_parts(size: Size) -> Vec<Part> {
             }),
             machine: "skylake-server",
             machine_why: "the S5 (a) machine's core (skylake-server: Xeon Platinum 8160) at every point, so only the number of CPUs changes; Skylake-SP scales to 8 sockets, so 128 CPUs is a real configuration (the sockets' extra latency is not modelled)",
+            guest: None,
             cpus: n,
             scenario: "kbuild-xpfo",
             params: Params {

@@ -7,8 +7,18 @@ use std::fmt::Write;
 use tlblab_kernel::workloads::StormOp;
 use tlblab_studies::{Size, Study};
 
-/// The spec of `study` at `size` (`tlblab sweep --study NAME --print-spec`).
-pub fn spec_of(study: &Study, size: Size) -> String {
+/// The spec of `study` at `size` (`tlblab sweep --print-study NAME`), or why a sweep spec
+/// cannot say what the study runs (a part that sets a guest preset's host: S9).
+pub fn spec_of(study: &Study, size: Size) -> Result<String, String> {
+    if let Some(part) = study.parts(size).iter().find(|p| p.guest.is_some()) {
+        return Err(format!(
+            "{} cannot be printed as a sweep spec: its part {:?} sets the host of its guest preset ({}), which a sweep has no axis for; run it with `tlblab sim study {}`",
+            study.name,
+            part.label,
+            part.guest.map(|g| g.label()).unwrap_or_default(),
+            study.short
+        ));
+    }
     let mut out = format!(
         "# {} ({}): {}\n# mirrors {}\nname = {:?}\nseeds = {}\nfirst_seed = 1\n",
         study.name,
@@ -56,5 +66,5 @@ pub fn spec_of(study: &Study, size: Size) -> String {
             p.warmup_ms
         );
     }
-    out
+    Ok(out)
 }

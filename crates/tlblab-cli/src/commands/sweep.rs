@@ -17,7 +17,8 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
         })?;
         let size =
             if args.quick { tlblab_studies::Size::Quick } else { tlblab_studies::Size::Full };
-        crate::render::stdout(&tlblab_sweep::study::spec_of(study, size))?;
+        let spec = tlblab_sweep::study::spec_of(study, size).map_err(BadInput)?;
+        crate::render::stdout(&spec)?;
         return Ok(ExitCode::SUCCESS);
     }
     let spec = args.spec.as_ref().expect("clap requires SPEC without --print-study");

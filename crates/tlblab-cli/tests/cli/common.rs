@@ -11,12 +11,13 @@ pub fn tlblab() -> Command {
 }
 
 /// The built-in machine presets, in the order `sim machines` lists them.
-pub const PRESETS: [&str; 9] = [
+pub const PRESETS: [&str; 10] = [
     "skylake",
     "skylake-kvm",
     "skylake-server",
     "ivybridge",
     "icelake-server",
+    "icelake-server-kvm",
     "sapphire-rapids",
     "zen2",
     "zen3",

@@ -19,13 +19,17 @@ fn without_the_live_part_the_studies_still_run_and_the_skips_say_why() {
     assert_eq!(v["schema"], "tlblab.study/1");
     let studies = v["sim_studies"]["studies"].as_array().unwrap();
     let names: Vec<&str> = studies.iter().map(|s| s["short"].as_str().unwrap()).collect();
-    assert_eq!(names, ["s1", "s2", "s3", "s4", "s5"]);
+    assert_eq!(names, ["s1", "s2", "s3", "s4", "s5", "s9"]);
+    // The studies beyond the debates run at their quick settings, in a step of their own.
+    assert!(studies.iter().all(|s| s["quick"] == true));
     assert_eq!(v["bench"]["skipped"], "--no-live");
     let steps = v["steps"].as_array().unwrap();
     assert_eq!(steps[0]["status"], "done");
+    assert_eq!(steps[1]["name"], "simulated studies beyond the debates (quick)");
+    assert_eq!(steps[1]["status"], "done");
     // The safety checks are simulations too: they run; every live step is skipped.
     let (checks, live): (Vec<&Value>, Vec<&Value>) =
-        steps[1..].iter().partition(|s| s["name"].as_str().unwrap().starts_with("safety check: "));
+        steps[2..].iter().partition(|s| s["name"].as_str().unwrap().starts_with("safety check: "));
     assert!(checks.iter().all(|s| s["status"] == "done"), "{checks:?}");
     assert!(live.iter().all(|s| s["status"] == "skipped" && s["reason"] == "--no-live"));
     // Every policy of the studies passes; each known-bad variant is caught somewhere.

@@ -10,12 +10,13 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
-const STUDIES: [(&str, &str); 5] = [
+const STUDIES: [(&str, &str); 6] = [
     ("s1-pti", "S1"),
     ("s2-pcid", "S2"),
     ("s3-la57", "S3"),
     ("s4-flush-info", "S4"),
     ("s5-xpfo", "S5"),
+    ("s9-pv-flush", "S9"),
 ];
 
 /// `args` run with `threads` rayon threads; must succeed.
@@ -294,6 +295,46 @@ fn s5_quick_is_deterministic_and_deferral_trades_ipis_for_exposure() {
 }
 
 /// docs/sim-output.md names every field of the study JSON.
+/// S9: on dedicated pCPUs PV flush and native IPIs give the same runs; at 2× overcommit PV
+/// flush leaves flushes to the host, sends fewer IPIs and waits less, with posted interrupts or
+/// without; posted interrupts make native IPIs cheaper on dedicated pCPUs.
+#[test]
+fn s9_quick_is_deterministic_and_pv_flush_acts_only_on_preempted_vcpus() {
+    let r = quick_json("s9");
+    for posted in ["posted interrupts", "no posted interrupts"] {
+        let dedicated = part(&r, &format!("madvise-busy, {posted}, overcommit 1×, 16 vCPUs"));
+        assert_eq!(dedicated["machine"]["guest"]["overcommit"], 1.0);
+        for key in ["scenario_metric", "ipis_sent"] {
+            assert_eq!(
+                values(dedicated, "linux-6.18+no-pv-flush", key),
+                values(dedicated, "linux-6.18", key),
+                "{posted} {key}"
+            );
+        }
+        assert_eq!(values(dedicated, "linux-6.18", "pv_flushes_marked"), [0.0, 0.0]);
+        let shared = part(&r, &format!("madvise-busy, {posted}, overcommit 2×, 16 vCPUs"));
+        let (native, pv) = (
+            values(shared, "linux-6.18+no-pv-flush", "scenario_metric"),
+            values(shared, "linux-6.18", "scenario_metric"),
+        );
+        assert!(pv.iter().zip(&native).all(|(p, n)| p < n), "{posted}: µs/op {pv:?} {native:?}");
+        assert!(values(shared, "linux-6.18", "pv_flushes_marked").iter().all(|&n| n > 0.0));
+        assert_eq!(values(shared, "linux-6.18+no-pv-flush", "pv_flushes_marked"), [0.0, 0.0]);
+        let (native_ipis, pv_ipis) = (
+            values(shared, "linux-6.18+no-pv-flush", "ipis_sent"),
+            values(shared, "linux-6.18", "ipis_sent"),
+        );
+        assert!(pv_ipis.iter().zip(&native_ipis).all(|(p, n)| p < n), "{posted}");
+        assert!(values(shared, "linux-6.18", "steal_pct").iter().all(|&s| s > 30.0), "{posted}");
+    }
+    let metric = |posted: &str| {
+        let p = part(&r, &format!("madvise-busy, {posted}, overcommit 1×, 16 vCPUs"));
+        values(p, "linux-6.18+no-pv-flush", "scenario_metric")
+    };
+    let (with, without) = (metric("posted interrupts"), metric("no posted interrupts"));
+    assert!(with.iter().zip(&without).all(|(w, o)| w < o), "{with:?} {without:?}");
+}
+
 #[test]
 fn study_json_fields_are_documented() {
     // Reason names of the tlb:tlb_flush tracepoint, and instruction names, are values of a
@@ -305,6 +346,7 @@ fn study_json_fields_are_documented() {
     let extra = ["s2", "--explain", "--without", "zap-batch"];
     keys(&serde_json::from_slice(&stdout_of(base.iter().chain(&extra))).unwrap(), &mut all);
     keys(&quick_json("s4"), &mut all);
+    keys(&quick_json("s9"), &mut all);
     assert!(all.contains("explanation") && all.contains("answer_changes"), "{all:?}");
     let text = sim_output_doc();
     let missing = undocumented(&all, &text);
@@ -458,11 +500,11 @@ fn a_list_of_studies_is_reported_as_all_is() {
         r["studies"].as_array().unwrap().iter().map(|s| s["study"].as_str().unwrap()).collect();
     assert_eq!(names, ["s4-flush-info", "s2-pcid"]);
     assert!(r["not_run"].as_array().unwrap().is_empty());
-    let e = one_error(tlblab().args(["sim", "study", "s2,s9"]), 2);
-    assert!(e.contains("unknown study \"s9\""), "{e}");
+    let e = one_error(tlblab().args(["sim", "study", "s2,s42"]), 2);
+    assert!(e.contains("unknown study \"s42\""), "{e}");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("lab");
-    let e = one_error(tlblab().args(["study", "--only", "s2,s9", "--out"]).arg(&out), 2);
-    assert!(e.contains("unknown study \"s9\""), "{e}");
+    let e = one_error(tlblab().args(["study", "--only", "s2,s42", "--out"]).arg(&out), 2);
+    assert!(e.contains("unknown study \"s42\""), "{e}");
     assert!(!out.exists(), "nothing is written before the names are checked");
 }

@@ -540,7 +540,7 @@ impl<O: Observer> Kernel<O> {
             .and_then(|g| Some((g.preemption?, g.pv_tlb_flush)))
             .filter(|_| on(Mechanism::VcpuPreemption))
             .map(|(p, pv)| {
-                let pv = pv && on(Mechanism::PvTlbFlush);
+                let pv = pv && policy.pv_tlb_flush && on(Mechanism::PvTlbFlush);
                 Box::new(vcpu::HostSched::new(p, pv, n, config.seed))
             });
         let mut k = Kernel {

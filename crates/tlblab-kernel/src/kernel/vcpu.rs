@@ -216,6 +216,15 @@ impl<O: Observer> Kernel<O> {
         self.host_sched.as_ref().map_or((0, 0, 0), |h| (h.preemptions, h.pv_marked, h.pv_flushed))
     }
 
+    /// The host's side of the run, when it preempts vCPUs.
+    pub(crate) fn vcpu_stats(&self) -> Option<crate::stats::VcpuStats> {
+        self.host_sched.as_ref().map(|h| crate::stats::VcpuStats {
+            preemptions: h.preemptions,
+            pv_marked: h.pv_marked,
+            pv_flushed: h.pv_flushed,
+        })
+    }
+
     /// Tests: the host marks but never flushes.
     #[cfg(test)]
     pub(super) fn skip_host_flush(&mut self) {

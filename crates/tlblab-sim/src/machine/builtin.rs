@@ -9,6 +9,7 @@ pub const BUILTIN_PRESETS: &[(&str, &str)] = &[
     ("skylake-server", include_str!("../../../../presets/skylake-server.toml")),
     ("ivybridge", include_str!("../../../../presets/ivybridge.toml")),
     ("icelake-server", include_str!("../../../../presets/icelake-server.toml")),
+    ("icelake-server-kvm", include_str!("../../../../presets/icelake-server-kvm.toml")),
     ("sapphire-rapids", include_str!("../../../../presets/sapphire-rapids.toml")),
     ("zen2", include_str!("../../../../presets/zen2.toml")),
     ("zen3", include_str!("../../../../presets/zen3.toml")),

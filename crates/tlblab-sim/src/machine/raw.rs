@@ -395,7 +395,7 @@ impl RawGuest {
 
     /// Checks `overcommit` (finite, 1 to [`MAX_OVERCOMMIT`]) and that an overcommitted guest
     /// gives a non-zero `host_slice` (resolved: call after the figures are).
-    fn check_preemption(&self) -> Result<(), String> {
+    pub(crate) fn check_preemption(&self) -> Result<(), String> {
         let Some(o) = &self.overcommit else { return Ok(()) };
         let r = o.value.0;
         if !(1.0..=MAX_OVERCOMMIT).contains(&r) {

@@ -142,6 +142,35 @@ impl MachineSpec {
         Ok(self)
     }
 
+    /// The guest run with the host set differently: posted interrupts on or off, and
+    /// `overcommit` runnable host threads per physical CPU (a study's axis, docs/studies.md
+    /// S9). The facts say so in their `source`. Errors: a preset without `[guest]`, an
+    /// overcommit out of range or without the host slice and tick it needs.
+    pub fn with_guest_setting(
+        mut self,
+        posted_interrupts: bool,
+        overcommit: f64,
+        why: &str,
+    ) -> Result<MachineSpec, MachineError> {
+        let origin = self.origin.clone();
+        let Some(g) = self.raw.guest.as_mut() else {
+            return Err(MachineError::Unsupported {
+                machine: self.raw.name.clone(),
+                message: "a guest setting needs a preset with a [guest] section".into(),
+            });
+        };
+        let fact =
+            |value| super::raw::GuestFact { value, source: why.to_string(), unverified: false };
+        g.posted_interrupts = Some(fact(posted_interrupts));
+        g.overcommit = Some(super::raw::GuestFact {
+            value: super::raw::Ratio(overcommit),
+            source: why.to_string(),
+            unverified: false,
+        });
+        g.check_preemption().map_err(|message| MachineError::Invalid { origin, message })?;
+        Ok(self)
+    }
+
     /// The machine with walks modelled as native even if its `[guest.nested]` says EPT/NPT
     /// (the `nested-paging` mechanism off).
     pub fn without_nested(mut self) -> MachineSpec {

@@ -84,22 +84,69 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
     let mut runner = Runner::new(args.quiet)?;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
 
-    // 1. The studies in simulation.
+    // 1. The studies in simulation: without --only, the five debates (S1–S5) at the size asked
+    // for and the studies beyond them (S6–S10) at their quick settings (their full runs are
+    // `tlblab sim study`'s); with --only, the studies named, at the size asked for.
     let seeds = args.seeds.map(|n| n.to_string());
-    // A trailing comma makes even one study a list, which `sim study` reports as it does `all`.
-    let only = args.only.as_ref().map(|o| format!("{},", o.trim_end_matches(',')));
-    let mut study_args = vec!["sim", "study", only.as_deref().unwrap_or("all"), "--json"];
-    if args.quick {
-        study_args.push("--quick");
-    }
-    if let Some(n) = &seeds {
-        study_args.extend(["--seeds", n.as_str()]);
-    }
     crate::commands::noise_fraction(args.noise)?;
     let noise = args.noise.to_string();
-    study_args.extend(["--noise", noise.as_str()]);
-    let studies =
-        runner.json_step("simulated studies S1–S5", &study_args, &dir.join("sim-studies.json"));
+    let names = |beyond: bool| -> String {
+        tlblab_studies::STUDIES
+            .iter()
+            .filter(|s| s.beyond == beyond)
+            .map(|s| s.short)
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let steps: Vec<(String, String, bool, &str)> = match &args.only {
+        Some(only) => vec![(
+            "simulated studies".into(),
+            only.trim_end_matches(',').to_string(),
+            args.quick,
+            "sim-studies.json",
+        )],
+        None => vec![
+            ("simulated studies S1–S5".into(), names(false), args.quick, "sim-studies.json"),
+            (
+                "simulated studies beyond the debates (quick)".into(),
+                names(true),
+                true,
+                "sim-studies-beyond.json",
+            ),
+        ],
+    };
+    let mut studies: Option<Outcome> = None;
+    for (label, list, quick, file) in &steps {
+        if list.is_empty() {
+            continue;
+        }
+        // A trailing comma makes even one study a list, which `sim study` reports as `all`.
+        let list = format!("{list},");
+        let mut study_args = vec!["sim", "study", list.as_str(), "--json"];
+        if *quick {
+            study_args.push("--quick");
+        }
+        if let Some(n) = &seeds {
+            study_args.extend(["--seeds", n.as_str()]);
+        }
+        study_args.extend(["--noise", noise.as_str()]);
+        let outcome = runner.json_step(label, &study_args, &dir.join(file));
+        studies = Some(match (studies, outcome) {
+            (None, outcome) => outcome,
+            // One report of every study: the second list's studies after the first's.
+            (Some(Outcome::Done(mut all)), Outcome::Done(more)) => {
+                for key in ["studies", "not_run"] {
+                    if let (Some(a), Some(b)) = (all[key].as_array_mut(), more[key].as_array()) {
+                        a.extend(b.iter().cloned());
+                    }
+                }
+                Outcome::Done(all)
+            }
+            // A failed first list stays the result; a failed second one is in the steps.
+            (Some(first), _) => first,
+        });
+    }
+    let studies = studies.expect("at least one list of studies");
 
     // 1b. The safety checker on the studies' policies and the known-bad variants.
     runner.begin_phase("safety checks", CHECK_POLICIES.len() * CHECK_SCENARIOS.len());

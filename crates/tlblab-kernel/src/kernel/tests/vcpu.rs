@@ -201,3 +201,53 @@ fn steal_is_the_hosts_share_and_the_accounting_holds() {
         }
     }
 }
+
+/// `no-pv-flush` (a guest whose `pv_tlb_flush_supported()` is false) sends every target its
+/// IPI even when the host offers PV flush: nothing is left to the host, the preempted target is
+/// waited for, and its handler runs `flush_tlb_func()` once the host runs it again. The
+/// report says how much was left (`vcpu.pv_marked`).
+#[test]
+fn without_pv_flush_in_the_guest_every_target_gets_its_ipi() {
+    let rounds = 400;
+    let spec = vm(2.0, 50, true);
+    let run = |policy: &str| {
+        let config = KernelConfig::new(2, 11);
+        let mut k =
+            Kernel::new(&spec, &Policy::named(policy).unwrap(), config, TraceLog::default())
+                .unwrap();
+        let mut steps = vec![Step::Mmap(2), Step::Store(0, 0, 2), Step::Compute(200_000)];
+        for _ in 0..rounds {
+            steps.extend([Step::Madvise(0, 0, 1), Step::Store(0, 0, 1), Step::Compute(20_000)]);
+        }
+        let main = k.spawn_process(script(steps), C0, true);
+        k.run_until(Cycles(50_000));
+        k.spawn_thread(main, script(vec![Step::Compute(1 << 40)]), C1, false);
+        assert!(k.run());
+        k
+    };
+    let native = run("linux-6.18+no-pv-flush");
+    let r = native.report();
+    let v = r.vcpu.expect("an overcommitted host reports its side");
+    assert!(v.preemptions > 0, "the host preempted the vCPUs");
+    assert_eq!((v.pv_marked, v.pv_flushed), (0, 0), "nothing left to the host");
+    assert_eq!(r.irq_tlb[1], rounds as u64, "every round interrupted CPU 1");
+    let pv = run("linux-6.18").report();
+    assert!(pv.vcpu.unwrap().pv_marked > 0);
+    assert!(pv.tasks[0].sys_cycles < r.tasks[0].sys_cycles, "PV flush waits less");
+    // The switch is the guest's: on a host that does not offer the feature, both agree.
+    let no_offer = vm(2.0, 50, false);
+    let report = |policy: &str| {
+        let config = KernelConfig::new(4, 5);
+        let mut k =
+            Kernel::new(&no_offer, &Policy::named(policy).unwrap(), config, TraceLog::default())
+                .unwrap();
+        let p = Params { iterations: 300, ..Params::default() };
+        let s = scenario("madvise-busy").unwrap();
+        s.install(&mut k, &p).unwrap();
+        assert!(s.run(&mut k, &p));
+        let mut r = k.report();
+        r.policy.clear();
+        json(&r)
+    };
+    assert_eq!(report("linux-6.18"), report("linux-6.18+no-pv-flush"));
+}
