@@ -287,6 +287,6 @@ fn the_collapse_variants_witness_a_readers_cpu_and_the_stale_page() {
         assert_eq!(w["kind"], kind, "{policy}");
         let cpu = w["cpu"].as_u64().unwrap();
         assert!(cpu == 1 || cpu == 2, "{policy}: a reader's CPU, not {cpu}");
-        assert_eq!(w["vpn"].as_u64().unwrap() % 512 == 0, at_block_start, "{policy}: {w}");
+        assert_eq!(w["vpn"].as_u64().unwrap().is_multiple_of(512), at_block_start, "{policy}: {w}");
     }
 }
