@@ -175,10 +175,10 @@ pub enum Defect {
     /// `user_pcid_flush_mask`, so the return to user keeps the user PCID's stale entries.
     PtiNoUserFlush,
     /// x86 `flush_tlb_range()` before 3ef938c35035 (Jann Horn, "x86/mm: Fix flush_tlb_range()
-    /// when used for zapping normal PMDs", 6.15-rc1 and stable; CVE-2025-22045): it passed
-    /// `freed_tables = false`, though khugepaged's collapse (`pmdp_collapse_flush()`) uses it
-    /// to zap a normal PMD whose PTE page then leaves the tree, so lazy CPUs get no IPI and keep
-    /// that table in their paging-structure caches. The fix passes `true`.
+    /// when used for zapping normal PMDs", upstream and stable in April 2025; CVE-2025-22045):
+    /// it passed `freed_tables = false`, though khugepaged's collapse (`pmdp_collapse_flush()`)
+    /// uses it to zap a normal PMD whose PTE page then leaves the tree, so lazy CPUs get no IPI
+    /// and keep that table in their paging-structure caches. The fix passes `true`.
     RangeFlushWithoutFreedTables,
     /// The collapse of a normal PMD flushed with the 2 MiB stride (`stride_shift = PMD_SHIFT`,
     /// INVLPGB's ECX bit 31), as if each 2 MiB invalidation covered every translation inside

@@ -6,9 +6,10 @@
 //! `pmdp_collapse_flush()` clears a PMD that points at a page table of 4 KiB PTEs and flushes
 //! its 2 MiB with `flush_tlb_range()` ("collapse entails shooting down ptes not pmd"). On x86
 //! that is `flush_tlb_mm_range(mm, start, end, PAGE_SHIFT, freed_tables)`: 512 pages, past the
-//! ceiling of 33, so a full flush. Since 3ef938c35035 (Jann Horn, 6.15-rc1, backported to the
-//! stable branches down to 5.4; CVE-2025-22045) `freed_tables` is `true`, as arm64 always
-//! assumed; before, `false`, so lazy CPUs got no IPI though the PMD's page table leaves the tree.
+//! ceiling of 33, so a full flush. Since 3ef938c35035 (Jann Horn, upstream by April 2025 and
+//! backported to the stable branches down to 5.4; CVE-2025-22045) `freed_tables` is `true`, as
+//! arm64 always assumed; before, `false`, so lazy CPUs got no IPI though the PMD's page table
+//! leaves the tree.
 //!
 //! NOTE (simplifications): the model has no huge-PMD mappings, so after the collapse the block's
 //! pages are not present until touched again (the kernel maps them with one 2 MiB PMD); the
