@@ -915,8 +915,8 @@ fn sim_scenarios_help() -> String {
 
 fn check_scenarios_help() -> String {
     format!(
-        "The scenario (lazy-readers, shared-writers and switching-readers are made for the \
-         checker; any other works): {}.",
+        "The scenario (lazy-readers, shared-writers, switching-readers and collapse-readers are \
+         made for the checker; any other works): {}.",
         sim_scenario_names()
     )
 }

@@ -186,6 +186,17 @@ pub enum Defect {
     /// PTI whose user-PCID flush is never done: the single-page user flush marks nothing in
     /// `user_pcid_flush_mask`, so the return to user keeps the user PCID's stale entries.
     PtiNoUserFlush,
+    /// x86 `flush_tlb_range()` before 3ef938c35035 (Jann Horn, "x86/mm: Fix flush_tlb_range()
+    /// when used for zapping normal PMDs", upstream and stable in April 2025; CVE-2025-22045):
+    /// it passed `freed_tables = false`, though khugepaged's collapse (`pmdp_collapse_flush()`)
+    /// uses it to zap a normal PMD whose PTE page then leaves the tree, so lazy CPUs get no IPI
+    /// and keep that table in their paging-structure caches. The fix passes `true`.
+    RangeFlushWithoutFreedTables,
+    /// The collapse of a normal PMD flushed with the 2 MiB stride (`stride_shift = PMD_SHIFT`,
+    /// INVLPGB's ECX bit 31), as if each 2 MiB invalidation covered every translation inside
+    /// it: the hardware invalidates only the translations of each stride's address, so the
+    /// other 511 4 KiB entries of every 2 MiB stay (docs/safety.md §7 (g)).
+    CollapsePmdStride,
 }
 
 /// A policy name or file that cannot be used.
@@ -461,6 +472,21 @@ const VARIANTS: &[Variant] = &[
         default_base: "linux-6.18",
         mirrors: "KNOWN BAD (for the safety checker): 6.14's should_flush_tlb(), which skips a CPU in LOADED_MM_SWITCHING (CVE-2025-37964, fixed by fea4e317f9e7 in 6.15)",
         apply: |p| p.loaded_mm_switching_check = false,
+    },
+    Variant {
+        name: "bad-collapse-no-freed-tables",
+        default_base: "linux-6.18",
+        mirrors: "KNOWN BAD (for the safety checker): flush_tlb_range() with freed_tables = false, as before 3ef938c35035 (CVE-2025-22045): the collapse of a normal PMD skips lazy CPUs that cache its freed PTE page",
+        apply: |p| p.defect = Some(Defect::RangeFlushWithoutFreedTables),
+    },
+    Variant {
+        name: "bad-invlpgb-2m-stride",
+        default_base: "linux-6.18",
+        mirrors: "KNOWN BAD (for the safety checker): INVLPGB (as +invlpgb) with the collapse of a normal PMD flushed at the 2 MiB stride, leaving its 4 KiB entries stale",
+        apply: |p| {
+            p.invlpgb = true;
+            p.defect = Some(Defect::CollapsePmdStride);
+        },
     },
     Variant {
         name: "invlpgb",

@@ -57,6 +57,18 @@ pub enum Syscall {
         /// Pages.
         pages: u64,
     },
+    /// `madvise(MADV_COLLAPSE)` of pages of a region (6.1+): each 2 MiB block the range covers
+    /// whole, with a PTE page, is collapsed as khugepaged collapses it (`collapse_huge_page()`:
+    /// `pmdp_collapse_flush()` clears the normal PMD and flushes its 2 MiB with
+    /// `flush_tlb_range()`; the PTE page leaves the page-table tree).
+    MadviseCollapse {
+        /// The region.
+        vma: VmaId,
+        /// First page within it.
+        first: u64,
+        /// Pages.
+        pages: u64,
+    },
     /// `mprotect(PROT_READ)` of pages of a region: one flush of the present pages (making them
     /// writable again needs no flush on x86, so it is not modelled).
     Mprotect {

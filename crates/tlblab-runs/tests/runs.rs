@@ -116,6 +116,33 @@ fn a_check_is_the_same_bytes_whatever_the_number_of_threads() {
     assert!(check_json(&one[..1]).unwrap().starts_with("{\n  \"schema\": \"tlblab.sim.check/1\","));
 }
 
+/// The two known-bad variants from real bugs (CVE-2025-22045's `flush_tlb_range()` without
+/// `freed_tables`; a 2 MiB-stride INVLPGB over 4 KiB entries) on `collapse-readers`, each beside
+/// the faithful kernel it changes: the same bytes on one thread and on two, the faithful kernel
+/// clean, the variant caught in every schedule.
+#[test]
+fn the_collapse_variants_are_caught_the_same_whatever_the_number_of_threads() {
+    for (machine, good, bad) in [
+        ("skylake", "linux-6.18", "bad-collapse-no-freed-tables"),
+        ("zen4", "linux-6.18+invlpgb", "bad-invlpgb-2m-stride"),
+    ] {
+        let mut request = CheckRequest::new("collapse-readers", &[good, bad]);
+        request.machine = machine.into();
+        request.cpus = 6;
+        request.params.tasks = 2;
+        request.params.busy = 3;
+        request.params.pages = 1024;
+        request.params.iterations = 6;
+        request.schedules = 10;
+        request.speed_runs = 1;
+        let one = on_threads(1, || check(&request, &NoProgress)).unwrap();
+        let two = on_threads(2, || check(&request, &NoProgress)).unwrap();
+        assert_eq!(check_json(&one).unwrap(), check_json(&two).unwrap(), "{bad}");
+        assert_eq!(one[0].violations, 0, "{good} passes the schedules that catch {bad}");
+        assert_eq!(one[1].schedules_with_violations, 10, "{bad}");
+    }
+}
+
 #[test]
 fn a_known_bad_policy_yields_a_witness_whose_replay_finds_it_again() {
     let progress = Counting::default();

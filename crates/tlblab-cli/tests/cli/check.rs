@@ -169,7 +169,12 @@ fn every_known_bad_variant_is_caught_and_its_faithful_kernel_passes() {
         |name| ["-s", name, "--cpus", "4", "--tasks", "2", "--pages", "8", "--iterations", "10"];
     let (shared_writers, switching_readers) =
         (shared("shared-writers"), shared("switching-readers"));
-    let cases: [(&str, &str, &[&str]); 5] = [
+    let collapse = |machine| {
+        let s = ["-s", "collapse-readers", "--cpus", "6", "--tasks", "2", "--busy", "3"];
+        [&["-m", machine][..], &s, &["--pages", "1024", "--iterations", "6"]].concat()
+    };
+    let (collapse_skylake, collapse_zen4) = (collapse("skylake"), collapse("zen4"));
+    let cases: [(&str, &str, &[&str]); 7] = [
         ("bad-lazy-no-catch-up", "linux-6.18", &LAZY_READERS),
         ("bad-partial-flush", "linux-6.18", &shared_writers),
         ("bad-no-switching-check", "linux-6.18", &switching_readers),
@@ -194,6 +199,8 @@ fn every_known_bad_variant_is_caught_and_its_faithful_kernel_passes() {
             "linux-4.14+pti-deferred",
             &["-s", "madvise-busy", "--cpus", "2", "--busy", "0", "--iterations", "50"],
         ),
+        ("bad-collapse-no-freed-tables", "linux-6.18", &collapse_skylake),
+        ("bad-invlpgb-2m-stride", "linux-6.18+invlpgb", &collapse_zen4),
     ];
     for (bad, good, scenario) in cases {
         let run = |policy: &str| {
@@ -215,7 +222,7 @@ fn every_known_bad_variant_is_caught_and_its_faithful_kernel_passes() {
         assert!(code == Some(1) && found > 0, "{bad}: {found} violations");
         // The freed table is a state rule (held in a PDE cache); the others are stale uses.
         let kind = match bad {
-            "bad-lazy-skip-freed-tables" => "freed-table-cached",
+            "bad-lazy-skip-freed-tables" | "bad-collapse-no-freed-tables" => "freed-table-cached",
             _ => "stale-after-completion",
         };
         assert_eq!(kinds, [kind], "{bad}: one witness, of its kind");
@@ -255,4 +262,31 @@ fn the_speed_is_that_of_plain_runs_of_the_same_seeds() {
         .output()
         .unwrap();
     assert_eq!(serde_json::from_slice::<Value>(&none.stdout).unwrap()["speed"], Value::Null);
+}
+
+/// The two variants of real bugs on `collapse-readers` (khugepaged's collapse of a normal PMD):
+/// each witness names a reader's CPU (1 or 2; the writer runs on 0) and the page: the
+/// collapsed block's first page for CVE-2025-22045's cached page table, another page of the
+/// block for the 4 KiB entry a 2 MiB-stride INVLPGB left; in every schedule tried.
+#[test]
+fn the_collapse_variants_witness_a_readers_cpu_and_the_stale_page() {
+    for (policy, machine, kind, at_block_start) in [
+        ("bad-collapse-no-freed-tables", "skylake", "freed-table-cached", true),
+        ("bad-invlpgb-2m-stride", "zen4", "stale-after-completion", false),
+    ] {
+        let out = tlblab()
+            .args(["sim", "check", "--json", "--schedules", "20", "--policy", policy])
+            .args(["-m", machine, "-s", "collapse-readers", "--cpus", "6", "--tasks", "2"])
+            .args(["--busy", "3", "--pages", "1024", "--iterations", "6"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{policy}");
+        let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(r["schedules_with_violations"], 20, "{policy}: caught in every schedule");
+        let w = &r["witnesses"][0]["violation"];
+        assert_eq!(w["kind"], kind, "{policy}");
+        let cpu = w["cpu"].as_u64().unwrap();
+        assert!(cpu == 1 || cpu == 2, "{policy}: a reader's CPU, not {cpu}");
+        assert_eq!(w["vpn"].as_u64().unwrap().is_multiple_of(512), at_block_start, "{policy}: {w}");
+    }
 }

@@ -40,7 +40,13 @@ fn without_the_live_part_the_studies_still_run_and_the_skips_say_why() {
             assert_eq!(n, Some(0), "{policy} on {}", r["scenario"]);
         }
     }
-    for bad in ["bad-lazy-no-catch-up", "bad-partial-flush", "bad-pti-no-user-flush"] {
+    for bad in [
+        "bad-lazy-no-catch-up",
+        "bad-partial-flush",
+        "bad-pti-no-user-flush",
+        "bad-collapse-no-freed-tables",
+        "bad-invlpgb-2m-stride",
+    ] {
         assert!(runs
             .iter()
             .any(|r| r["policy"] == bad && r["result"]["violations"].as_u64() > Some(0)));
@@ -54,7 +60,7 @@ fn without_the_live_part_the_studies_still_run_and_the_skips_say_why() {
     // One line per phase on the terminal, not one per check.
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.lines().count() <= 5, "{stderr}");
-    assert!(stderr.contains("tlblab: safety checks: 90 done"), "{stderr}");
+    assert!(stderr.contains("tlblab: safety checks: 126 done"), "{stderr}");
     assert!(stderr.contains("tlblab: live part: 4 skipped (--no-live)"), "{stderr}");
     // The report says which parts did not run, and why.
     let page = std::fs::read_to_string(dir.path().join("report.html")).unwrap();

@@ -97,7 +97,7 @@ impl<O: Observer> Kernel<O> {
 
     /// One INVLPGB from `cpu`: its own TLB at once (and its cycles), every other CPU's too
     /// (the broadcast; completion is what TLBSYNC waits for).
-    fn invlpgb_broadcast(&mut self, cpu: CpuId, scope: InvlpgbScope) -> u64 {
+    pub(super) fn invlpgb_broadcast(&mut self, cpu: CpuId, scope: InvlpgbScope) -> u64 {
         let cycles = self.hw_op(cpu, TlbOp::Invlpgb(scope));
         for c in (0..self.cpus.len()).filter(|&c| c != usize::from(cpu.0)) {
             self.hw[c].invlpgb_remote(&scope, &mut self.hw_stats[c]);
@@ -143,6 +143,10 @@ impl<O: Observer> Kernel<O> {
         let info = self.calls[call.0 as usize].info;
         let mm = info.mm.expect("mm flushes only");
         let asid = self.mms[mm.0 as usize].global_asid.expect("a global ASID");
+        // `pmd = info->stride_shift == PMD_SHIFT`: then one INVLPGB entry per 2 MiB.
+        if info.stride_shift == super::collapse::PMD_SHIFT && info.end != FLUSH_ALL_END {
+            return self.invlpgb_flush_pmd_stride_sync(cpu, &info);
+        }
         self.invlpgb_flush_sync(cpu, (info.start, info.end), Some(asid.kern_pcid()), false)
     }
 

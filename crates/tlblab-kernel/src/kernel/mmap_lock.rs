@@ -44,6 +44,9 @@ impl<O: Observer> Kernel<O> {
             | Syscall::Munmap { .. }
             | Syscall::Mprotect { .. } => Some(true),
             Syscall::MadviseDontneed { .. } => (!self.policy.vma_locks).then_some(false),
+            // collapse_huge_page() drops the read lock madvise took and retakes it for write
+            // around the PMD's replacement: the model holds it for write throughout.
+            Syscall::MadviseCollapse { .. } => Some(true),
             _ => None,
         }
     }

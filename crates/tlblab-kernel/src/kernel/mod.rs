@@ -17,6 +17,7 @@
 
 mod acct;
 mod check;
+mod collapse;
 mod deferral;
 mod disturb;
 mod flush;

@@ -918,6 +918,12 @@ impl<O: Observer> Kernel<O> {
                 }
                 Step::Spend(cycles, Mode::Sys)
             }
+            Syscall::MadviseCollapse { vma, first, pages } => {
+                let blocks = self.collapse_blocks(mm, vma, first, pages);
+                self.push_exit_unlocking(t, lock);
+                let cycles = self.costs.madvise.cycles + self.collapse(t, mm, vma, &blocks);
+                Step::Spend(cycles, Mode::Sys)
+            }
             Syscall::Mprotect { vma, first, pages } => {
                 let cycles = self.costs.mprotect.cycles;
                 self.push_exit_unlocking(t, lock);

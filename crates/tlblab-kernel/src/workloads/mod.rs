@@ -169,6 +169,7 @@ enum Kind {
     LazyReaders,
     SharedWriters,
     SwitchingReaders,
+    CollapseReaders,
     TlbFlush2,
     Storm,
 }
@@ -322,6 +323,14 @@ pub const SCENARIOS: &[ScenarioInfo] = &[
         default_window_ms: 0,
         kind: Kind::SwitchingReaders,
     },
+    ScenarioInfo {
+        name: "collapse-readers",
+        description: "for the safety checker: lazy-readers whose writer MADV_COLLAPSEs the region (--pages, at least 1024: a whole 2 MiB block) instead of MADV_DONTNEED, khugepaged's collapse of a normal PMD; --busy threads spin on the CPUs after the readers, and 200 warm-up rounds of 1 ms come first (an INVLPGB policy gives the mm a global ASID); --iterations rounds",
+        metric: Metric::MicrosPerOp,
+        min_cpus: |p| p.tasks + p.busy + 1,
+        default_window_ms: 0,
+        kind: Kind::CollapseReaders,
+    },
 ];
 
 /// Looks up a scenario.
@@ -433,6 +442,20 @@ impl ScenarioInfo {
             Kind::LazyReaders => {
                 let readers = (0..p.tasks).map(|_| (k.eventfd(), k.eventfd())).collect();
                 k.spawn_process(Box::new(stale::Writer::new(p, readers)), CpuId(0), true);
+            }
+            Kind::CollapseReaders => {
+                if p.pages < 1024 {
+                    return Err(ScenarioError::BadParameter {
+                        scenario: self.name,
+                        message: format!(
+                            "--pages {} is below 1024: the region must hold a whole 2 MiB block wherever it is placed",
+                            p.pages
+                        ),
+                    });
+                }
+                let readers = (0..p.tasks).map(|_| (k.eventfd(), k.eventfd())).collect();
+                let writer = stale::Collapser::new(p, readers, k.clock_mhz());
+                k.spawn_process(Box::new(writer), CpuId(0), true);
             }
             Kind::SharedWriters => {
                 k.spawn_process(Box::new(stale::SharedWriter::first(p, false)), CpuId(0), true);
@@ -794,7 +817,7 @@ impl Program for ReadLoop {
 }
 
 /// A thread that spins in user space forever.
-struct Spin;
+pub(super) struct Spin;
 
 impl Program for Spin {
     fn next(&mut self, _env: &mut Env<'_>) -> Action {

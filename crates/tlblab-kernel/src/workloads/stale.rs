@@ -243,3 +243,123 @@ impl Program for Yielder {
         }
     }
 }
+
+/// Warm-up rounds of `collapse-readers` before its first collapse: one flush each, 1 ms apart,
+/// so that under an INVLPGB policy `consider_global_asid()` (which samples when the jiffy
+/// matches the writer's pid, 1 in 32) meets the mm busy on four CPUs: 200 ms is 32 jiffies
+/// or more, each with a flush, at `HZ` 250 or more.
+const COLLAPSE_WARMUP_ROUNDS: u64 = 200;
+
+/// Length of one warm-up round, ms: at most one jiffy at `HZ` up to 1000.
+const COLLAPSE_WARMUP_MS: u64 = 1;
+
+/// `collapse-readers`: a writer thread (CPU 0), `--tasks` reader threads (CPUs 1 …) that block
+/// between rounds, and `--busy` threads spinning on the CPUs after them, share a region of
+/// `--pages` pages (at least 1,024, so that it holds a whole 2 MiB block). First
+/// `COLLAPSE_WARMUP_ROUNDS` rounds of { write a page; `MADV_DONTNEED` it; compute 1 ms }, which
+/// give the mm a global ASID under INVLPGB (the writer and spinners make four busy CPUs). Then
+/// `--iterations` rounds: the writer writes the region's first page, wakes the readers, which
+/// read every page (4 KiB entries, and PDE-cache entries for each block, on their CPUs; their
+/// read faults give every block a PTE page) and block, waits for their answers, and `MADV_COLLAPSE`s the
+/// region while the readers' CPUs idle lazily: khugepaged's collapse of a normal PMD. The
+/// readers' next pass must not hit an entry from before the collapse, and no lazy CPU may keep
+/// the collapsed block's page table cached (CVE-2025-22045).
+pub(super) struct Collapser {
+    p: Params,
+    readers: Vec<(EventFd, EventFd)>,
+    spin_cpus: std::ops::Range<usize>,
+    warmup_cycles: u64,
+    vma: Option<VmaId>,
+    step: usize,
+    round: u64,
+}
+
+impl Collapser {
+    pub(super) fn new(p: &Params, readers: Vec<(EventFd, EventFd)>, clock_mhz: u64) -> Collapser {
+        let first_spinner = readers.len() + 1;
+        Collapser {
+            p: p.clone(),
+            spin_cpus: first_spinner..first_spinner + p.busy,
+            readers,
+            warmup_cycles: COLLAPSE_WARMUP_MS * 1000 * clock_mhz,
+            vma: None,
+            step: 0,
+            round: 0,
+        }
+    }
+}
+
+impl Program for Collapser {
+    fn next(&mut self, env: &mut Env<'_>) -> Action {
+        let n = self.readers.len();
+        let Some(vma) = self.vma else {
+            if self.step == 0 {
+                self.step = 1;
+                return Action::Syscall(Syscall::Mmap { pages: self.p.pages });
+            }
+            self.vma = Some(mapped(env));
+            self.step = 0;
+            return self.next(env);
+        };
+        // Start-up: the readers, then the spinners.
+        if self.round == 0 && self.step < n + self.spin_cpus.len() {
+            let i = self.step;
+            self.step += 1;
+            let program: Box<dyn Program> = if i < n {
+                let (wake, answer) = self.readers[i];
+                Box::new(Reader { vma, pages: self.p.pages, wake, answer, step: 0 })
+            } else {
+                Box::new(super::Spin)
+            };
+            let cpu = if i < n { i + 1 } else { self.spin_cpus.start + i - n };
+            return Action::Syscall(Syscall::Clone { program, cpu: CpuId(cpu as u16) });
+        }
+        let started = n + self.spin_cpus.len();
+        if self.round < COLLAPSE_WARMUP_ROUNDS {
+            let phase = self.step - started;
+            self.step += 1;
+            return match phase {
+                0 => Action::Touch(Touch {
+                    vma,
+                    first: 0,
+                    pages: 1,
+                    kind: AccessKind::Store,
+                    cycles_per_page: 0,
+                }),
+                1 => Action::Syscall(Syscall::MadviseDontneed { vma, first: 0, pages: 1 }),
+                _ => {
+                    self.step = started;
+                    self.round += 1;
+                    Action::Compute { cycles: self.warmup_cycles }
+                }
+            };
+        }
+        if self.round == COLLAPSE_WARMUP_ROUNDS + self.p.iterations {
+            return Action::Exit;
+        }
+        // A round: write the region's first page, wake and wait for each reader, collapse.
+        let phase = self.step - started;
+        self.step += 1;
+        match phase {
+            0 => Action::Touch(Touch {
+                vma,
+                first: 0,
+                pages: 1,
+                kind: AccessKind::Store,
+                cycles_per_page: self.p.cycles_per_page,
+            }),
+            i if i <= n => Action::Syscall(Syscall::EventfdWrite { fd: self.readers[i - 1].0 }),
+            i if i <= 2 * n => {
+                Action::Syscall(Syscall::EventfdRead { fd: self.readers[i - n - 1].1 })
+            }
+            i if i == 2 * n + 1 => {
+                Action::Syscall(Syscall::MadviseCollapse { vma, first: 0, pages: self.p.pages })
+            }
+            _ => {
+                self.step = started;
+                self.round += 1;
+                Action::Op
+            }
+        }
+    }
+}

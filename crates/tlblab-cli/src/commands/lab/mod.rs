@@ -303,19 +303,40 @@ fn simulate_on_host(
 
 /// The scenarios of the safety checks, each with the settings it runs at: lazy-readers twice,
 /// over a few pages (lazy CPUs must catch up on tlb_gen) and over whole 2 MiB blocks (the
-/// DONTNEED frees their page tables, whose flush must reach lazy CPUs too).
-const CHECK_SCENARIOS: [(&str, &[&str]); 5] = [
+/// DONTNEED frees their page tables, whose flush must reach lazy CPUs too); collapse-readers on
+/// Zen 4, whose INVLPGB the broadcast policies use (the others flush by IPI there as anywhere).
+const CHECK_SCENARIOS: [(&str, &[&str]); 6] = [
     ("lazy-readers", &["--cpus", "3", "--tasks", "2", "--pages", "8", "--iterations", "20"]),
     ("lazy-readers", &["--cpus", "3", "--tasks", "2", "--pages", "1024", "--iterations", "3"]),
     ("shared-writers", &["--cpus", "4", "--tasks", "2", "--pages", "8", "--iterations", "10"]),
     ("switching-readers", &["--cpus", "4", "--tasks", "2", "--pages", "8", "--iterations", "10"]),
     ("madvise-busy", &["--cpus", "2", "--busy", "0", "--iterations", "50"]),
+    (
+        "collapse-readers",
+        &[
+            "--machine",
+            "zen4",
+            "--cpus",
+            "6",
+            "--tasks",
+            "2",
+            "--busy",
+            "3",
+            "--pages",
+            "1024",
+            "--iterations",
+            "6",
+        ],
+    ),
 ];
+
+/// The policies of [`CHECK_POLICIES`] that need INVLPGB: checked on Zen 4 on every scenario.
+const INVLPGB_CHECK_POLICIES: [&str; 2] = ["invlpgb", "bad-invlpgb-2m-stride"];
 
 /// The policies checked: every policy of the studies (but la57-on, which needs an LA57 machine
 /// and flushes as linux-4.14 does), LATR-style asynchronous shootdowns (S8: speed and exposure
 /// beside the others), then the known-bad variants (which the checker must catch).
-const CHECK_POLICIES: [&str; 18] = [
+const CHECK_POLICIES: [&str; 21] = [
     "linux-6.18",
     "linux-4.14",
     "linux-4.14-nopcid",
@@ -329,11 +350,14 @@ const CHECK_POLICIES: [&str; 18] = [
     "xpfo-sync",
     "xpfo-deferred",
     "latr",
+    "invlpgb",
     "bad-lazy-no-catch-up",
     "bad-partial-flush",
     "bad-lazy-skip-freed-tables",
     "bad-no-switching-check",
     "bad-pti-no-user-flush",
+    "bad-collapse-no-freed-tables",
+    "bad-invlpgb-2m-stride",
 ];
 
 /// `tlblab sim check` of every policy of [`CHECK_POLICIES`] on every scenario of
@@ -345,6 +369,9 @@ fn safety_checks(runner: &mut Runner, quick: bool) -> Value {
         for (scenario, settings) in CHECK_SCENARIOS {
             let mut a = vec!["sim", "check", "--json", "--policy", policy, "--scenario", scenario];
             a.extend(settings);
+            if INVLPGB_CHECK_POLICIES.contains(&policy) && !settings.contains(&"--machine") {
+                a.extend(["--machine", "zen4"]);
+            }
             a.extend(["--schedules", schedules]);
             let name = format!("safety check: {policy} on {scenario} {}", settings.join(" "));
             let outcome = runner.check_step(&name, &a);
