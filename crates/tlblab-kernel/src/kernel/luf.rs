@@ -99,7 +99,7 @@ impl PageAlloc {
 
     /// `free_unref_page()` on `cpu` of a page of `node`: to its pcp list there; a list over
     /// `high` gives its coldest `batch` pages to the buddy lists.
-    fn free(&mut self, node: usize, cpu: CpuId, key: Option<u32>) {
+    pub(super) fn free(&mut self, node: usize, cpu: CpuId, key: Option<u32>) {
         let pcp = &mut self.pcp[node][usize::from(cpu.0)];
         pcp.push(key);
         if pcp.len() > PCP_HIGH {
@@ -110,11 +110,12 @@ impl PageAlloc {
     /// `rmqueue()` on `cpu` from `node`: the hottest page of its pcp list, refilled with
     /// `batch` pages from the buddy lists when empty; a page never used before when those are
     /// empty too. Returns the page's key.
-    fn take(&mut self, node: usize, cpu: CpuId) -> Option<u32> {
+    pub(super) fn take(&mut self, node: usize, cpu: CpuId) -> Option<u32> {
         let pcp = &mut self.pcp[node][usize::from(cpu.0)];
         if pcp.is_empty() {
             let n = self.buddy[node].len().min(PCP_BATCH);
-            // The buddy's oldest first, the last of them on top of the list.
+            // rmqueue_bulk() adds each page it takes to the list's tail and the allocation
+            // takes the head: the first page taken is handed out first.
             pcp.extend(self.buddy[node].drain(..n).rev());
         }
         pcp.pop().flatten()

@@ -1328,7 +1328,7 @@ const FAULT_AROUND_PAGES: u64 = 16;
 /// the aligned 16-page window around it (clipped to the region) that is not mapped yet, as
 /// `filemap_map_pages()` maps the cached pages there; returns how many it mapped (the faulting
 /// page included).
-fn fault_around(vma: &mut crate::mm::Vma, page: u64) -> u64 {
+pub(super) fn fault_around(vma: &mut crate::mm::Vma, page: u64) -> u64 {
     let vpn = vma.vpn(page).0;
     let lo = (vpn & !(FAULT_AROUND_PAGES - 1)).max(vma.start.0) - vma.start.0;
     let hi = ((vpn | (FAULT_AROUND_PAGES - 1)) + 1 - vma.start.0).min(vma.pages());

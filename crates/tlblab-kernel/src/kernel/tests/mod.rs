@@ -462,6 +462,7 @@ mod idle;
 mod invlpgb;
 mod kflush;
 mod latr;
+mod luf;
 mod mechanisms;
 mod mitigations;
 mod munmap;
