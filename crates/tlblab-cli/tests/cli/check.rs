@@ -169,7 +169,19 @@ fn every_known_bad_variant_is_caught_and_its_faithful_kernel_passes() {
         |name| ["-s", name, "--cpus", "4", "--tasks", "2", "--pages", "8", "--iterations", "10"];
     let (shared_writers, switching_readers) =
         (shared("shared-writers"), shared("switching-readers"));
-    let cases: [(&str, &str, &[&str]); 5] = [
+    let migrate_readers = [
+        "-s",
+        "migrate-readers",
+        "--cpus",
+        "4",
+        "--tasks",
+        "3",
+        "--pages",
+        "16",
+        "--iterations",
+        "50",
+    ];
+    let cases: [(&str, &str, &[&str]); 6] = [
         ("bad-lazy-no-catch-up", "linux-6.18", &LAZY_READERS),
         ("bad-partial-flush", "linux-6.18", &shared_writers),
         ("bad-no-switching-check", "linux-6.18", &switching_readers),
@@ -194,6 +206,7 @@ fn every_known_bad_variant_is_caught_and_its_faithful_kernel_passes() {
             "linux-4.14+pti-deferred",
             &["-s", "madvise-busy", "--cpus", "2", "--busy", "0", "--iterations", "50"],
         ),
+        ("bad-luf-reuse-without-flush", "luf", &migrate_readers),
     ];
     for (bad, good, scenario) in cases {
         let run = |policy: &str| {
