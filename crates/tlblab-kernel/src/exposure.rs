@@ -73,6 +73,32 @@ pub fn declared(policy: &Policy) -> Vec<Deferral> {
                 .into(),
         });
     }
+    if policy.unmap_flush != crate::policy::UnmapFlush::Off {
+        let migrc = policy.unmap_flush == crate::policy::UnmapFlush::Migrc;
+        out.push(Deferral {
+            name: if migrc { "migrc" } else { "luf" }.into(),
+            mappings: Mappings::User,
+            operations: "the batched flush of a migration's unmap (move_pages(), \
+                         migrate_pages_batch()) of pages every PTE mapped read-only, on every \
+                         CPU of the batch, the initiator's included: the source pages are freed \
+                         to the page allocator carrying the pending flush"
+                .into(),
+            catch_up: if migrc {
+                "the allocation that next takes one of the pages from its node's free lists \
+                 (every batch pending on that node is flushed before the page is handed out), \
+                 or direct reclaim (memory pressure flushes everything pending); a CPU that \
+                 was lazy or on another mm then, at its tlb_gen catch-up in \
+                 switch_mm_irqs_off()"
+            } else {
+                "the allocation that next takes one of the pages from its node's free lists \
+                 (every batch pending on that node is flushed before the page is handed out), \
+                 or a fault that sets a writable PTE (everything pending is flushed); a CPU \
+                 that was lazy or on another mm then, at its tlb_gen catch-up in \
+                 switch_mm_irqs_off()"
+            }
+            .into(),
+        });
+    }
     if policy.xpfo == Xpfo::Deferred {
         out.push(Deferral {
             name: "xpfo-deferred".into(),

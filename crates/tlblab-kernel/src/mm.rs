@@ -22,6 +22,9 @@ pub enum Pte {
     Present,
     /// A page shared with another mm after fork, read-only until a write copies it.
     Cow,
+    /// A page-cache page of a shared file mapping, read-only (the model's file mappings are
+    /// `PROT_READ`); unmapping it frees nothing, as the page cache keeps the page.
+    File,
 }
 
 /// An anonymous private region.
@@ -39,6 +42,10 @@ pub struct Vma {
     /// `vma->anon_vma` is set: a write fault allocated a page here (`__anon_vma_prepare()`),
     /// or the region was merged into one that had it.
     pub anon_vma: bool,
+    /// A shared, read-only mapping of a file whose pages are in the page cache
+    /// (`mmap(PROT_READ, MAP_SHARED)` of a cached file): a read fault maps the cached pages
+    /// around it ([`Pte::File`]).
+    pub file: bool,
 }
 
 impl Vma {
@@ -193,8 +200,19 @@ impl Mm {
             touched: false,
             merged_into: None,
             anon_vma: false,
+            file: false,
         }));
         VmaId(self.vmas.len() as u32 - 1)
+    }
+
+    /// Maps `pages` pages of a cached file, shared and read-only, not present yet; returns the
+    /// region (placed as [`Mm::mmap`] places one).
+    pub fn mmap_file(&mut self, pages: u64) -> VmaId {
+        let vma = self.mmap(pages);
+        if let Some(v) = self.vma_mut(vma) {
+            v.file = true;
+        }
+        vma
     }
 
     /// A region of the program image, loaded with every PTE `pte` (as exec's loading and the
@@ -209,6 +227,7 @@ impl Mm {
             touched: true,
             merged_into: None,
             anon_vma: pte == Pte::Present,
+            file: false,
         }));
         VmaId(self.vmas.len() as u32 - 1)
     }
@@ -233,6 +252,7 @@ impl Mm {
             touched: false,
             merged_into: Some(of),
             anon_vma,
+            file: false,
         }));
         Some(VmaId(self.vmas.len() as u32 - 1))
     }

@@ -77,6 +77,30 @@ pub enum Xpfo {
     Deferred,
 }
 
+/// Deferred flushes of unmapped pages until the page allocator hands the pages out again
+/// (Byungchul Park's RFC series; docs/kernel-model.md, "migrc and LUF").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UnmapFlush {
+    /// Every kernel: the batched flush of an unmap is done before the pages are freed.
+    #[default]
+    Off,
+    /// migrc (RFC v1–v8, 2023–2024): the flush of a migration's unmap of source folios mapped
+    /// read-only is deferred until a source page leaves the page allocator again, or until
+    /// direct reclaim (memory pressure), which flushes everything pending.
+    Migrc,
+    /// LUF, Lazy Unmap Flush (RFC v9–v12, 2024–2025): migrc's deferral for the unmaps of
+    /// migration and of reclaim, until the page leaves the page allocator again, or until a
+    /// fault sets a writable PTE, which flushes everything pending.
+    Luf,
+}
+
+impl UnmapFlush {
+    fn is_off(&self) -> bool {
+        *self == UnmapFlush::Off
+    }
+}
+
 /// A policy: the switches, with the names it goes by.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -154,6 +178,10 @@ pub struct Policy {
     /// pv_tlb_flush`); it acts only when both say yes.
     #[serde(default = "yes")]
     pub pv_tlb_flush: bool,
+    /// migrc or LUF: the flush of unmapped read-only pages deferred until the page allocator
+    /// reuses them. A declared deferral (docs/safety.md §4.4).
+    #[serde(default, skip_serializing_if = "UnmapFlush::is_off")]
+    pub unmap_flush: UnmapFlush,
     /// A deliberate defect, for the safety checker's tests and for teaching (docs/safety.md);
     /// `None` in every real kernel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -197,6 +225,10 @@ pub enum Defect {
     /// it: the hardware invalidates only the translations of each stride's address, so the
     /// other 511 4 KiB entries of every 2 MiB stay (docs/safety.md §7 (g)).
     CollapsePmdStride,
+    /// migrc or LUF whose page allocator hands out a page with a pending flush without doing
+    /// the flush (`luf_takeoff_check_and_fold()` folds nothing): CPUs keep translations to a
+    /// page that now holds someone else's data.
+    LufReuseWithoutFlush,
 }
 
 /// A policy name or file that cannot be used.
@@ -309,6 +341,7 @@ fn linux_6_18() -> Policy {
         latr: false,
         idle_leave_mm: false,
         pv_tlb_flush: true,
+        unmap_flush: UnmapFlush::Off,
         defect: None,
     }
 }
@@ -439,6 +472,27 @@ const VARIANTS: &[Variant] = &[
         default_base: "linux-6.18",
         mirrors: "a KVM guest whose pv_tlb_flush_supported() is false (the host hints KVM_HINTS_REALTIME, e.g. QEMU kvm-hint-dedicated=on, or the guest sees MWAIT): native_flush_tlb_multi() sends every vCPU its IPI, preempted or not",
         apply: |p| p.pv_tlb_flush = false,
+    },
+    Variant {
+        name: "migrc",
+        default_base: "linux-6.18",
+        mirrors: "migrc (Byungchul Park's RFC, 2023–2024): the flush of a migration's unmap of read-only source pages deferred until a source page is allocated again, or direct reclaim",
+        apply: |p| p.unmap_flush = UnmapFlush::Migrc,
+    },
+    Variant {
+        name: "luf",
+        default_base: "linux-6.18",
+        mirrors: "LUF, Lazy Unmap Flush (Byungchul Park's RFC v12, 2025): migrc's deferral for the unmaps of migration and reclaim, until the page is allocated again or a fault sets a writable PTE",
+        apply: |p| p.unmap_flush = UnmapFlush::Luf,
+    },
+    Variant {
+        name: "bad-luf-reuse-without-flush",
+        default_base: "linux-6.18",
+        mirrors: "KNOWN BAD (for the safety checker): LUF whose page allocator hands out a page with a pending flush without doing it",
+        apply: |p| {
+            p.unmap_flush = UnmapFlush::Luf;
+            p.defect = Some(Defect::LufReuseWithoutFlush);
+        },
     },
     Variant {
         name: "bad-lazy-no-catch-up",
@@ -644,6 +698,7 @@ impl Policy {
         table.remove("mirrors");
         // A switch left out of the serialized form when off is still a switch.
         table.entry("latr").or_insert(toml::Value::Boolean(self.latr));
+        table.entry("unmap_flush").or_insert(toml::Value::String("off".into()));
         Ok(table)
     }
 

@@ -43,6 +43,13 @@ pub enum Syscall {
         /// The region beside which it is mapped.
         of: VmaId,
     },
+    /// `mmap(PROT_READ, MAP_SHARED)` of `pages` pages of a file already in the page cache; the
+    /// result is [`Outcome::Mapped`]. A read fault maps the cached pages around it
+    /// (`do_fault_around()`); `munmap` frees none of them.
+    MmapFile {
+        /// Size in pages.
+        pages: u64,
+    },
     /// `munmap` of a whole region.
     Munmap {
         /// The region.
@@ -72,6 +79,17 @@ pub enum Syscall {
     /// `mprotect(PROT_READ)` of pages of a region: one flush of the present pages (making them
     /// writable again needs no flush on x86, so it is not modelled).
     Mprotect {
+        /// The region.
+        vma: VmaId,
+        /// First page within it.
+        first: u64,
+        /// Pages.
+        pages: u64,
+    },
+    /// `move_pages()` of pages of a region to another NUMA node: each mapped page is copied to
+    /// a new page and its PTE pointed at the copy (the model has one node's costs; only the
+    /// unmap, the flush and the page allocator matter here).
+    MovePages {
         /// The region.
         vma: VmaId,
         /// First page within it.
@@ -164,6 +182,10 @@ pub enum Action {
     Syscall(Syscall),
     /// Mark the end of one unit of work (an iteration, an operation): counted, with its time.
     Op,
+    /// Mark the start of the timed part of the next operation: the following [`Action::Op`]
+    /// adds the time since to the task's `span_cycles` (a latency as the program sees it, such
+    /// as one system call's).
+    OpBegin,
     /// The task exits.
     Exit,
 }

@@ -29,6 +29,16 @@ pub struct TaskReport {
     pub first_op: Cycles,
     /// Time of the last operation.
     pub last_op: Cycles,
+    /// Cycles from each [`crate::program::Action::OpBegin`] to the next operation's end, summed
+    /// (left out of JSON when no program marks spans).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub span_cycles: u64,
+    /// Operations that had an `OpBegin`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub spans: u64,
+    /// When the open span began.
+    #[serde(skip)]
+    pub span_begin: Option<Cycles>,
     /// Migrations by `sched_setaffinity`.
     pub migrations: u64,
     /// When it exited.
@@ -173,6 +183,13 @@ pub struct KernelReport {
     pub la57_checks: u64,
     /// Pages unmapped by reclaim (`Syscall::Reclaim`).
     pub reclaimed: u64,
+    /// migrc and LUF: pages freed with their flush pending (left out of JSON when 0).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub luf_deferred_pages: u64,
+    /// migrc and LUF: catch-ups (flushes of pending batches, at a page's reuse or another
+    /// catch-up point; left out of JSON when 0).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub luf_catch_ups: u64,
     /// `mmap_lock` acquisitions and waits.
     pub mmap_lock: MmapLockStats,
     /// XPFO's unmaps and exposure windows (`None` without XPFO).
@@ -228,6 +245,8 @@ impl KernelReport {
             page_faults: counters.page_faults,
             la57_checks: counters.la57_checks,
             reclaimed: counters.reclaimed,
+            luf_deferred_pages: counters.luf_deferred_pages,
+            luf_catch_ups: counters.luf_catch_ups,
             mmap_lock: counters.mmap_lock,
             xpfo: k.xpfo_report(),
             tlb_flush: TlbFlushReason::ALL

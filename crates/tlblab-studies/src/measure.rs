@@ -69,6 +69,38 @@ pub enum Measure {
     PvFlushesMarked,
     /// Steal: the share of the vCPUs' time the host ran something else, in %.
     StealPct,
+    /// The safety checker's violations over the run's checked schedules
+    /// ([`CHECK_SCHEDULES_PER_SEED`] perturbed runs with the checker on, as `tlblab sim
+    /// check` runs them): 0 is the checker's pass.
+    CheckViolations,
+    /// Stale uses inside declared deferral windows over the checked schedules (allowed).
+    CheckExposedUses,
+    /// Median exposure window of a user mapping (per exposed CPU) over the checked schedules,
+    /// µs.
+    CheckExposureMedianUs,
+    /// 99th percentile of those windows, µs.
+    CheckExposureP99Us,
+    /// Longest of those windows, µs.
+    CheckExposureMaxUs,
+}
+
+/// Checked schedules per seed when a part reports a `Check*` measure: seed `s` of a study
+/// whose first seed is `f` checks schedules `f + (s − f) × N` … `f + (s − f) × N + N − 1`, so
+/// K seeds are the K × N schedules `tlblab sim check --schedules K×N --seed f` runs.
+pub const CHECK_SCHEDULES_PER_SEED: u64 = 4;
+
+/// What the checked schedules of one run left: their violations and declared exposure.
+#[derive(Clone, Debug, Default)]
+pub struct Checked {
+    /// Violations, over the schedules.
+    pub violations: u64,
+    /// Each schedule's exposure of user mappings (`None`: the policy declares no deferral of
+    /// user mappings).
+    pub exposure: Vec<tlblab_kernel::exposure::ExposureLog>,
+    /// Whether the policy declares a deferral of user mappings.
+    pub declares: bool,
+    /// The preset's clock, MHz.
+    pub clock_mhz: u64,
 }
 
 /// Why a run has no value for a measure.
@@ -76,6 +108,9 @@ pub type Missing = &'static str;
 
 /// No exposure window: the policy never unmaps the direct map.
 pub(crate) const NEVER_UNMAPPED: &str = "unbounded (never unmapped)";
+
+/// No user-mapping exposure: the policy declares no deferral (it flushes before completion).
+pub(crate) const NOTHING_DECLARED: &str = "nothing deferred";
 
 impl Measure {
     /// Every measure, in declaration order.
@@ -105,7 +140,45 @@ impl Measure {
         Measure::ExposureCensored,
         Measure::PvFlushesMarked,
         Measure::StealPct,
+        Measure::CheckViolations,
+        Measure::CheckExposedUses,
+        Measure::CheckExposureMedianUs,
+        Measure::CheckExposureP99Us,
+        Measure::CheckExposureMaxUs,
     ];
+
+    /// Whether the measure comes from checked schedules rather than the run's report.
+    pub fn checked(self) -> bool {
+        matches!(
+            self,
+            Measure::CheckViolations
+                | Measure::CheckExposedUses
+                | Measure::CheckExposureMedianUs
+                | Measure::CheckExposureP99Us
+                | Measure::CheckExposureMaxUs
+        )
+    }
+
+    /// A `Check*` measure's value from a run's checked schedules, or why there is none.
+    pub fn check_value(self, c: &Checked) -> Result<f64, Missing> {
+        if self == Measure::CheckViolations {
+            return Ok(c.violations as f64);
+        }
+        if !c.declares {
+            return Err(NOTHING_DECLARED);
+        }
+        if self == Measure::CheckExposedUses {
+            return Ok(c.exposure.iter().filter_map(|l| l.uses).sum::<u64>() as f64);
+        }
+        let s = tlblab_kernel::exposure::ExposureSummary::of(&c.exposure, c.clock_mhz);
+        // None: no CPU held a stale translation when a deferred operation completed.
+        let q = s.per_cpu.micros.ok_or("no window")?;
+        Ok(match self {
+            Measure::CheckExposureMedianUs => q.p50,
+            Measure::CheckExposureP99Us => q.p99,
+            _ => q.max,
+        })
+    }
 
     /// The key in JSON.
     pub fn key(self) -> &'static str {
@@ -135,6 +208,11 @@ impl Measure {
             Measure::ExposureCensored => "exposure_censored",
             Measure::PvFlushesMarked => "pv_flushes_marked",
             Measure::StealPct => "steal_pct",
+            Measure::CheckViolations => "check_violations",
+            Measure::CheckExposedUses => "check_exposed_uses",
+            Measure::CheckExposureMedianUs => "check_exposure_median_us",
+            Measure::CheckExposureP99Us => "check_exposure_p99_us",
+            Measure::CheckExposureMaxUs => "check_exposure_max_us",
         }
     }
 
@@ -166,6 +244,11 @@ impl Measure {
             Measure::ExposureCensored => "exposure censored",
             Measure::PvFlushesMarked => "PV flushes left to host",
             Measure::StealPct => "steal %",
+            Measure::CheckViolations => "checker violations",
+            Measure::CheckExposedUses => "stale uses in windows",
+            Measure::CheckExposureMedianUs => "user exposure median µs",
+            Measure::CheckExposureP99Us => "user exposure p99 µs",
+            Measure::CheckExposureMaxUs => "user exposure max µs",
         }
     }
 
@@ -196,7 +279,10 @@ impl Measure {
             | Measure::ExposureMedianUs
             | Measure::ExposureP99Us
             | Measure::ExposureMaxUs
-            | Measure::StealPct => 2,
+            | Measure::StealPct
+            | Measure::CheckExposureMedianUs
+            | Measure::CheckExposureP99Us
+            | Measure::CheckExposureMaxUs => 2,
             Measure::DtlbWalks
             | Measure::PageFaults
             | Measure::Cycles
@@ -206,7 +292,9 @@ impl Measure {
             | Measure::FullFlushes
             | Measure::XpfoFullFlushes
             | Measure::ExposureCensored
-            | Measure::PvFlushesMarked => 0,
+            | Measure::PvFlushesMarked
+            | Measure::CheckViolations
+            | Measure::CheckExposedUses => 0,
         }
     }
 
@@ -277,6 +365,11 @@ impl Measure {
                 Ok(r.flush_sizes.by_pages.get(&-1).map_or(0, |&(flushes, _)| flushes) as f64)
             }
             Measure::XpfoFullFlushes => Ok(r.xpfo.as_ref().map_or(0, |x| x.full_flushes) as f64),
+            Measure::CheckViolations
+            | Measure::CheckExposedUses
+            | Measure::CheckExposureMedianUs
+            | Measure::CheckExposureP99Us
+            | Measure::CheckExposureMaxUs => Err("measured on the checked schedules"),
             Measure::ExposureMedianUs
             | Measure::ExposureP99Us
             | Measure::ExposureMaxUs
@@ -335,6 +428,11 @@ impl Measure {
             Measure::ExposureCensored => "exposure windows still open when the run ended",
             Measure::PvFlushesMarked => "flushes kvm_flush_tlb_multi() left to the host: a preempted vCPU marked KVM_VCPU_FLUSH_TLB instead of sent an IPI (0 with native IPIs or dedicated pCPUs)",
             Measure::StealPct => "steal time (the host ran other threads on the vCPU's pCPU) over all the vCPUs' time, in %",
+            Measure::CheckViolations => "the safety checker's violations over the run's checked schedules (CHECK_SCHEDULES_PER_SEED perturbed runs with the checker on, as tlblab sim check runs them: IPIs up to 20,000 cycles late, a disturbance every 200,000 cycles per CPU); 0 is a pass",
+            Measure::CheckExposedUses => "stale uses inside declared deferral windows over the checked schedules (allowed: the policy declares them)",
+            Measure::CheckExposureMedianUs => "median exposure window of a user mapping over the checked schedules: from the deferred operation's completion to one exposed CPU's catch-up, µs (windows still open at the end left out)",
+            Measure::CheckExposureP99Us => "99th percentile of the user-mapping exposure windows over the checked schedules, µs",
+            Measure::CheckExposureMaxUs => "longest user-mapping exposure window over the checked schedules, µs",
         }
     }
 }

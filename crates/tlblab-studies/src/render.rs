@@ -97,7 +97,22 @@ pub fn study(r: &StudyReport) -> String {
                 out += &part_header(part);
                 out += &measure_table(part, r);
             }
+            Layout::Deferred => {
+                out += &part_header(part);
+                out += &side_by_side(part);
+                out.push('\n');
+                out += &measure_table(part, r);
+            }
         }
+    }
+    if r.layout == Layout::Deferred {
+        out.push('\n');
+        out += &wrap(
+            "",
+            &format!("Checker: each seed also runs {n} perturbed schedules with the safety checker on (IPIs up to 20,000 cycles late, a disturbance every 200,000 cycles per CPU, as `tlblab sim check` runs them); the verdict is the checker's over all of them: pass when no stale translation was used after the kernel promised it gone (a use inside a declared deferral's window is exposure, not a violation). Exposure windows: per deferred operation and exposed CPU, from the operation's completion to that CPU's catch-up (LATR: its next tick or context switch; migrc and LUF: the reuse of a page, or their other catch-ups), over the checked schedules; windows still open at the end are left out. A policy that declares no deferral has none. Replay a part's schedules with `tlblab sim check` and the part's settings, --schedules {n}×seeds.", n = crate::measure::CHECK_SCHEDULES_PER_SEED),
+            2,
+            WIDTH,
+        );
     }
     if r.layout == Layout::Xpfo {
         out.push('\n');
@@ -268,6 +283,32 @@ fn ratio_cells(
         _ if m.mean.is_none() => ("-".into(), "-".into()),
         _ => (format!("({})", m.note.as_deref().unwrap_or("no ratio")), "-".into()),
     }
+}
+
+/// S8: one row per policy, the mean of every measure side by side, and the checker's verdict
+/// (pass, or the violations found over the checked schedules).
+fn side_by_side(p: &PartReport) -> String {
+    let labels: Vec<String> =
+        p.measures.iter().map(|m| crate::text::measure_label(m.label, m.lower_is_better)).collect();
+    let mut header = vec!["policy"];
+    header.extend(labels.iter().map(String::as_str));
+    let checked = p.measures.iter().position(|m| m.measure == Measure::CheckViolations);
+    if checked.is_some() {
+        header.push("checker");
+    }
+    let mut t = Table::new(&header);
+    for pol in &p.policies {
+        let mut row = vec![pol.policy.name.clone()];
+        for (info, m) in p.measures.iter().zip(&pol.measures) {
+            row.push(single(m, info.decimals));
+        }
+        if let Some(i) = checked {
+            let total: f64 = pol.measures[i].values.iter().sum();
+            row.push(if total == 0.0 { "pass".into() } else { format!("FAIL ({})", count(total)) });
+        }
+        t.row(row);
+    }
+    t.render(2)
 }
 
 /// One row per measure and policy: mean ± sd, ratio to the baseline [95% CI], verdict.

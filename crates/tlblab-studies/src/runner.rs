@@ -163,7 +163,13 @@ pub fn run_with_progress(
                 0 => base,
                 v => base.without(prepared.explained[v - 1]),
             };
-            let data = run_one(study, prepared, q, options.first_seed + s, mechanisms);
+            let data = run_one(
+                study,
+                prepared,
+                q,
+                (options.first_seed, options.first_seed + s),
+                mechanisms,
+            );
             progress.finished();
             data
         })
@@ -261,21 +267,14 @@ fn run_one(
     study: &'static Study,
     prepared: &Prepared,
     policy: usize,
-    seed: u64,
+    (first_seed, seed): (u64, u64),
     mechanisms: Mechanisms,
 ) -> Result<RunData, StudyError> {
     let part = &prepared.part;
     let policy = &prepared.policies[policy];
     // The kernel is built as `sim run`, `sim check` and `tlblab sweep` build it.
     let cpus = u16::try_from(part.cpus).unwrap_or(u16::MAX);
-    let mut kernel = tlblab_runs::scenario_kernel(
-        &prepared.spec,
-        policy,
-        (cpus, seed, mechanisms),
-        (prepared.scenario, &part.params),
-        |_| {},
-    )
-    .map_err(|e| match e {
+    let kernel_error = |e| match e {
         tlblab_runs::RunsError::Scenario(source) => {
             StudyError::Scenario { study: study.name, part: part.label.clone(), source }
         }
@@ -286,14 +285,74 @@ fn run_one(
             source,
         },
         other => unreachable!("scenario_kernel builds a kernel and installs a scenario: {other}"),
-    })?;
+    };
+    let mut kernel = tlblab_runs::scenario_kernel(
+        &prepared.spec,
+        policy,
+        (cpus, seed, mechanisms),
+        (prepared.scenario, &part.params),
+        |_| {},
+    )
+    .map_err(kernel_error)?;
     let finished = prepared.scenario.run(&mut kernel, &part.params);
     let report = kernel.report();
     let metric = prepared.scenario.metric;
+    let checked = match prepared.measures.iter().any(|m| m.checked()) {
+        true => Some(
+            check_schedules(prepared, policy, (first_seed, seed), mechanisms)
+                .map_err(kernel_error)?,
+        ),
+        false => None,
+    };
+    let sample = |m: &Measure| match (&checked, m.checked()) {
+        (Some(c), true) => m.check_value(c),
+        _ => m.value(&report, metric),
+    };
     Ok(RunData {
-        samples: prepared.measures.iter().map(|m| m.value(&report, metric)).collect(),
+        samples: prepared.measures.iter().map(sample).collect(),
         summary: RunSummary::of(seed, finished, &report),
     })
+}
+
+/// The checked schedules of run seed `seed` ([`crate::measure::CHECK_SCHEDULES_PER_SEED`] of
+/// them, numbered so that a study's seeds are `sim check`'s schedules from its first seed),
+/// each with the checker on and `sim check`'s default perturbations.
+fn check_schedules(
+    prepared: &Prepared,
+    policy: &Policy,
+    (first_seed, seed): (u64, u64),
+    mechanisms: Mechanisms,
+) -> Result<crate::measure::Checked, tlblab_runs::RunsError> {
+    let part = &prepared.part;
+    let cpus = u16::try_from(part.cpus).unwrap_or(u16::MAX);
+    let defaults = tlblab_runs::CheckRequest::new(part.scenario, &[]);
+    let n = crate::measure::CHECK_SCHEDULES_PER_SEED;
+    let clock_mhz = prepared.spec.raw().kernel.as_ref().map_or(0, |k| k.clock.mhz);
+    let mut out = crate::measure::Checked {
+        declares: tlblab_kernel::exposure::declared(policy)
+            .iter()
+            .any(|d| d.mappings == tlblab_kernel::exposure::Mappings::User),
+        clock_mhz,
+        ..Default::default()
+    };
+    for i in 0..n {
+        let schedule = first_seed + (seed - first_seed) * n + i;
+        let mut k = tlblab_runs::scenario_kernel(
+            &prepared.spec,
+            policy,
+            (cpus, schedule, mechanisms),
+            (prepared.scenario, &part.params),
+            |k| {
+                k.enable_checker();
+                k.perturb(Cycles(defaults.max_ipi_delay));
+                k.disturb(Cycles(defaults.disturb_every));
+            },
+        )?;
+        prepared.scenario.run(&mut k, &part.params);
+        out.violations += k.violations().len() as u64;
+        out.exposure.extend(k.exposure().user);
+    }
+    Ok(out)
 }
 
 fn part_report(prepared: Prepared, runs: Vec<Vec<RunData>>, noise: f64) -> PartReport {

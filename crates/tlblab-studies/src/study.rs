@@ -47,6 +47,8 @@ pub enum Layout {
     Xpfo,
     /// S9: one curve per host setting over the vCPUs, PV flush against native IPIs.
     PvFlush,
+    /// S8: per part, speed, IPIs, the checker's verdict and exposure side by side.
+    Deferred,
 }
 
 /// A built-in study.
@@ -233,6 +235,17 @@ pub const STUDIES: &[Study] = &[
         layout: Layout::Xpfo,
         beyond: false,
         parts: s5_parts,
+    },
+    Study {
+        name: "s8-deferred",
+        short: "s8",
+        title: "Asynchronous and deferred shootdowns: LATR (2018), migrc and LUF (2023–2025) — speed beside the safety checker's verdict",
+        mirrors: "LATR (Kumar et al., ASPLOS'18: munmap and MADV_DONTNEED flushes left as per-CPU states applied at each CPU's next tick or context switch) on its own workloads, a munmap-latency microbenchmark and a multi-threaded web server that maps and unmaps files; and Byungchul Park's migrc / LUF RFCs (a migration's flush of read-only pages deferred until the page allocator reuses them) on a migration workload",
+        default_seeds: 3,
+        seeds_why: "3 seeds: seeds change each CPU's timer phase and the workload's random draws; each seed also checks 4 perturbed schedules with the safety checker (12 in all, as `sim check --schedules 12`)",
+        layout: Layout::Deferred,
+        beyond: true,
+        parts: crate::beyond_s8::s8_parts,
     },
     Study {
         name: "s9-pv-flush",

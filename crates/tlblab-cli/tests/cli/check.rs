@@ -174,7 +174,19 @@ fn every_known_bad_variant_is_caught_and_its_faithful_kernel_passes() {
         [&["-m", machine][..], &s, &["--pages", "1024", "--iterations", "6"]].concat()
     };
     let (collapse_skylake, collapse_zen4) = (collapse("skylake"), collapse("zen4"));
-    let cases: [(&str, &str, &[&str]); 7] = [
+    let migrate_readers = [
+        "-s",
+        "migrate-readers",
+        "--cpus",
+        "4",
+        "--tasks",
+        "3",
+        "--pages",
+        "16",
+        "--iterations",
+        "50",
+    ];
+    let cases: [(&str, &str, &[&str]); 8] = [
         ("bad-lazy-no-catch-up", "linux-6.18", &LAZY_READERS),
         ("bad-partial-flush", "linux-6.18", &shared_writers),
         ("bad-no-switching-check", "linux-6.18", &switching_readers),
@@ -201,6 +213,7 @@ fn every_known_bad_variant_is_caught_and_its_faithful_kernel_passes() {
         ),
         ("bad-collapse-no-freed-tables", "linux-6.18", &collapse_skylake),
         ("bad-invlpgb-2m-stride", "linux-6.18+invlpgb", &collapse_zen4),
+        ("bad-luf-reuse-without-flush", "luf", &migrate_readers),
     ];
     for (bad, good, scenario) in cases {
         let run = |policy: &str| {

@@ -10,12 +10,13 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
-const STUDIES: [(&str, &str); 6] = [
+const STUDIES: [(&str, &str); 7] = [
     ("s1-pti", "S1"),
     ("s2-pcid", "S2"),
     ("s3-la57", "S3"),
     ("s4-flush-info", "S4"),
     ("s5-xpfo", "S5"),
+    ("s8-deferred", "S8"),
     ("s9-pv-flush", "S9"),
 ];
 
@@ -507,4 +508,50 @@ fn a_list_of_studies_is_reported_as_all_is() {
     let e = one_error(tlblab().args(["study", "--only", "s2,s42", "--out"]).arg(&out), 2);
     assert!(e.contains("unknown study \"s42\""), "{e}");
     assert!(!out.exists(), "nothing is written before the names are checked");
+}
+
+/// S8: speed, IPIs, the checker's verdict and the exposure side by side. LATR takes the IPIs
+/// out of the munmap its caller waits for; migrc and LUF replace a flush per migration by one
+/// per reuse, pass the checker with exposure windows, and the known-bad control fails it.
+#[test]
+fn s8_quick_shows_speed_beside_the_checkers_verdict_and_exposure() {
+    let r = quick_json("s8");
+    assert_eq!(r["study"], "s8-deferred");
+    let mean = |part: &Value, policy_name: &str, key: &str| -> Option<f64> {
+        let p = policy(part, policy_name);
+        let m = p["measures"].as_array().unwrap().iter().find(|m| m["measure"] == key).unwrap();
+        m["mean"].as_f64()
+    };
+    let munmap = part(&r, "munmap-latency, 1 page");
+    assert!(
+        mean(munmap, "latr", "scenario_metric") < mean(munmap, "linux-6.18", "scenario_metric")
+    );
+    assert_eq!(mean(munmap, "latr", "ipis_per_op"), Some(0.0));
+    assert_eq!(mean(munmap, "linux-6.18", "ipis_per_op"), Some(15.0), "15 siblings per munmap");
+    assert_eq!(mean(munmap, "latr", "check_violations"), Some(0.0));
+    let migrate = part(&r, "migrate-readers");
+    for good in ["migrc", "luf"] {
+        assert_eq!(mean(migrate, good, "check_violations"), Some(0.0), "{good}");
+        assert!(mean(migrate, good, "check_exposure_median_us") > Some(0.0), "{good}");
+        assert!(
+            mean(migrate, good, "ipis_per_op") < mean(migrate, "linux-6.18", "ipis_per_op"),
+            "{good}"
+        );
+    }
+    assert!(mean(migrate, "bad-luf-reuse-without-flush", "check_violations") > Some(0.0));
+    // The baseline flushes before completion: it declares nothing.
+    let base = policy(migrate, "linux-6.18")["measures"].as_array().unwrap().clone();
+    let exposure = base.iter().find(|m| m["measure"] == "check_exposure_median_us").unwrap();
+    assert_eq!(exposure["note"], "nothing deferred");
+    let args = ["sim", "study", "s8", "--quick", "--seeds", "2"];
+    let text = String::from_utf8(stdout_of(args)).unwrap();
+    let row = |name: &str| {
+        text.lines()
+            .filter(|l| l.trim_start().starts_with(&format!("{name} ")))
+            .find(|l| l.trim_end().ends_with("pass") || l.contains("FAIL ("))
+            .unwrap_or_else(|| panic!("no side-by-side row for {name}: {text}"))
+            .to_string()
+    };
+    assert!(row("luf").trim_end().ends_with("pass"));
+    assert!(row("bad-luf-reuse-without-flush").contains("FAIL ("));
 }

@@ -27,7 +27,8 @@ use tlblab_types::{Access, AccessKind, CpuId, Page, PageSize, Pcid, Vpn};
 pub(crate) struct Declared {
     ctx_id: u64,
     gen: TlbGen,
-    initiator: CpuId,
+    /// The CPU that flushed itself (LATR); `None` when the deferral leaves it too (migrc, LUF).
+    initiator: Option<CpuId>,
 }
 
 /// A completed deferred operation.
@@ -152,12 +153,14 @@ impl Deferrals {
     }
 
     /// A declared catch-up point of `cpu`, which now runs the mm `running` (not lazily): a
-    /// window of that mm still open there was missed.
-    fn due(&mut self, cpu: CpuId, running: Option<u64>) {
+    /// window of that mm still open there (of an operation at or below generation `upto`,
+    /// when given) was missed.
+    fn due(&mut self, cpu: CpuId, running: Option<u64>, upto: Option<TlbGen>) {
         let Some(ctx_id) = running else { return };
         for i in 0..self.open[usize::from(cpu.0)].len() {
             let Open { op, missed } = self.open[usize::from(cpu.0)][i];
-            if !missed && self.ops[op].ctx_id == ctx_id {
+            let covered = upto.is_none_or(|g| self.ops[op].gen <= g);
+            if !missed && self.ops[op].ctx_id == ctx_id && covered {
                 self.open[usize::from(cpu.0)][i].missed = true;
                 self.missed += 1;
                 self.settle_on(cpu, op);
@@ -194,8 +197,16 @@ impl<O: Observer> Kernel<O> {
         let Some(ck) = self.check.as_deref_mut() else { return };
         let mm = info.mm.expect("deferred flushes are of an mm");
         let ctx_id = self.mms[mm.0 as usize].ctx_id;
-        let d = Declared { ctx_id, gen: info.new_tlb_gen, initiator: info.initiating_cpu };
+        let d = Declared { ctx_id, gen: info.new_tlb_gen, initiator: Some(info.initiating_cpu) };
         ck.deferral.declared.insert(t, d);
+    }
+
+    /// Task `t`'s running operation left the flush of its unmap of `mm`, which brought the mm
+    /// to generation `gen`, pending on every CPU, its own included (migrc, LUF).
+    pub(super) fn deferral_declared_gen(&mut self, t: TaskId, mm: crate::ids::MmId, gen: TlbGen) {
+        let ctx_id = self.mms[mm.0 as usize].ctx_id;
+        let Some(ck) = self.check.as_deref_mut() else { return };
+        ck.deferral.declared.insert(t, Declared { ctx_id, gen, initiator: None });
     }
 
     /// Task `t`'s operation completes: if it deferred its flush, the declaration and the
@@ -209,7 +220,7 @@ impl<O: Observer> Kernel<O> {
         let exposed = (0..self.cpus.len() as u16)
             .map(CpuId)
             .filter(|&c| {
-                c != d.initiator && behind(&self.cpus[usize::from(c.0)].tlb, d.ctx_id, d.gen)
+                Some(c) != d.initiator && behind(&self.cpus[usize::from(c.0)].tlb, d.ctx_id, d.gen)
             })
             .filter(|&c| changes.iter().any(|&(ctx, vpn, v)| self.holds_stale(c, ctx, vpn, v)))
             .collect();
@@ -259,14 +270,35 @@ impl<O: Observer> Kernel<O> {
             LoadedMm::Mm(m) if !st.is_lazy => Some(self.mms[m.0 as usize].ctx_id),
             _ => None,
         };
-        ck.deferral.due(cpu, running);
+        ck.deferral.due(cpu, running, None);
+    }
+
+    /// A declared catch-up point of `cpu` for the deferred operations of mm `ctx_id` up to
+    /// generation `upto` (migrc's and LUF's reuse of a page, or their other catch-ups), after
+    /// the flush it makes has been done.
+    pub(super) fn deferral_due_upto(&mut self, cpu: CpuId, ctx_id: u64, upto: TlbGen) {
+        let Some(ck) = self.check.as_deref_mut() else { return };
+        let st = &self.cpus[usize::from(cpu.0)].tlb;
+        let running = match st.loaded_mm {
+            LoadedMm::Mm(m) if !st.is_lazy && self.mms[m.0 as usize].ctx_id == ctx_id => {
+                Some(ctx_id)
+            }
+            _ => None,
+        };
+        ck.deferral.due(cpu, running, Some(upto));
     }
 
     /// The exposure of the declared deferrals so far: user mappings (`latr`, with the checker
     /// on) and kernel mappings (`xpfo-deferred`).
     pub fn exposure(&self) -> crate::exposure::RunExposure {
         crate::exposure::RunExposure {
-            user: self.check.as_deref().filter(|_| self.policy.latr).map(|ck| ck.deferral.log()),
+            user: self
+                .check
+                .as_deref()
+                .filter(|_| {
+                    self.policy.latr || self.policy.unmap_flush != crate::policy::UnmapFlush::Off
+                })
+                .map(|ck| ck.deferral.log()),
             kernel: (self.policy.xpfo == crate::policy::Xpfo::Deferred)
                 .then(|| self.xpfo.exposure_log(self.cpus.len())),
         }

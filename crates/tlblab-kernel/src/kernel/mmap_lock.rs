@@ -41,6 +41,7 @@ impl<O: Observer> Kernel<O> {
         match call {
             Syscall::Mmap { .. }
             | Syscall::MmapBeside { .. }
+            | Syscall::MmapFile { .. }
             | Syscall::Munmap { .. }
             | Syscall::Mprotect { .. } => Some(true),
             Syscall::MadviseDontneed { .. } => (!self.policy.vma_locks).then_some(false),

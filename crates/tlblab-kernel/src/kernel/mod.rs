@@ -26,6 +26,7 @@ mod idle;
 mod invlpgb;
 mod kflush;
 mod latr;
+mod luf;
 mod mitigations;
 mod mmap_lock;
 mod process;
@@ -354,6 +355,10 @@ pub(crate) struct Counters {
     pub la57_checks: u64,
     /// Pages unmapped by reclaim.
     pub reclaimed: u64,
+    /// migrc and LUF: pages freed with their flush pending, and catch-ups done.
+    pub luf_deferred_pages: u64,
+    /// See [`Counters::luf_deferred_pages`].
+    pub luf_catch_ups: u64,
     /// Tracepoint events by reason.
     pub tlb_flush: [u64; 6],
     /// Durations of preemption-disabled sections of `flush_tlb_mm_range()`.
@@ -427,6 +432,8 @@ pub struct Kernel<O: Observer> {
     xpfo: xpfo::XpfoTracker,
     /// LATR's per-CPU states (`Policy::latr`).
     latr: Option<Box<latr::Latr>>,
+    /// The page allocator's free lists and pending batches (`Policy::unmap_flush`).
+    page_alloc: Option<Box<luf::PageAlloc>>,
     global_asids: invlpgb::GlobalAsids,
     /// The mm reclaim scans first next time.
     reclaim_cursor: usize,
@@ -513,6 +520,7 @@ impl<O: Observer> Kernel<O> {
             });
         }
         latr::check_policy(policy)?;
+        luf::check_policy(policy)?;
         if let Some((_, message)) = policy.out_of_range() {
             return Err(KernelError::OutOfRange { policy: policy.name.clone(), message });
         }
@@ -572,6 +580,8 @@ impl<O: Observer> Kernel<O> {
             flush_sizes: FlushSizes::default(),
             xpfo: xpfo::XpfoTracker::new(n, policy.xpfo == crate::policy::Xpfo::Deferred),
             latr: policy.latr.then(|| Box::new(latr::Latr::new(n))),
+            page_alloc: (policy.unmap_flush != crate::policy::UnmapFlush::Off)
+                .then(|| Box::new(luf::PageAlloc::new(n))),
             global_asids: invlpgb::GlobalAsids::new(policy.pti != crate::policy::Pti::Off),
             reclaim_cursor: 0,
             observer,
@@ -849,6 +859,7 @@ impl<O: Observer> Kernel<O> {
     /// changes settle, and the page tables it freed must be gone from every paging-structure
     /// cache a CPU can translate with before a flush (docs/safety.md §5).
     fn op_completed(&mut self, t: TaskId) {
+        self.luf_completed(t);
         let deferred = self.deferred_exposure(t);
         let Some(ck) = &mut self.check else { return };
         let now = self.queue.now();

@@ -25,6 +25,7 @@ impl<O: Observer> Kernel<O> {
         let own = self.tasks[t.0 as usize].mm;
         let mut batch = CpuMask::new(self.cpus.len());
         let (mut unmapped, mut immediate, mut cleared) = (0, Vec::new(), Vec::new());
+        let mut freed = 0;
         let n = self.mms.len();
         for i in 0..n {
             if unmapped == pages {
@@ -43,6 +44,7 @@ impl<O: Observer> Kernel<O> {
                         break;
                     }
                     if matches!(pte, Pte::Present | Pte::Cow) {
+                        freed += u64::from(*pte == Pte::Present);
                         *pte = Pte::None;
                         unmapped += 1;
                         let vpn = vma.start.0 + i as u64;
@@ -59,6 +61,14 @@ impl<O: Observer> Kernel<O> {
             }
         }
         self.reclaim_cursor = (self.reclaim_cursor + 1) % n.max(1);
+        // The private pages go back to the allocator (COW-shared ones stay mapped elsewhere).
+        for _ in 0..freed {
+            self.page_freed(cpu);
+        }
+        // migrc: memory pressure flushes everything pending before direct reclaim.
+        let pressure = (self.policy.unmap_flush == crate::policy::UnmapFlush::Migrc)
+            .then(|| self.catch_up_all(t))
+            .flatten();
         self.counters.reclaimed += unmapped;
         for (mm, vpn) in cleared {
             self.pte_changed(t, mm, vpn);
@@ -73,6 +83,9 @@ impl<O: Observer> Kernel<O> {
         }
         for req in immediate.into_iter().rev() {
             self.push_flush(t, req);
+        }
+        if let Some(mask) = pressure {
+            self.push_batch_flush(t, mask);
         }
         Step::Spend(unmapped * self.costs.zap_pte.cycles, Mode::Sys)
     }

@@ -566,6 +566,10 @@ impl<O: Observer> Kernel<O> {
                 }
                 r.ops += 1;
                 r.last_op = now;
+                if let Some(begin) = r.span_begin.take() {
+                    r.span_cycles += now.0 - begin.0;
+                    r.spans += 1;
+                }
                 if let Some(image) = task.image {
                     // The loop's own code and data, once per iteration (its next one).
                     let touch =
@@ -575,6 +579,10 @@ impl<O: Observer> Kernel<O> {
                     self.push_frame(t, Frame::Touch { touch: data, done: 0 });
                     self.push_frame(t, Frame::Touch { touch: code, done: 0 });
                 }
+                Step::Next
+            }
+            Action::OpBegin => {
+                task.report.span_begin = Some(now);
                 Step::Next
             }
             Action::Exit => {
@@ -613,7 +621,9 @@ impl<O: Observer> Kernel<O> {
             let faults = match vma.ptes[index as usize] {
                 Pte::None => true,
                 Pte::ZeroPage | Pte::Cow => write,
-                Pte::Present => false,
+                // NOTE: a store to a read-only file mapping would be SIGSEGV; the model's
+                // programs only read them.
+                Pte::Present | Pte::File => false,
             };
             let page = Page::new(vma.vpn(index), PageSize::Size4K)
                 .expect("4 KiB pages are always aligned");
@@ -728,6 +738,19 @@ impl<O: Observer> Kernel<O> {
                 };
                 let old = vma.ptes[page as usize];
                 let vpn = vma.vpn(page).0;
+                if vma.file && old == Pte::None {
+                    let mapped = fault_around(vma, page);
+                    vma.touched = true;
+                    // NOTE: the zero-page fault is the measured path closest to a read fault on
+                    // a cached file page (both map an existing page, read-only, with nothing to
+                    // allocate or clear); each further page fault-around maps is charged a
+                    // PTE's zap cost (a PTE written and a page reference taken; unverified).
+                    let cycles = self.costs.page_fault_zero.cycles
+                        + (mapped - 1) * self.costs.zap_pte.cycles
+                        + self.la57_checks(LA57_CHECKS_FAULT);
+                    self.counters.page_faults += 1;
+                    return Step::Spend(cycles, Mode::Sys);
+                }
                 let (new, cost, flush) = match (old, write) {
                     (Pte::None, true) => (Pte::Present, self.costs.page_fault_anon.cycles, false),
                     (Pte::None, false) => (Pte::ZeroPage, self.costs.page_fault_zero.cycles, false),
@@ -736,10 +759,25 @@ impl<O: Observer> Kernel<O> {
                     (Pte::ZeroPage, _) => (Pte::Present, self.costs.page_fault_anon.cycles, true),
                     (Pte::Cow, _) => (Pte::Present, self.costs.page_fault_cow.cycles, true),
                     (Pte::Present, _) => (Pte::Present, 0, false),
+                    (Pte::File, _) => (Pte::File, 0, false),
                 };
                 vma.ptes[page as usize] = new;
                 vma.touched = true;
                 vma.anon_vma |= new == Pte::Present;
+                if new == Pte::Present && old != Pte::Present {
+                    // A new page from the allocator: migrc and LUF flush what is pending on it
+                    // first; LUF also flushes everything pending when a fault sets a writable
+                    // PTE.
+                    let mut flush = self.pages_allocated(cpu, t, (0, 1));
+                    if self.policy.unmap_flush == crate::policy::UnmapFlush::Luf {
+                        if let Some(all) = self.catch_up_all(t) {
+                            flush.get_or_insert_with(|| all.clone()).or(&all);
+                        }
+                    }
+                    if let Some(mask) = flush {
+                        self.push_batch_flush(t, mask);
+                    }
+                }
                 if flush {
                     self.pte_changed(t, mm, vpn);
                     self.push_flush(t, FlushRequest::pages(mm, vpn, vpn + 1, false));
@@ -842,7 +880,7 @@ impl<O: Observer> Kernel<O> {
                 }
                 Step::Next
             }
-            Syscall::Mmap { .. } | Syscall::MmapBeside { .. } => {
+            Syscall::Mmap { .. } | Syscall::MmapBeside { .. } | Syscall::MmapFile { .. } => {
                 // NOTE: a merge (vma_expand() of the neighbour) is charged what a new VMA is;
                 // the two were not measured apart.
                 let cycles = self.costs.mmap.cycles + self.la57_checks(LA57_CHECKS_MMAP);
@@ -852,6 +890,9 @@ impl<O: Observer> Kernel<O> {
                         m.mmap_beside(of, pages).unwrap_or_else(|| m.mmap(pages))
                     }
                     Syscall::Mmap { pages } => m.mmap(pages),
+                    // NOTE: charged what an anonymous mmap is (`mmap_region()` either way; the
+                    // file's `->mmap()` hook was not measured apart).
+                    Syscall::MmapFile { pages } => m.mmap_file(pages),
                     _ => unreachable!("matched above"),
                 };
                 self.tasks[t.0 as usize].last = Outcome::Mapped(vma);
@@ -984,6 +1025,9 @@ impl<O: Observer> Kernel<O> {
             }
             Syscall::Vfork { program } => self.sys_vfork(cpu, t, program),
             Syscall::Reclaim { pages } => self.sys_reclaim(cpu, t, pages),
+            Syscall::MovePages { vma, first, pages } => {
+                self.sys_move_pages(cpu, t, (vma, first, pages))
+            }
             Syscall::KernelFlush { pages } => {
                 let req = match pages {
                     Some(n) => KernelFlush::range(VMALLOC_PAGE, n, false),
@@ -1056,12 +1100,13 @@ impl<O: Observer> Kernel<O> {
     ) -> (u64, u64, u64) {
         let Some(v) = self.mms[mm.0 as usize].vma_mut(vma) else { return (0, 0, 0) };
         let (mut n, mut lo, mut hi) = (0, u64::MAX, 0);
-        let mut cleared = Vec::new();
+        let (mut cleared, mut freed) = (Vec::new(), 0);
         for i in first..first.saturating_add(pages).min(v.pages()) {
             if v.ptes[i as usize] != Pte::None {
                 // NOTE: XPFO frees every private page the zap drops, even one a fork still
                 // shares.
                 self.xpfo.unfreed += u64::from(v.ptes[i as usize] == Pte::Present);
+                freed += u64::from(v.ptes[i as usize] == Pte::Present);
                 v.ptes[i as usize] = Pte::None;
                 n += 1;
                 lo = lo.min(v.start.0 + i);
@@ -1073,6 +1118,10 @@ impl<O: Observer> Kernel<O> {
         }
         for vpn in cleared {
             self.pte_changed(t, mm, vpn);
+        }
+        let cpu = self.tasks[t.0 as usize].cpu;
+        for _ in 0..freed {
+            self.page_freed(cpu);
         }
         (n, lo, hi)
     }
@@ -1276,4 +1325,25 @@ impl<O: Observer> Kernel<O> {
             }
         }
     }
+}
+
+/// `fault_around_bytes` (mm/memory.c; default 64 KiB, debugfs `fault_around_bytes`) in pages.
+const FAULT_AROUND_PAGES: u64 = 16;
+
+/// `do_fault_around()` for a read fault on page `page` of file region `vma`: maps every page of
+/// the aligned 16-page window around it (clipped to the region) that is not mapped yet, as
+/// `filemap_map_pages()` maps the cached pages there; returns how many it mapped (the faulting
+/// page included).
+pub(super) fn fault_around(vma: &mut crate::mm::Vma, page: u64) -> u64 {
+    let vpn = vma.vpn(page).0;
+    let lo = (vpn & !(FAULT_AROUND_PAGES - 1)).max(vma.start.0) - vma.start.0;
+    let hi = ((vpn | (FAULT_AROUND_PAGES - 1)) + 1 - vma.start.0).min(vma.pages());
+    let mut mapped = 0;
+    for pte in &mut vma.ptes[lo as usize..hi as usize] {
+        if *pte == Pte::None {
+            *pte = Pte::File;
+            mapped += 1;
+        }
+    }
+    mapped
 }

@@ -5,6 +5,7 @@
 //! run's report. Memory references are at page granularity; `cycles_per_page` is the work a
 //! program does per page besides translation.
 
+mod deferred;
 mod kbuild;
 mod peers;
 mod stale;
@@ -113,6 +114,9 @@ pub enum Metric {
     /// The programs' own work done per second of elapsed time, in CPU-seconds per second
     /// (higher is better): a build's speed, also in a window of it.
     WorkRate,
+    /// Microseconds per timed span of the first task (`Action::OpBegin` to `Action::Op`): a
+    /// system call's latency as its caller sees it (lower is better).
+    MicrosPerSpan,
 }
 
 impl Metric {
@@ -123,6 +127,7 @@ impl Metric {
             Metric::OpsPerSecond => "ops/s",
             Metric::Seconds => "s",
             Metric::WorkRate => "CPU-s/s",
+            Metric::MicrosPerSpan => "µs/call",
         }
     }
 
@@ -150,6 +155,13 @@ impl Metric {
                 let work: u64 = r.tasks.iter().map(|t| t.work_cycles).sum();
                 work as f64 / r.elapsed_cycles.max(1) as f64
             }
+            Metric::MicrosPerSpan => {
+                let t = &r.tasks[0];
+                if t.spans == 0 {
+                    return f64::NAN;
+                }
+                r.micros(t.span_cycles as f64) / t.spans as f64
+            }
         }
     }
 }
@@ -172,6 +184,9 @@ enum Kind {
     CollapseReaders,
     TlbFlush2,
     Storm,
+    MunmapLatency,
+    WebServer,
+    MigrateReaders,
 }
 
 /// A built-in scenario.
@@ -331,6 +346,30 @@ pub const SCENARIOS: &[ScenarioInfo] = &[
         default_window_ms: 0,
         kind: Kind::CollapseReaders,
     },
+    ScenarioInfo {
+        name: "munmap-latency",
+        description: "LATR's munmap microbenchmark (S8): --tasks threads of one process, one per CPU; thread 0 loops { mmap --pages pages beside a kept page; write them; munmap them } while the others spin in user mode; µs per munmap as its caller sees it",
+        metric: Metric::MicrosPerSpan,
+        min_cpus: |p| p.tasks,
+        default_window_ms: 0,
+        kind: Kind::MunmapLatency,
+    },
+    ScenarioInfo {
+        name: "webserver",
+        description: "LATR's web-server workload (S8): --tasks worker threads of one process, one per CPU, each serving --iterations static-file requests as Apache does with EnableMMAP: mmap the file (shared, read-only, in the page cache; sizes from SPECweb99's file mix), read it (--cycles-per-page to copy a page), munmap; requests/s",
+        metric: Metric::OpsPerSecond,
+        min_cpus: |p| p.tasks,
+        default_window_ms: 0,
+        kind: Kind::WebServer,
+    },
+    ScenarioInfo {
+        name: "migrate-readers",
+        description: "for migrc and LUF (S8): --tasks reader threads (CPUs 1…N) read a shared read-only 2 MiB file mapping in a loop while thread 0 loops { move_pages() the next --pages of its pages to the other node }, round the region; µs per migration",
+        metric: Metric::MicrosPerOp,
+        min_cpus: |p| p.tasks + 1,
+        default_window_ms: 0,
+        kind: Kind::MigrateReaders,
+    },
 ];
 
 /// Looks up a scenario.
@@ -420,6 +459,9 @@ impl ScenarioInfo {
             Kind::MadviseScale => spread(k, p.tasks, false, || madvise(1)),
             Kind::TlbFlush2 => peers::install_tlb_flush2(k, p),
             Kind::Storm => peers::install_storm(k, p),
+            Kind::MunmapLatency => deferred::install_munmap_latency(k, p),
+            Kind::WebServer => deferred::install_webserver(k, p),
+            Kind::MigrateReaders => deferred::install_migrate_readers(k, p),
             Kind::PthreadMmap => spread(k, p.tasks, true, || Box::new(MmapRounds::new(p))),
             Kind::RtLatency => {
                 let main = k.spawn_process(madvise(1), CpuId(0), true);

@@ -463,6 +463,7 @@ mod idle;
 mod invlpgb;
 mod kflush;
 mod latr;
+mod luf;
 mod mechanisms;
 mod mitigations;
 mod munmap;
