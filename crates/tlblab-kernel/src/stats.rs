@@ -175,6 +175,8 @@ pub struct KernelReport {
     pub reclaimed: u64,
     /// `mmap_lock` acquisitions and waits.
     pub mmap_lock: MmapLockStats,
+    /// `mm_cpumask` writes, reads and cache-line transfers (docs/kernel-model.md).
+    pub cpumask: crate::cpumask::CpumaskStats,
     /// XPFO's unmaps and exposure windows (`None` without XPFO).
     pub xpfo: Option<XpfoReport>,
     /// `tlb:tlb_flush` events by reason name.
@@ -213,6 +215,7 @@ impl KernelReport {
             la57_checks: counters.la57_checks,
             reclaimed: counters.reclaimed,
             mmap_lock: counters.mmap_lock,
+            cpumask: counters.cpumask,
             xpfo: k.xpfo_report(),
             tlb_flush: TlbFlushReason::ALL
                 .iter()

@@ -11,10 +11,11 @@ pub fn tlblab() -> Command {
 }
 
 /// The built-in machine presets, in the order `sim machines` lists them.
-pub const PRESETS: [&str; 9] = [
+pub const PRESETS: [&str; 10] = [
     "skylake",
     "skylake-kvm",
     "skylake-server",
+    "skylake-sp-2s",
     "ivybridge",
     "icelake-server",
     "sapphire-rapids",

@@ -163,8 +163,10 @@ impl<O: Observer> Kernel<O> {
         if let Some(mm) = info.mm.filter(|&m| loaded != LoadedMm::Mm(m)) {
             // The IPI found a CPU whose mm_cpumask bit is stale (6.14+ lazy mask): it drops it.
             if self.policy.lazy_cpumask {
+                let moved = self.cpumask_write(cpu, mm);
                 self.mms[mm.0 as usize].cpumask.clear(cpu);
                 self.trace(cpu, TlbFlushReason::RemoteWrongCpu, 0);
+                return cycles + moved;
             }
             return cycles;
         }

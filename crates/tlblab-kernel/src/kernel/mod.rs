@@ -17,6 +17,7 @@
 
 mod acct;
 mod check;
+mod cpumask_line;
 mod deferral;
 mod disturb;
 mod flush;
@@ -335,6 +336,8 @@ struct PerCpu {
     acct: acct::Acct,
     /// Its idle state.
     cstate: idle::CpuIdle,
+    /// Cycles of `mm_cpumask` line transfers of the switch under way, not yet spent.
+    cpumask_cycles: u64,
 }
 
 /// The counters the kernel keeps.
@@ -359,6 +362,8 @@ pub(crate) struct Counters {
     pub preempt_off: Vec<u64>,
     /// `mmap_lock` acquisitions and waits.
     pub mmap_lock: crate::stats::MmapLockStats,
+    /// `mm_cpumask` writes, reads and cache-line transfers.
+    pub cpumask: crate::cpumask::CpumaskStats,
 }
 
 /// Settings of one run.
@@ -625,6 +630,7 @@ impl<O: Observer> Kernel<O> {
                 disturbed: false,
                 acct: acct::Acct::new(idle, Cycles(0)),
                 cstate: idle::CpuIdle::default(),
+                cpumask_cycles: 0,
             });
             k.enter_idle(cpu, Cycles(0));
             // Each CPU's tick phase is drawn from the seed: the one source of variation between

@@ -456,6 +456,7 @@ fn runs_are_deterministic() {
 
 mod acct;
 mod check;
+mod cpumask;
 mod files;
 mod guest;
 mod idle;
