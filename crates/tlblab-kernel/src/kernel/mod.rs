@@ -16,6 +16,7 @@
 //! host's flush at entry comes before anything the vCPU runs at that time.
 
 mod acct;
+mod channel;
 mod check;
 mod cpumask_line;
 mod deferral;
@@ -35,6 +36,7 @@ mod switch;
 mod vcpu;
 mod xpfo;
 
+pub use channel::{ChannelId, ChannelKind, ChannelStats};
 pub use check::{Violation, ViolationKind};
 pub use flush::{FlushRequest, FlushTlbInfo, FLUSH_ALL_END, PAGE_SHIFT};
 
@@ -425,6 +427,8 @@ pub struct Kernel<O: Observer> {
     calls: Vec<Call>,
     free_calls: Vec<CallId>,
     eventfds: Vec<(u64, Vec<TaskId>)>,
+    /// Pipes and sockets (`kernel/channel.rs`).
+    channels: Vec<channel::Channel>,
     last_mm_ctx_id: u64,
     counters: Counters,
     flush_sizes: FlushSizes,
@@ -566,6 +570,7 @@ impl<O: Observer> Kernel<O> {
             calls: Vec::new(),
             free_calls: Vec::new(),
             eventfds: Vec::new(),
+            channels: Vec::new(),
             last_mm_ctx_id: 1,
             counters: Counters {
                 irq_tlb: vec![0; n],

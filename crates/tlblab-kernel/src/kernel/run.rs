@@ -1004,6 +1004,9 @@ impl<O: Observer> Kernel<O> {
             Syscall::Fork { program } => self.sys_fork(cpu, t, program),
             Syscall::Exec { program } => self.sys_exec(cpu, t, program),
             Syscall::Wait { child } => self.sys_wait(cpu, t, child),
+            Syscall::ChannelWrite { ch } => self.sys_channel_write(cpu, t, ch),
+            Syscall::ChannelRead { ch } => self.sys_channel_read(cpu, t, ch),
+            Syscall::ChannelPoll { ch } => self.sys_channel_poll(cpu, t, ch),
             Syscall::IrqsOff { cycles } => {
                 self.cpus[usize::from(cpu.0)].irqs_off = true;
                 self.push_frame(

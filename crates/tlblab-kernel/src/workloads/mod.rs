@@ -5,6 +5,7 @@
 //! run's report. Memory references are at page granularity; `cycles_per_page` is the work a
 //! program does per page besides translation.
 
+pub mod hackbench;
 mod kbuild;
 mod peers;
 mod stale;
@@ -79,6 +80,16 @@ pub struct Params {
     /// Windowed runs: simulated time run before the window but not measured, ms (0: none).
     /// Every counter starts after it ([`Kernel::start_measuring`]).
     pub warmup_ms: u64,
+    /// `hackbench --groups`: groups of senders and receivers.
+    pub groups: usize,
+    /// `hackbench --fds`: senders and receivers per group.
+    pub fds: usize,
+    /// `hackbench --loops`: messages each sender writes to each receiver of its group.
+    pub loops: u64,
+    /// `hackbench --datasize`: bytes per message.
+    pub datasize: u64,
+    /// `hackbench --pipe`: pipes instead of AF_UNIX stream sockets.
+    pub pipe: bool,
 }
 
 impl Default for Params {
@@ -96,6 +107,12 @@ impl Default for Params {
             window_ms: 0,
             burst_us: 20,
             warmup_ms: 0,
+            // hackbench.c's own defaults.
+            groups: 10,
+            fds: 20,
+            loops: 100,
+            datasize: 100,
+            pipe: false,
         }
     }
 }
@@ -113,6 +130,9 @@ pub enum Metric {
     /// The programs' own work done per second of elapsed time, in CPU-seconds per second
     /// (higher is better): a build's speed, also in a window of it.
     WorkRate,
+    /// Seconds between the first and the last operation mark of the task that times itself
+    /// (hackbench's `Time:`: from the start signal to the last worker reaped; lower is better).
+    TimedSeconds,
 }
 
 impl Metric {
@@ -121,7 +141,7 @@ impl Metric {
         match self {
             Metric::MicrosPerOp => "µs/op",
             Metric::OpsPerSecond => "ops/s",
-            Metric::Seconds => "s",
+            Metric::Seconds | Metric::TimedSeconds => "s",
             Metric::WorkRate => "CPU-s/s",
         }
     }
@@ -150,6 +170,12 @@ impl Metric {
                 let work: u64 = r.tasks.iter().map(|t| t.work_cycles).sum();
                 work as f64 / r.elapsed_cycles.max(1) as f64
             }
+            Metric::TimedSeconds => r
+                .tasks
+                .iter()
+                .filter(|t| t.ops >= 2)
+                .map(|t| r.micros((t.last_op.0 - t.first_op.0) as f64) / 1e6)
+                .fold(f64::NAN, f64::max),
         }
     }
 }
@@ -171,6 +197,7 @@ enum Kind {
     SwitchingReaders,
     TlbFlush2,
     Storm,
+    Hackbench,
 }
 
 /// A built-in scenario.
@@ -322,6 +349,14 @@ pub const SCENARIOS: &[ScenarioInfo] = &[
         default_window_ms: 0,
         kind: Kind::SwitchingReaders,
     },
+    ScenarioInfo {
+        name: "hackbench",
+        description: "rt-tests hackbench: --groups groups (default 10) of --fds receivers and --fds senders (default 20) over socketpairs or --pipe pipes, processes or threads (--mode; hackbench's default is processes); each sender writes --loops messages (default 100) of --datasize bytes (default 100) to each receiver of its group; seconds from the start signal to the last worker reaped (hackbench's Time:)",
+        metric: Metric::TimedSeconds,
+        min_cpus: |_| 1,
+        default_window_ms: 0,
+        kind: Kind::Hackbench,
+    },
 ];
 
 /// Looks up a scenario.
@@ -411,6 +446,25 @@ impl ScenarioInfo {
             Kind::MadviseScale => spread(k, p.tasks, false, || madvise(1)),
             Kind::TlbFlush2 => peers::install_tlb_flush2(k, p),
             Kind::Storm => peers::install_storm(k, p),
+            Kind::Hackbench => {
+                if p.groups == 0 || p.fds == 0 || p.loops == 0 {
+                    return Err(ScenarioError::BadParameter {
+                        scenario: self.name,
+                        message: "--groups, --fds and --loops must be at least 1".into(),
+                    });
+                }
+                if !(1..=hackbench::MAX_DATASIZE).contains(&p.datasize) {
+                    return Err(ScenarioError::BadParameter {
+                        scenario: self.name,
+                        message: format!(
+                            "--datasize {} is outside 1 to {} bytes (one page: an atomic pipe write, one linear skb)",
+                            p.datasize,
+                            hackbench::MAX_DATASIZE
+                        ),
+                    });
+                }
+                hackbench::install(k, p);
+            }
             Kind::PthreadMmap => spread(k, p.tasks, true, || Box::new(MmapRounds::new(p))),
             Kind::RtLatency => {
                 let main = k.spawn_process(madvise(1), CpuId(0), true);
