@@ -27,6 +27,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod beyond_s7;
 mod error;
 pub mod measure;
 pub mod render;

@@ -64,6 +64,14 @@ pub enum Measure {
     ExposureMaxUs,
     /// Exposure windows still open when the run ended (censored).
     ExposureCensored,
+    /// Moves of `mm_cpumask` cache lines between CPUs (locked bit writes and reads that found
+    /// the line in another CPU's cache), every mm together.
+    CpumaskLineTransfers,
+    /// Locked `mm_cpumask` bit sets and clears, every mm together.
+    CpumaskWrites,
+    /// will-it-scale's per-thread figure: operations per second per task (the tasks that did
+    /// any), higher is better.
+    OpsPerTaskPerSecond,
 }
 
 /// Why a run has no value for a measure.
@@ -98,6 +106,9 @@ impl Measure {
         Measure::ExposureP99Us,
         Measure::ExposureMaxUs,
         Measure::ExposureCensored,
+        Measure::CpumaskLineTransfers,
+        Measure::CpumaskWrites,
+        Measure::OpsPerTaskPerSecond,
     ];
 
     /// The key in JSON.
@@ -126,6 +137,9 @@ impl Measure {
             Measure::ExposureP99Us => "exposure_p99_us",
             Measure::ExposureMaxUs => "exposure_max_us",
             Measure::ExposureCensored => "exposure_censored",
+            Measure::CpumaskLineTransfers => "cpumask_line_transfers",
+            Measure::CpumaskWrites => "cpumask_writes",
+            Measure::OpsPerTaskPerSecond => "ops_per_task_per_second",
         }
     }
 
@@ -155,6 +169,9 @@ impl Measure {
             Measure::ExposureP99Us => "exposure p99 µs",
             Measure::ExposureMaxUs => "exposure max µs",
             Measure::ExposureCensored => "exposure censored",
+            Measure::CpumaskLineTransfers => "cpumask line transfers",
+            Measure::CpumaskWrites => "cpumask writes",
+            Measure::OpsPerTaskPerSecond => "ops/s per task",
         }
     }
 
@@ -163,6 +180,7 @@ impl Measure {
     pub fn lower_is_better(self, metric: Metric) -> bool {
         match self {
             Measure::ScenarioMetric => metric.lower_is_better(),
+            Measure::OpsPerTaskPerSecond => false,
             _ => true,
         }
     }
@@ -193,7 +211,10 @@ impl Measure {
             | Measure::IpisReceived
             | Measure::FullFlushes
             | Measure::XpfoFullFlushes
-            | Measure::ExposureCensored => 0,
+            | Measure::ExposureCensored
+            | Measure::CpumaskLineTransfers
+            | Measure::CpumaskWrites
+            | Measure::OpsPerTaskPerSecond => 0,
         }
     }
 
@@ -281,6 +302,15 @@ impl Measure {
                     _ => Ok(x.censored as f64),
                 }
             }
+            Measure::CpumaskLineTransfers => Ok(r.cpumask.transfers as f64),
+            Measure::CpumaskWrites => Ok(r.cpumask.writes as f64),
+            Measure::OpsPerTaskPerSecond => {
+                let tasks = r.tasks.iter().filter(|t| t.ops > 0).count();
+                if tasks == 0 || r.elapsed_cycles == 0 {
+                    return Err("no operation completed");
+                }
+                Ok(ops as f64 / (r.micros(r.elapsed_cycles as f64) / 1e6) / tasks as f64)
+            }
         }
     }
 
@@ -310,6 +340,9 @@ impl Measure {
             Measure::ExposureP99Us => "99th percentile of the exposure windows, µs",
             Measure::ExposureMaxUs => "longest exposure window, µs",
             Measure::ExposureCensored => "exposure windows still open when the run ended",
+            Measure::CpumaskLineTransfers => "moves of mm_cpumask cache lines between CPUs: locked bit sets and clears, and reads (the 6.14 test before a set, flush initiators' mask scans), that found the line in another CPU's cache; every mm together (docs/kernel-model.md)",
+            Measure::CpumaskWrites => "locked mm_cpumask bit sets and clears (switches, and 6.14's clear by a flush IPI on a CPU that left the mm), every mm together",
+            Measure::OpsPerTaskPerSecond => "operations per second per task that did any (will-it-scale's per-thread ops)",
         }
     }
 }
