@@ -1273,6 +1273,9 @@ interval excludes 1 (ratios need --seeds 2 or more). Each study has its own form
                  count, *…* = significant) and rt-latency (preemption-off max and p99)
   s5-xpfo        system and elapsed seconds, IPIs sent and received, full flushes, and the
                  exposure window (median, p99, max µs; censored windows)
+  s7-lazy-cpumask  hackbench seconds (processes and threads, sockets and pipes) and
+                 tlb-flush2 ops/s (and per task), IPIs sent, mm_cpumask line transfers and
+                 writes
 
 --without NAME[,NAME…] switches model mechanisms off in every run (`tlblab sim mechanisms`
 lists them; the header says which). --explain adds, per part, a table of its headline measure
@@ -1299,7 +1302,7 @@ Examples:
 #[derive(Debug, Args)]
 #[command(after_help = STUDY_AFTER_HELP)]
 pub struct StudyArgs {
-    /// The study: s1-pti, s2-pcid, s3-la57, s4-flush-info, s5-xpfo (or S1…S5), a
+    /// The study: s1-pti, s2-pcid, s3-la57, s4-flush-info, s5-xpfo, s7-lazy-cpumask (or S1…S5, S7), a
     /// comma-separated list of them (`s2,s4`: reported as `all` is), `all` to run them all, or
     /// `list` to name them.
     #[arg(value_name = "NAME")]
