@@ -8,7 +8,7 @@ fn text_of(args: &[&std::ffi::OsStr]) -> String {
 }
 
 #[test]
-fn machines_lists_all_nine_presets() {
+fn machines_lists_every_builtin_preset() {
     let text = text_of(&["sim".as_ref(), "machines".as_ref()]);
     let names: Vec<&str> = text
         .lines()
