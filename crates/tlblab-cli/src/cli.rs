@@ -1119,9 +1119,10 @@ pub struct ScenarioParams {
     /// munmap-threads, tlb-flush2, madvise-scale, pthread-mmap: tasks.
     #[arg(long, default_value_t = 4)]
     pub tasks: usize,
-    /// munmap-threads, tlb-flush2: threads of one process, or processes.
-    #[arg(long, value_enum, default_value = "threads")]
-    pub mode: ModeArg,
+    /// munmap-threads, tlb-flush2, hackbench: threads of one process, or processes (default:
+    /// threads; for hackbench processes, as hackbench's own default).
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeArg>,
     /// storm: munmap or mprotect.
     #[arg(long, value_enum, default_value = "munmap")]
     pub op: StormOpArg,
@@ -1146,17 +1147,36 @@ pub struct ScenarioParams {
     /// measured, ms; every counter starts after it (default 0: none).
     #[arg(long, default_value_t = 0)]
     pub warmup_ms: u64,
+    /// hackbench: groups of senders and receivers.
+    #[arg(long, default_value_t = 10)]
+    pub groups: usize,
+    /// hackbench: senders and receivers per group.
+    #[arg(long, default_value_t = 20)]
+    pub fds: usize,
+    /// hackbench: messages each sender writes to each receiver of its group.
+    #[arg(long, default_value_t = 100)]
+    pub loops: u64,
+    /// hackbench: bytes per message.
+    #[arg(long, default_value_t = 100)]
+    pub datasize: u64,
+    /// hackbench: pipes instead of AF_UNIX stream sockets.
+    #[arg(long)]
+    pub pipe: bool,
 }
 
 impl ScenarioParams {
-    /// As the kernel model takes them.
-    pub fn to_params(&self) -> tlblab_kernel::workloads::Params {
+    /// As the kernel model takes them, for `scenario` (whose default mode it picks).
+    pub fn to_params(&self, scenario: &str) -> tlblab_kernel::workloads::Params {
+        let threads = match self.mode {
+            Some(mode) => matches!(mode, ModeArg::Threads),
+            None => scenario != "hackbench",
+        };
         tlblab_kernel::workloads::Params {
             iterations: self.iterations,
             touch: self.touch,
             busy: self.busy,
             tasks: self.tasks,
-            threads: matches!(self.mode, ModeArg::Threads),
+            threads,
             op: match self.op {
                 StormOpArg::Munmap => tlblab_kernel::workloads::StormOp::Munmap,
                 StormOpArg::Mprotect => tlblab_kernel::workloads::StormOp::Mprotect,
@@ -1167,6 +1187,11 @@ impl ScenarioParams {
             window_ms: self.window_ms,
             burst_us: self.burst_us,
             warmup_ms: self.warmup_ms,
+            groups: self.groups,
+            fds: self.fds,
+            loops: self.loops,
+            datasize: self.datasize,
+            pipe: self.pipe,
         }
     }
 }
@@ -1248,6 +1273,9 @@ interval excludes 1 (ratios need --seeds 2 or more). Each study has its own form
                  count, *…* = significant) and rt-latency (preemption-off max and p99)
   s5-xpfo        system and elapsed seconds, IPIs sent and received, full flushes, and the
                  exposure window (median, p99, max µs; censored windows)
+  s7-lazy-cpumask  hackbench seconds (processes and threads, sockets and pipes) and
+                 tlb-flush2 ops/s (and per task), IPIs sent, mm_cpumask line transfers and
+                 writes
   s9-pv-flush    one mmtests-style table per measure and curve (madvise-busy, tlb-flush2;
                  posted interrupts or not; overcommit 1×, 1.5×, 2×) over 4 … 64 vCPUs: the
                  scenario's metric, IPIs sent, PV flushes left to the host, steal %
@@ -1277,7 +1305,7 @@ Examples:
 #[derive(Debug, Args)]
 #[command(after_help = STUDY_AFTER_HELP)]
 pub struct StudyArgs {
-    /// The study: s1-pti, s2-pcid, s3-la57, s4-flush-info, s5-xpfo, s9-pv-flush (or S1…S9), a
+    /// The study: s1-pti, s2-pcid, s3-la57, s4-flush-info, s5-xpfo, s7-lazy-cpumask, s8-deferred, s9-pv-flush (or S1…S9), a
     /// comma-separated list of them (`s2,s4`: reported as `all` is), `all` to run them all, or
     /// `list` to name them.
     #[arg(value_name = "NAME")]

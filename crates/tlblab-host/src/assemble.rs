@@ -156,6 +156,8 @@ pub fn build(facts: &HostFacts) -> Result<HostPreset, HostError> {
         }),
         guest,
         mitigations,
+        // One socket assumed: the host's package count is not probed.
+        topology: None,
     };
     let body = toml::to_string(&raw).map_err(|e| HostError::Serialize(e.to_string()))?;
     let mut text = String::new();

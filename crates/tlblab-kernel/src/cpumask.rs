@@ -72,6 +72,28 @@ impl CpuMask {
     }
 }
 
+/// Who holds an mm's `mm_cpumask` line (MESI-like: one modified owner, or shared copies).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CpumaskLine {
+    /// The CPU that wrote it last, while nobody has read it since.
+    pub(crate) owner: Option<u16>,
+    /// CPUs holding a shared copy (the last writer among them, once another CPU read it).
+    pub(crate) sharers: Vec<u16>,
+}
+
+/// Transfers of `mm_cpumask` lines over a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CpumaskStats {
+    /// Locked bit sets and clears.
+    pub writes: u64,
+    /// Reads by `cpumask_test_cpu()` before a set (6.14+) and by flush initiators.
+    pub reads: u64,
+    /// Line moves between CPUs (writes and reads that found the line elsewhere).
+    pub transfers: u64,
+    /// Of those, moves that crossed sockets.
+    pub remote_transfers: u64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -56,8 +56,8 @@ pub mod tlb_state;
 pub mod workloads;
 
 pub use kernel::{
-    FlushRequest, FlushTlbInfo, Kernel, KernelConfig, KernelError, Violation, ViolationKind,
-    FLUSH_ALL_END, PAGE_SHIFT,
+    ChannelId, ChannelKind, ChannelStats, FlushRequest, FlushTlbInfo, Kernel, KernelConfig,
+    KernelError, Violation, ViolationKind, FLUSH_ALL_END, PAGE_SHIFT,
 };
 pub use mechanisms::{EffectStatus, Mechanism, Mechanisms};
 pub use observer::{

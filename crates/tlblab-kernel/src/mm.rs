@@ -98,6 +98,8 @@ pub struct Mm {
     pub mmap_lock: MmapLock,
     /// Where the next image region starts (bottom-up from the executable's base).
     pub image_next: u64,
+    /// Who holds the cache line of `cpumask` (its writes and reads cost transfers).
+    pub cpumask_line: crate::cpumask::CpumaskLine,
 }
 
 /// `mm->mmap_lock`, a read-write semaphore (`kernel/locking/rwsem.c`): its holders, the tasks
@@ -182,6 +184,7 @@ impl Mm {
             mmap_next: MMAP_BASE,
             mmap_lock: MmapLock::default(),
             image_next: IMAGE_BASE,
+            cpumask_line: Default::default(),
         }
     }
 

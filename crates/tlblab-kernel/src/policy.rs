@@ -387,11 +387,30 @@ fn linux_4_13() -> Policy {
     }
 }
 
+fn linux_6_13() -> Policy {
+    Policy {
+        name: "linux-6.13".into(),
+        mirrors: "Linux 6.13 arch/x86/mm/tlb.c: eager mm_cpumask (a CPU's bit cleared in the previous mm and set in the next at every switch between mms), no trimming".into(),
+        // 209954cbc7d0 and 6db2526c1d69 came in 6.14.
+        lazy_cpumask: false,
+        trim_cpumask: false,
+        // fea4e317f9e7 (6.15) only matters with the lazy mask's loaded_mm test.
+        loaded_mm_switching_check: false,
+        // CONFIG_PT_RECLAIM came in 6.14.
+        pt_reclaim: false,
+        // NOTE: 6.13 has per-VMA locks for page faults (6.4) but MADV_DONTNEED still takes
+        // mmap_lock for read (6.16 changed that); `vma_locks` covers both, and is kept on so
+        // that S7 compares the mm_cpumask rules alone (docs/studies.md, S7).
+        ..linux_6_18()
+    }
+}
+
 const BASES: &[Base] = &[
     Base { name: "linux-4.13", build: linux_4_13 },
     Base { name: "linux-4.14-nopcid", build: linux_4_14_nopcid },
     Base { name: "linux-4.14", build: linux_4_14 },
     Base { name: "linux-6.18", build: linux_6_18 },
+    Base { name: "linux-6.13", build: linux_6_13 },
 ];
 
 const VARIANTS: &[Variant] = &[
@@ -526,6 +545,12 @@ const VARIANTS: &[Variant] = &[
         default_base: "linux-6.18",
         mirrors: "KNOWN BAD (for the safety checker): 6.14's should_flush_tlb(), which skips a CPU in LOADED_MM_SWITCHING (CVE-2025-37964, fixed by fea4e317f9e7 in 6.15)",
         apply: |p| p.loaded_mm_switching_check = false,
+    },
+    Variant {
+        name: "no-trim-cpumask",
+        default_base: "linux-6.18",
+        mirrors: "6.14's lazy mm_cpumask (209954cbc7d0) without its once-a-second trimming (6db2526c1d69): stale bits are dropped only by flushes that reach them anyway",
+        apply: |p| p.trim_cpumask = false,
     },
     Variant {
         name: "bad-collapse-no-freed-tables",

@@ -167,6 +167,22 @@ pub enum Syscall {
         /// How long.
         cycles: u64,
     },
+    /// `write()` of one message to a pipe or socket, sleeping while it is full
+    /// (`Kernel::channel`).
+    ChannelWrite {
+        /// The pipe or socket.
+        ch: crate::ChannelId,
+    },
+    /// `read()` of one message from a pipe or socket, sleeping while it is empty.
+    ChannelRead {
+        /// The pipe or socket.
+        ch: crate::ChannelId,
+    },
+    /// `poll(POLLIN)` on a pipe or socket: sleeps until it holds data, taking none.
+    ChannelPoll {
+        /// The pipe or socket.
+        ch: crate::ChannelId,
+    },
 }
 
 /// One step of a program.

@@ -192,6 +192,8 @@ pub struct KernelReport {
     pub luf_catch_ups: u64,
     /// `mmap_lock` acquisitions and waits.
     pub mmap_lock: MmapLockStats,
+    /// `mm_cpumask` writes, reads and cache-line transfers (docs/kernel-model.md).
+    pub cpumask: crate::cpumask::CpumaskStats,
     /// XPFO's unmaps and exposure windows (`None` without XPFO).
     pub xpfo: Option<XpfoReport>,
     /// `tlb:tlb_flush` events by reason name.
@@ -248,6 +250,7 @@ impl KernelReport {
             luf_deferred_pages: counters.luf_deferred_pages,
             luf_catch_ups: counters.luf_catch_ups,
             mmap_lock: counters.mmap_lock,
+            cpumask: counters.cpumask,
             xpfo: k.xpfo_report(),
             tlb_flush: TlbFlushReason::ALL
                 .iter()

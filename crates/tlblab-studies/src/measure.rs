@@ -82,6 +82,14 @@ pub enum Measure {
     CheckExposureP99Us,
     /// Longest of those windows, µs.
     CheckExposureMaxUs,
+    /// Moves of `mm_cpumask` cache lines between CPUs (locked bit writes and reads that found
+    /// the line in another CPU's cache), every mm together.
+    CpumaskLineTransfers,
+    /// Locked `mm_cpumask` bit sets and clears, every mm together.
+    CpumaskWrites,
+    /// will-it-scale's per-thread figure: operations per second per task (the tasks that did
+    /// any), higher is better.
+    OpsPerTaskPerSecond,
 }
 
 /// Checked schedules per seed when a part reports a `Check*` measure: seed `s` of a study
@@ -145,6 +153,9 @@ impl Measure {
         Measure::CheckExposureMedianUs,
         Measure::CheckExposureP99Us,
         Measure::CheckExposureMaxUs,
+        Measure::CpumaskLineTransfers,
+        Measure::CpumaskWrites,
+        Measure::OpsPerTaskPerSecond,
     ];
 
     /// Whether the measure comes from checked schedules rather than the run's report.
@@ -213,6 +224,9 @@ impl Measure {
             Measure::CheckExposureMedianUs => "check_exposure_median_us",
             Measure::CheckExposureP99Us => "check_exposure_p99_us",
             Measure::CheckExposureMaxUs => "check_exposure_max_us",
+            Measure::CpumaskLineTransfers => "cpumask_line_transfers",
+            Measure::CpumaskWrites => "cpumask_writes",
+            Measure::OpsPerTaskPerSecond => "ops_per_task_per_second",
         }
     }
 
@@ -249,6 +263,9 @@ impl Measure {
             Measure::CheckExposureMedianUs => "user exposure median µs",
             Measure::CheckExposureP99Us => "user exposure p99 µs",
             Measure::CheckExposureMaxUs => "user exposure max µs",
+            Measure::CpumaskLineTransfers => "cpumask line transfers",
+            Measure::CpumaskWrites => "cpumask writes",
+            Measure::OpsPerTaskPerSecond => "ops/s per task",
         }
     }
 
@@ -257,6 +274,7 @@ impl Measure {
     pub fn lower_is_better(self, metric: Metric) -> bool {
         match self {
             Measure::ScenarioMetric => metric.lower_is_better(),
+            Measure::OpsPerTaskPerSecond => false,
             _ => true,
         }
     }
@@ -294,7 +312,10 @@ impl Measure {
             | Measure::ExposureCensored
             | Measure::PvFlushesMarked
             | Measure::CheckViolations
-            | Measure::CheckExposedUses => 0,
+            | Measure::CheckExposedUses
+            | Measure::CpumaskLineTransfers
+            | Measure::CpumaskWrites
+            | Measure::OpsPerTaskPerSecond => 0,
         }
     }
 
@@ -397,6 +418,15 @@ impl Measure {
                     Ok(100.0 * steal as f64 / total as f64)
                 }
             }
+            Measure::CpumaskLineTransfers => Ok(r.cpumask.transfers as f64),
+            Measure::CpumaskWrites => Ok(r.cpumask.writes as f64),
+            Measure::OpsPerTaskPerSecond => {
+                let tasks = r.tasks.iter().filter(|t| t.ops > 0).count();
+                if tasks == 0 || r.elapsed_cycles == 0 {
+                    return Err("no operation completed");
+                }
+                Ok(ops as f64 / (r.micros(r.elapsed_cycles as f64) / 1e6) / tasks as f64)
+            }
         }
     }
 
@@ -433,6 +463,9 @@ impl Measure {
             Measure::CheckExposureMedianUs => "median exposure window of a user mapping over the checked schedules: from the deferred operation's completion to one exposed CPU's catch-up, µs (windows still open at the end left out)",
             Measure::CheckExposureP99Us => "99th percentile of the user-mapping exposure windows over the checked schedules, µs",
             Measure::CheckExposureMaxUs => "longest user-mapping exposure window over the checked schedules, µs",
+            Measure::CpumaskLineTransfers => "moves of mm_cpumask cache lines between CPUs: locked bit sets and clears, and reads (the 6.14 test before a set, flush initiators' mask scans), that found the line in another CPU's cache; every mm together (docs/kernel-model.md)",
+            Measure::CpumaskWrites => "locked mm_cpumask bit sets and clears (switches, and 6.14's clear by a flush IPI on a CPU that left the mm), every mm together",
+            Measure::OpsPerTaskPerSecond => "operations per second per task that did any (will-it-scale's per-thread ops)",
         }
     }
 }

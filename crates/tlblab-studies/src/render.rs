@@ -93,7 +93,11 @@ pub fn study(r: &StudyReport) -> String {
                     WIDTH,
                 );
             }
-            Layout::Pcid | Layout::FlushInfo | Layout::Xpfo | Layout::PvFlush => {
+            Layout::Pcid
+            | Layout::FlushInfo
+            | Layout::Xpfo
+            | Layout::LazyCpumask
+            | Layout::PvFlush => {
                 out += &part_header(part);
                 out += &measure_table(part, r);
             }
@@ -119,6 +123,15 @@ pub fn study(r: &StudyReport) -> String {
         out += &wrap(
             "",
             "Exposure window: for each page taken out of the kernel direct map, the time until the last CPU that could still use its stale kernel translation has flushed it (xpfo-sync: the last IPI handler's flush; xpfo-deferred: the last other CPU's full flush at its next mm switch). Censored: windows still open when the run ended, not in the percentiles. no-xpfo never unmaps, so a page's kernel mapping stays usable for its whole user lifetime.",
+            2,
+            WIDTH,
+        );
+    }
+    if r.layout == Layout::LazyCpumask {
+        out.push('\n');
+        out += &wrap(
+            "",
+            "cpumask line transfers: moves of an mm's mm_cpumask cache line between CPUs. Under 6.13 every switch between two mms clears this CPU's bit in the old mask and sets it in the new one (locked writes), so a mask whose mm runs on several CPUs moves with every switch; from 6.14 a switch only tests the bit (a shared read) and sets it if clear, and a stale bit is dropped by the first flush IPI that finds the CPU elsewhere (or, once a second per mm, by the trimming flush).",
             2,
             WIDTH,
         );

@@ -45,6 +45,8 @@ pub enum Layout {
     FlushInfo,
     /// S5: times, IPIs, flushes and exposure windows.
     Xpfo,
+    /// S7: hackbench seconds and will-it-scale ops with IPIs and mm_cpumask transfers.
+    LazyCpumask,
     /// S9: one curve per host setting over the vCPUs, PV flush against native IPIs.
     PvFlush,
     /// S8: per part, speed, IPIs, the checker's verdict and exposure side by side.
@@ -235,6 +237,17 @@ pub const STUDIES: &[Study] = &[
         layout: Layout::Xpfo,
         beyond: false,
         parts: s5_parts,
+    },
+    Study {
+        name: "s7-lazy-cpumask",
+        short: "s7",
+        title: "lazy mm_cpumask and its trimming (Linux 6.14) vs eager clearing at every switch (6.13)",
+        mirrors: "Rik van Riel's 6.14 changes: 209954cbc7d0 (a CPU's mm_cpumask bit set at switch time and cleared only by the first flush IPI it gets while not running the mm) and 6db2526c1d69 (at most once a second per mm, a flush also IPIs the CPUs whose bit is stale); hackbench on a 72-CPU AMD Milan-class machine and will-it-scale tlb_flush2_threads at 104 threads on a 2-socket Skylake-SP",
+        default_seeds: 3,
+        seeds_why: "3 seeds: seeds change each CPU's timer phase, and through it the interleaving of wake-ups and switches",
+        layout: Layout::LazyCpumask,
+        beyond: true,
+        parts: crate::beyond_s7::parts,
     },
     Study {
         name: "s8-deferred",

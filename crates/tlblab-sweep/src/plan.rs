@@ -81,6 +81,8 @@ impl Point {
             window_ms: self.window_ms,
             burst_us: self.burst_us,
             warmup_ms: self.warmup_ms,
+            // hackbench's own parameters are not sweep axes: its defaults.
+            ..Params::default()
         }
     }
 

@@ -17,7 +17,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
         machine: args.machine.clone(),
         cpus: args.cpus,
         scenario: args.scenario.clone(),
-        params: args.params.to_params(),
+        params: args.params.to_params(&args.scenario),
         policies: args.policies.clone(),
         schedules: args.schedules,
         first_seed: args.seed,

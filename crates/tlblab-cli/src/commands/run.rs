@@ -15,7 +15,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         machine: args.machine.clone(),
         cpus: args.cpus,
         scenario: args.scenario.clone(),
-        params: args.params.to_params(),
+        params: args.params.to_params(&args.scenario),
         policies: args.policies.clone(),
         seeds: args.seeds,
         first_seed: args.seed,

@@ -15,6 +15,7 @@ pub const PRESETS: [&str; 10] = [
     "skylake",
     "skylake-kvm",
     "skylake-server",
+    "skylake-sp-2s",
     "ivybridge",
     "icelake-server",
     "icelake-server-kvm",

@@ -10,12 +10,13 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
-const STUDIES: [(&str, &str); 7] = [
+const STUDIES: [(&str, &str); 8] = [
     ("s1-pti", "S1"),
     ("s2-pcid", "S2"),
     ("s3-la57", "S3"),
     ("s4-flush-info", "S4"),
     ("s5-xpfo", "S5"),
+    ("s7-lazy-cpumask", "S7"),
     ("s8-deferred", "S8"),
     ("s9-pv-flush", "S9"),
 ];
@@ -293,6 +294,32 @@ fn s5_quick_is_deterministic_and_deferral_trades_ipis_for_exposure() {
     for q in ["no-xpfo", "xpfo-sync"] {
         assert!(values(p, q, "xpfo_full_flushes").iter().all(|&v| v == 0.0), "{q}");
     }
+}
+
+/// S7, thread mode (one mm on 72 CPUs, each of which runs it): 6.13 sets each CPU's bit when
+/// it first switches to the mm and clears it when the exit's flush sends the lazy CPU to
+/// init_mm (2 writes per CPU); 6.14+ only sets it (1). Process mode: the lazy mask keeps the
+/// bits of every CPU a process ran on, so its exit's flush (freed page tables) interrupts them
+/// all, where 6.13's mask holds only the CPU it runs on.
+#[test]
+fn s7_quick_is_deterministic_and_follows_the_cpumask_rules() {
+    let r = quick_json("s7");
+    for label in ["hackbench, threads, sockets", "hackbench, threads, pipes"] {
+        let p = part(&r, label);
+        assert_eq!(values(p, "linux-6.13", "cpumask_writes"), [144.0, 144.0], "{label}");
+        for lazy in ["linux-6.18", "linux-6.18+no-trim-cpumask"] {
+            assert_eq!(values(p, lazy, "cpumask_writes"), [72.0, 72.0], "{label} {lazy}");
+        }
+    }
+    for label in ["hackbench, processes, sockets", "hackbench, processes, pipes"] {
+        let p = part(&r, label);
+        let eager = values(p, "linux-6.13", "ipis_sent");
+        for (e, l) in eager.iter().zip(values(p, "linux-6.18", "ipis_sent")) {
+            assert!(l > *e, "{label}: 6.18 {l} IPIs vs 6.13 {e}");
+        }
+    }
+    let flush2 = part(&r, "tlb-flush2, 104 threads");
+    assert!(values(flush2, "linux-6.13", "ipis_sent").iter().all(|&v| v > 0.0));
 }
 
 /// docs/sim-output.md names every field of the study JSON.

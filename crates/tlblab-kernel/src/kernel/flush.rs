@@ -162,9 +162,14 @@ impl<O: Observer> Kernel<O> {
         let loaded = self.cpus[c].tlb.loaded_mm;
         if let Some(mm) = info.mm.filter(|&m| loaded != LoadedMm::Mm(m)) {
             // The IPI found a CPU whose mm_cpumask bit is stale (6.14+ lazy mask): it drops it.
+            // NOTE: cpumask_clear_cpu() is a locked RMW even when the bit is already clear, so
+            // every queued flush of the mm that a CPU left (e.g. the calls queued while it ran
+            // the mm, drained after a lazy flush sent it to init_mm) writes the line again.
             if self.policy.lazy_cpumask {
+                let moved = self.cpumask_write(cpu, mm);
                 self.mms[mm.0 as usize].cpumask.clear(cpu);
                 self.trace(cpu, TlbFlushReason::RemoteWrongCpu, 0);
+                return cycles + moved;
             }
             return cycles;
         }

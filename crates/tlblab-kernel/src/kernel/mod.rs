@@ -16,8 +16,10 @@
 //! host's flush at entry comes before anything the vCPU runs at that time.
 
 mod acct;
+mod channel;
 mod check;
 mod collapse;
+mod cpumask_line;
 mod deferral;
 mod disturb;
 mod flush;
@@ -36,6 +38,7 @@ mod switch;
 mod vcpu;
 mod xpfo;
 
+pub use channel::{ChannelId, ChannelKind, ChannelStats};
 pub use check::{Violation, ViolationKind};
 pub use flush::{FlushRequest, FlushTlbInfo, FLUSH_ALL_END, PAGE_SHIFT};
 
@@ -337,6 +340,8 @@ struct PerCpu {
     acct: acct::Acct,
     /// Its idle state.
     cstate: idle::CpuIdle,
+    /// Cycles of `mm_cpumask` line transfers of the switch under way, not yet spent.
+    cpumask_cycles: u64,
 }
 
 /// The counters the kernel keeps.
@@ -365,6 +370,8 @@ pub(crate) struct Counters {
     pub preempt_off: Vec<u64>,
     /// `mmap_lock` acquisitions and waits.
     pub mmap_lock: crate::stats::MmapLockStats,
+    /// `mm_cpumask` writes, reads and cache-line transfers.
+    pub cpumask: crate::cpumask::CpumaskStats,
 }
 
 /// Settings of one run.
@@ -426,6 +433,8 @@ pub struct Kernel<O: Observer> {
     calls: Vec<Call>,
     free_calls: Vec<CallId>,
     eventfds: Vec<(u64, Vec<TaskId>)>,
+    /// Pipes and sockets (`kernel/channel.rs`).
+    channels: Vec<channel::Channel>,
     last_mm_ctx_id: u64,
     counters: Counters,
     flush_sizes: FlushSizes,
@@ -570,6 +579,7 @@ impl<O: Observer> Kernel<O> {
             calls: Vec::new(),
             free_calls: Vec::new(),
             eventfds: Vec::new(),
+            channels: Vec::new(),
             last_mm_ctx_id: 1,
             counters: Counters {
                 irq_tlb: vec![0; n],
@@ -636,6 +646,7 @@ impl<O: Observer> Kernel<O> {
                 disturbed: false,
                 acct: acct::Acct::new(idle, Cycles(0)),
                 cstate: idle::CpuIdle::default(),
+                cpumask_cycles: 0,
             });
             k.enter_idle(cpu, Cycles(0));
             // Each CPU's tick phase is drawn from the seed: the one source of variation between

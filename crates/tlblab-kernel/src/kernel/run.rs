@@ -206,7 +206,9 @@ impl<O: Observer> Kernel<O> {
                         switch::SwitchBegin::Switching => {
                             let checks = self.la57_checks(LA57_CHECKS_SWITCH_MM);
                             let ibpb = self.cond_mitigation(cpu, mm);
-                            (SwitchPhase::Load(None), self.costs.switch_mm.cycles + checks + ibpb)
+                            let cpumask = self.take_cpumask_cycles(cpu);
+                            let cycles = self.costs.switch_mm.cycles + checks + ibpb + cpumask;
+                            (SwitchPhase::Load(None), cycles)
                         }
                     };
                     sw.phase = phase;
@@ -1052,6 +1054,9 @@ impl<O: Observer> Kernel<O> {
             Syscall::Fork { program } => self.sys_fork(cpu, t, program),
             Syscall::Exec { program } => self.sys_exec(cpu, t, program),
             Syscall::Wait { child } => self.sys_wait(cpu, t, child),
+            Syscall::ChannelWrite { ch } => self.sys_channel_write(cpu, t, ch),
+            Syscall::ChannelRead { ch } => self.sys_channel_read(cpu, t, ch),
+            Syscall::ChannelPoll { ch } => self.sys_channel_poll(cpu, t, ch),
             Syscall::IrqsOff { cycles } => {
                 self.cpus[usize::from(cpu.0)].irqs_off = true;
                 self.push_frame(
@@ -1158,6 +1163,8 @@ impl<O: Observer> Kernel<O> {
                 Step::Spend(self.costs.flush_tlb_mm_range.cycles + self.ipi_jitter(), Mode::Sys)
             }
             FlushPhase::Dispatch => {
+                // cpumask_any_but() and the IPI loop read mm_cpumask: its line comes here.
+                let read = self.cpumask_read(cpu, req.mm);
                 let latr = self.latr_deferrable(t);
                 let info = self.flush_tlb_info(&req, gen, cpu);
                 let others = self.mms[req.mm.0 as usize].cpumask.any_but(cpu);
@@ -1165,7 +1172,7 @@ impl<O: Observer> Kernel<O> {
                 let id = self.new_call(info, t);
                 if self.policy.invlpgb && self.mms[req.mm.0 as usize].global_asid.is_some() {
                     // 6.15: broadcast, then IPIs only for CPUs still on a dynamic ASID.
-                    let mut cycles = self.broadcast_tlb_flush(cpu, id);
+                    let mut cycles = read + self.broadcast_tlb_flush(cpu, id);
                     if self.asid_stragglers(req.mm) {
                         cycles += self.native_flush_tlb_multi(cpu, id);
                         self.push_frame(t, frame(FlushPhase::Wait, gen, Some(id)));
@@ -1179,7 +1186,7 @@ impl<O: Observer> Kernel<O> {
                         self.calls[id.0 as usize].info.trim_cpumask =
                             self.should_trim_cpumask(req.mm);
                     }
-                    let mut cycles = self.flush_tlb_multi_or_defer(cpu, t, id, latr);
+                    let mut cycles = read + self.flush_tlb_multi_or_defer(cpu, t, id, latr);
                     cycles += self.consider_global_asid(cpu, t, req.mm);
                     if self.policy.flush_info == FlushInfo::Stack {
                         // 7.3: preemption is enabled again before the wait.
@@ -1188,7 +1195,7 @@ impl<O: Observer> Kernel<O> {
                     self.push_frame(t, frame(FlushPhase::Wait, gen, Some(id)));
                     Step::Spend(cycles, Mode::Sys)
                 } else {
-                    let cycles = if loaded { self.flush_tlb_func(cpu, id) } else { 0 };
+                    let cycles = read + if loaded { self.flush_tlb_func(cpu, id) } else { 0 };
                     self.push_frame(t, frame(FlushPhase::Done, gen, Some(id)));
                     Step::Spend(cycles, Mode::Sys)
                 }

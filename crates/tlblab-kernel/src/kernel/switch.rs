@@ -3,8 +3,9 @@
 //!
 //! `switch_mm_irqs_off()` runs in three parts, because other CPUs can look at this one between
 //! them (they read `loaded_mm` in `should_flush_tlb()`):
-//! - [`Kernel::switch_mm_begin`]: store `LOADED_MM_SWITCHING`, set this CPU in the new mm's
-//!   `mm_cpumask`, full barrier;
+//! - [`Kernel::switch_mm_begin`]: store `LOADED_MM_SWITCHING`, update `mm_cpumask` (6.13: clear
+//!   this CPU in the old mm's and set it in the new one's; 6.14+: set it in the new one's if it
+//!   is not set), full barrier;
 //! - [`Kernel::switch_mm_load`]: read the new mm's `tlb_gen`, `choose_new_asid()`, write CR3;
 //! - [`Kernel::switch_mm_end`]: store the new `loaded_mm` and `loaded_mm_asid`.
 
@@ -63,13 +64,31 @@ impl<O: Observer> Kernel<O> {
             return SwitchBegin::Reload(NewAsid { asid, need_flush: true });
         }
         st.loaded_mm = LoadedMm::Switching;
-        if next != MmId::INIT_MM {
-            self.mms[next.0 as usize].cpumask.set(cpu);
+        let mut cycles = 0;
+        if self.policy.lazy_cpumask {
+            // 6.14 (209954cbc7d0): the old mm's bit stays; the new mm's bit is tested first and
+            // set only if clear, so a CPU that comes back to an mm whose bit it kept writes
+            // nothing.
+            if next != MmId::INIT_MM {
+                cycles += self.cpumask_read(cpu, next);
+                if !self.mms[next.0 as usize].cpumask.test(cpu) {
+                    cycles += self.cpumask_write(cpu, next);
+                    self.mms[next.0 as usize].cpumask.set(cpu);
+                }
+            }
+        } else {
+            // ≤ 6.13: "stop remote flushes for the previous mm" (not for init_mm, whose mask is
+            // never used for flushes), then set this CPU in the new one, both unconditionally.
+            if prev != MmId::INIT_MM {
+                cycles += self.cpumask_write(cpu, prev);
+                self.mms[prev.0 as usize].cpumask.clear(cpu);
+            }
+            if next != MmId::INIT_MM {
+                cycles += self.cpumask_write(cpu, next);
+                self.mms[next.0 as usize].cpumask.set(cpu);
+            }
         }
-        // Before 6.14 the old mm's bit was cleared on every switch away from it.
-        if !self.policy.lazy_cpumask && prev != MmId::INIT_MM {
-            self.mms[prev.0 as usize].cpumask.clear(cpu);
-        }
+        self.cpus[c].cpumask_cycles += cycles;
         SwitchBegin::Switching
     }
 
@@ -125,9 +144,11 @@ impl<O: Observer> Kernel<O> {
                 cycles
             }
             SwitchBegin::Switching => {
+                let cpumask = self.take_cpumask_cycles(cpu);
                 let (asid, cycles) = self.switch_mm_load(cpu, next, None);
                 self.switch_mm_end(cpu, next, asid);
                 self.costs.switch_mm.cycles
+                    + cpumask
                     + cycles
                     + self.la57_checks(super::LA57_CHECKS_SWITCH_MM)
             }

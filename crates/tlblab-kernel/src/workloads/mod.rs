@@ -6,6 +6,7 @@
 //! program does per page besides translation.
 
 mod deferred;
+pub mod hackbench;
 mod kbuild;
 mod peers;
 mod stale;
@@ -80,6 +81,16 @@ pub struct Params {
     /// Windowed runs: simulated time run before the window but not measured, ms (0: none).
     /// Every counter starts after it ([`Kernel::start_measuring`]).
     pub warmup_ms: u64,
+    /// `hackbench --groups`: groups of senders and receivers.
+    pub groups: usize,
+    /// `hackbench --fds`: senders and receivers per group.
+    pub fds: usize,
+    /// `hackbench --loops`: messages each sender writes to each receiver of its group.
+    pub loops: u64,
+    /// `hackbench --datasize`: bytes per message.
+    pub datasize: u64,
+    /// `hackbench --pipe`: pipes instead of AF_UNIX stream sockets.
+    pub pipe: bool,
 }
 
 impl Default for Params {
@@ -97,6 +108,12 @@ impl Default for Params {
             window_ms: 0,
             burst_us: 20,
             warmup_ms: 0,
+            // hackbench.c's own defaults.
+            groups: 10,
+            fds: 20,
+            loops: 100,
+            datasize: 100,
+            pipe: false,
         }
     }
 }
@@ -117,6 +134,9 @@ pub enum Metric {
     /// Microseconds per timed span of the first task (`Action::OpBegin` to `Action::Op`): a
     /// system call's latency as its caller sees it (lower is better).
     MicrosPerSpan,
+    /// Seconds between the first and the last operation mark of the task that times itself
+    /// (hackbench's `Time:`: from the start signal to the last worker reaped; lower is better).
+    TimedSeconds,
 }
 
 impl Metric {
@@ -125,7 +145,7 @@ impl Metric {
         match self {
             Metric::MicrosPerOp => "µs/op",
             Metric::OpsPerSecond => "ops/s",
-            Metric::Seconds => "s",
+            Metric::Seconds | Metric::TimedSeconds => "s",
             Metric::WorkRate => "CPU-s/s",
             Metric::MicrosPerSpan => "µs/call",
         }
@@ -162,6 +182,12 @@ impl Metric {
                 }
                 r.micros(t.span_cycles as f64) / t.spans as f64
             }
+            Metric::TimedSeconds => r
+                .tasks
+                .iter()
+                .filter(|t| t.ops >= 2)
+                .map(|t| r.micros((t.last_op.0 - t.first_op.0) as f64) / 1e6)
+                .fold(f64::NAN, f64::max),
         }
     }
 }
@@ -187,6 +213,7 @@ enum Kind {
     MunmapLatency,
     WebServer,
     MigrateReaders,
+    Hackbench,
 }
 
 /// A built-in scenario.
@@ -370,6 +397,14 @@ pub const SCENARIOS: &[ScenarioInfo] = &[
         default_window_ms: 0,
         kind: Kind::MigrateReaders,
     },
+    ScenarioInfo {
+        name: "hackbench",
+        description: "rt-tests hackbench: --groups groups (default 10) of --fds receivers and --fds senders (default 20) over socketpairs or --pipe pipes, processes or threads (--mode; hackbench's default is processes); each sender writes --loops messages (default 100) of --datasize bytes (default 100) to each receiver of its group; seconds from the start signal to the last worker reaped (hackbench's Time:)",
+        metric: Metric::TimedSeconds,
+        min_cpus: |_| 1,
+        default_window_ms: 0,
+        kind: Kind::Hackbench,
+    },
 ];
 
 /// Looks up a scenario.
@@ -462,6 +497,25 @@ impl ScenarioInfo {
             Kind::MunmapLatency => deferred::install_munmap_latency(k, p),
             Kind::WebServer => deferred::install_webserver(k, p),
             Kind::MigrateReaders => deferred::install_migrate_readers(k, p),
+            Kind::Hackbench => {
+                if p.groups == 0 || p.fds == 0 || p.loops == 0 {
+                    return Err(ScenarioError::BadParameter {
+                        scenario: self.name,
+                        message: "--groups, --fds and --loops must be at least 1".into(),
+                    });
+                }
+                if !(1..=hackbench::MAX_DATASIZE).contains(&p.datasize) {
+                    return Err(ScenarioError::BadParameter {
+                        scenario: self.name,
+                        message: format!(
+                            "--datasize {} is outside 1 to {} bytes (one page: an atomic pipe write, one linear skb)",
+                            p.datasize,
+                            hackbench::MAX_DATASIZE
+                        ),
+                    });
+                }
+                hackbench::install(k, p);
+            }
             Kind::PthreadMmap => spread(k, p.tasks, true, || Box::new(MmapRounds::new(p))),
             Kind::RtLatency => {
                 let main = k.spawn_process(madvise(1), CpuId(0), true);

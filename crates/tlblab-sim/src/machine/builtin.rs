@@ -7,6 +7,7 @@ pub const BUILTIN_PRESETS: &[(&str, &str)] = &[
     ("skylake", include_str!("../../../../presets/skylake.toml")),
     ("skylake-kvm", include_str!("../../../../presets/skylake-kvm.toml")),
     ("skylake-server", include_str!("../../../../presets/skylake-server.toml")),
+    ("skylake-sp-2s", include_str!("../../../../presets/skylake-sp-2s.toml")),
     ("ivybridge", include_str!("../../../../presets/ivybridge.toml")),
     ("icelake-server", include_str!("../../../../presets/icelake-server.toml")),
     ("icelake-server-kvm", include_str!("../../../../presets/icelake-server-kvm.toml")),

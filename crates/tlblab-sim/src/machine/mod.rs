@@ -10,6 +10,7 @@ pub mod mitigations;
 pub mod nested;
 pub mod raw;
 mod spec;
+pub mod topology;
 
 pub use builtin::{builtin, builtin_names, BUILTIN_PRESETS};
 pub use nested::NestedSpec;

@@ -463,6 +463,10 @@ pub struct RawMachine {
     /// (docs/kernel-model.md, "Mitigations"); absent: the figures are taken as they are.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mitigations: Option<super::mitigations::RawMitigations>,
+    /// Sockets and SMT, and the cost of a cache line moved between sockets; absent: one
+    /// socket.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<super::topology::RawTopology>,
 }
 
 /// How an idle CPU waits (docs/kernel-model.md, "Idle states").
@@ -688,6 +692,17 @@ pub(crate) fn resolve_kernel_figures(raw: &mut RawMachine) -> Result<(), String>
     }
     if let Some(m) = raw.mitigations.as_mut() {
         super::mitigations::resolve(m, clock, raw.kernel.as_ref())?;
+    }
+    if let Some(t) = raw.topology.as_mut() {
+        t.check()?;
+        let Some(mhz) = clock else {
+            return Err("`[topology]` needs a `[kernel]` section: its clock resolves `cache_line_transfer_remote`".into());
+        };
+        let f = &mut t.cache_line_transfer_remote;
+        f.cycles = f
+            .written
+            .resolve(mhz)
+            .map_err(|e| format!("`[topology] cache_line_transfer_remote`: {e}"))?;
     }
     if let Some(g) = raw.guest.as_mut() {
         for (name, figure) in g.figures_mut() {

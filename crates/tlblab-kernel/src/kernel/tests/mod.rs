@@ -457,6 +457,7 @@ fn runs_are_deterministic() {
 mod acct;
 mod check;
 mod collapse;
+mod cpumask;
 mod files;
 mod guest;
 mod idle;

@@ -1,0 +1,328 @@
+//! Pipes and AF_UNIX stream sockets carrying fixed-size messages, with the blocking and
+//! wake-up rules of `fs/pipe.c` and `net/unix/af_unix.c` (hackbench's transport,
+//! docs/workloads.md).
+//!
+//! A message is one `write()` of `datasize` bytes, read by one `read()` of as many (hackbench
+//! loops on short transfers, which these never are: a pipe write up to `PIPE_BUF` is atomic,
+//! and a stream-socket write this small is one skb).
+//!
+//! - **Pipe** (`pipe_write()`, `pipe_read()`, 5.5+): 16 page buffers (`PIPE_DEF_BUFFERS`, 64
+//!   KiB). A write merges into the last buffer when the pipe is not empty and the data fits in
+//!   its page; else it takes a new buffer, and blocks (exclusive wait) while all 16 are used. A
+//!   write wakes the reader only if the pipe was empty. A read that began with the pipe full
+//!   wakes one waiting writer, which finds room only if the read emptied a buffer (else it
+//!   sleeps again); a writer that had slept wakes the next one after its write if the pipe is
+//!   still not full.
+//! - **Socket** (`unix_stream_sendmsg()`, `sock_alloc_send_pskb()`, `unix_write_space()`): each
+//!   write is an skb charged to the sending socket (`sk_wmem_alloc` += its truesize); a write
+//!   blocks while `sk_wmem_alloc >= sk_sndbuf`; every write wakes a sleeping reader
+//!   (`sk_data_ready`); each skb the reader frees wakes every sleeping writer once
+//!   `sk_wmem_alloc * 4 <= sk_sndbuf` (`unix_writable()`).
+//! - Poll: a task may wait until the channel holds data without taking it (`poll(POLLIN)`, not
+//!   exclusive: one write wakes every poller), as hackbench's workers wait on `wakefds`.
+//!
+//! - Wake-ups are sync wake-ups placed as `select_task_rq_fair()` places them (simplified:
+//!   [`Kernel::select_wake_cpu`]), so the woken task may move to another CPU, as hackbench's
+//!   tasks do; the rest of the model keeps tasks where they are.
+//!
+//! The pipe's or socket's state (its mutex or queue lock, head and tail) is one cache line:
+//! an operation from another CPU than the last one's moves it (`cache_line_transfer`).
+
+use super::run::Step;
+use super::{Frame, Kernel, Phase, TaskState};
+use crate::ids::TaskId;
+use crate::observer::Observer;
+use crate::program::Syscall;
+use std::collections::VecDeque;
+use tlblab_types::CpuId;
+
+/// A pipe or a socket pair (by index), made by [`Kernel::channel`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ChannelId(pub u32);
+
+/// What a channel is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChannelKind {
+    /// A pipe of `buffers` page buffers, each holding up to `per_page` messages.
+    Pipe {
+        /// `pipe->max_usage` (16 by default).
+        buffers: u32,
+        /// Messages that fit in a page (`PAGE_SIZE / datasize`).
+        per_page: u32,
+    },
+    /// An AF_UNIX stream socket pair; messages queue at the receiver, charged to the sender.
+    Socket {
+        /// `sk_sndbuf` of the sending socket, bytes.
+        sndbuf: u64,
+        /// `skb->truesize` of one message, bytes.
+        truesize: u64,
+    },
+}
+
+/// What a channel did over a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChannelStats {
+    /// Messages written.
+    pub written: u64,
+    /// Messages read.
+    pub read: u64,
+    /// Writes that found no room and slept.
+    pub writer_sleeps: u64,
+    /// Reads that found nothing and slept.
+    pub reader_sleeps: u64,
+}
+
+/// A channel's state.
+#[derive(Clone, Debug)]
+pub(crate) struct Channel {
+    kind: ChannelKind,
+    /// Pipe: messages in each used buffer, oldest first. Socket: one entry per skb.
+    bufs: VecDeque<u32>,
+    readers: VecDeque<TaskId>,
+    writers: VecDeque<TaskId>,
+    pollers: Vec<TaskId>,
+    /// Writers that slept since their write began (a pipe's `wake_next_writer`).
+    slept: Vec<TaskId>,
+    /// The CPU that touched the channel last.
+    line: Option<u16>,
+    stats: ChannelStats,
+}
+
+/// The work of one pipe or socket read or write besides the system call, the line transfer
+/// and any wake-up: the lock, a 100-byte copy, the buffer bookkeeping. Assumption
+/// (UNVERIFIED): no preset measures it; the same under every policy.
+const CHANNEL_OP_CYCLES: u64 = 400;
+
+impl Channel {
+    fn empty(&self) -> bool {
+        self.bufs.is_empty()
+    }
+
+    /// Whether a write would have to sleep.
+    fn full(&self) -> bool {
+        match self.kind {
+            ChannelKind::Pipe { buffers, per_page } => {
+                self.bufs.len() as u32 >= buffers && self.bufs.back().is_none_or(|&n| n >= per_page)
+            }
+            ChannelKind::Socket { sndbuf, truesize } => self.bufs.len() as u64 * truesize >= sndbuf,
+        }
+    }
+
+    fn push(&mut self) {
+        match self.kind {
+            // Merge into the last page when the pipe is not empty and the data fits.
+            ChannelKind::Pipe { per_page, .. } => match self.bufs.back_mut() {
+                Some(n) if *n < per_page => *n += 1,
+                _ => self.bufs.push_back(1),
+            },
+            ChannelKind::Socket { .. } => self.bufs.push_back(1),
+        }
+        self.stats.written += 1;
+    }
+
+    fn pop(&mut self) {
+        let front = self.bufs.front_mut().expect("read from a non-empty channel");
+        *front -= 1;
+        if *front == 0 {
+            self.bufs.pop_front();
+        }
+        self.stats.read += 1;
+    }
+}
+
+impl<O: Observer> Kernel<O> {
+    /// A new pipe or socket pair.
+    pub fn channel(&mut self, kind: ChannelKind) -> ChannelId {
+        self.channels.push(Channel {
+            kind,
+            bufs: VecDeque::new(),
+            readers: VecDeque::new(),
+            writers: VecDeque::new(),
+            pollers: Vec::new(),
+            slept: Vec::new(),
+            line: None,
+            stats: ChannelStats::default(),
+        });
+        ChannelId(self.channels.len() as u32 - 1)
+    }
+
+    /// What channel `ch` carried so far.
+    pub fn channel_stats(&self, ch: ChannelId) -> ChannelStats {
+        self.channels[ch.0 as usize].stats
+    }
+
+    /// The channel's line comes to `cpu` (a transfer if another CPU touched it last), and the
+    /// operation's own work.
+    fn channel_op(&mut self, cpu: CpuId, ch: ChannelId) -> u64 {
+        let line = &mut self.channels[ch.0 as usize].line;
+        let moved = line.is_some_and(|c| c != cpu.0);
+        *line = Some(cpu.0);
+        CHANNEL_OP_CYCLES + if moved { self.costs.cache_line_transfer.cycles } else { 0 }
+    }
+
+    /// Whether CPU `c` runs nothing and has nothing queued (`available_idle_cpu()`).
+    fn cpu_idle(&self, c: usize) -> bool {
+        let p = &self.cpus[c];
+        p.curr == p.idle && p.switch.is_none() && p.rq.is_empty()
+    }
+
+    /// The CPUs sharing a last-level cache with `c`: its socket (`[topology]`), or the whole
+    /// machine. NOTE: Zen's LLC is a CCX (8 cores on Zen 3), smaller than a socket; the
+    /// presets do not describe it.
+    fn llc_of(&self, c: usize) -> Vec<usize> {
+        let n = self.cpus.len();
+        match self.spec.raw().topology.as_ref() {
+            Some(t) => {
+                let s = t.socket_of(c, n);
+                (0..n).filter(|&x| t.socket_of(x, n) == s).collect()
+            }
+            None => (0..n).collect(),
+        }
+    }
+
+    /// `select_task_rq_fair()` for a sync wake-up (pipes and sockets wake with
+    /// `wake_up_interruptible_sync_poll()`) of a task last on `prev` by a task on `this`:
+    /// `wake_affine_idle()` picks `this` when it is idle or the waker is alone there, else
+    /// `prev` when it is idle (the load-weight comparison of `wake_affine_weight()` is not
+    /// modelled: `prev`); then `select_idle_sibling()`: the target if idle, else `prev` if idle
+    /// in the same LLC, else the first idle CPU of the target's LLC after it, else the target.
+    fn select_wake_cpu(&self, this: usize, prev: usize) -> usize {
+        let llc = self.llc_of(this);
+        let share = llc.contains(&prev);
+        let waker_alone = self.cpus[this].rq.is_empty();
+        let target = if self.cpu_idle(this) && share {
+            if self.cpu_idle(prev) {
+                prev
+            } else {
+                this
+            }
+        } else if waker_alone {
+            this
+        } else {
+            prev
+        };
+        if self.cpu_idle(target) {
+            return target;
+        }
+        if prev != target && share && self.cpu_idle(prev) {
+            return prev;
+        }
+        let scan = self.llc_of(target);
+        let start = scan.iter().position(|&x| x == target).unwrap_or(0);
+        let found =
+            (1..scan.len()).map(|i| scan[(start + i) % scan.len()]).find(|&x| self.cpu_idle(x));
+        found.unwrap_or(target)
+    }
+
+    /// `try_to_wake_up()` of `w` from `cpu` (a sync wake-up, placed by
+    /// [`Kernel::select_wake_cpu`]): its cycles on the waker.
+    fn channel_wake(&mut self, cpu: CpuId, w: TaskId) -> u64 {
+        let mut cycles = self.costs.wakeup.cycles;
+        let prev = usize::from(self.tasks[w.0 as usize].cpu.0);
+        let target = self.select_wake_cpu(usize::from(cpu.0), prev);
+        if target != prev {
+            self.tasks[w.0 as usize].cpu = CpuId(target as u16);
+            self.tasks[w.0 as usize].report.migrations += 1;
+        }
+        if target != usize::from(cpu.0) {
+            cycles += self.costs.ipi_send.cycles;
+        }
+        self.enqueue(w);
+        cycles
+    }
+
+    /// Sleeps `t` in the system call `call`, retried from its body when woken. NOTE: the
+    /// check that found no data or no room is not charged (only the retry is).
+    fn channel_sleep(&mut self, cpu: CpuId, t: TaskId, call: Syscall) -> Step {
+        self.push_frame(t, Frame::Syscall { call: Some(call), phase: Phase::Body });
+        self.tasks[t.0 as usize].state = TaskState::Blocked;
+        self.schedule(cpu)
+    }
+
+    /// `write()` of one message to `ch`.
+    pub(super) fn sys_channel_write(&mut self, cpu: CpuId, t: TaskId, ch: ChannelId) -> Step {
+        let mut cycles = self.channel_op(cpu, ch);
+        let c = &mut self.channels[ch.0 as usize];
+        if c.full() {
+            c.stats.writer_sleeps += 1;
+            c.writers.push_back(t);
+            if !c.slept.contains(&t) {
+                c.slept.push(t);
+            }
+            return self.channel_sleep(cpu, t, Syscall::ChannelWrite { ch });
+        }
+        let was_empty = c.empty();
+        c.push();
+        let had_slept = match c.slept.iter().position(|&w| w == t) {
+            Some(i) => {
+                c.slept.swap_remove(i);
+                true
+            }
+            None => false,
+        };
+        let mut woken = Vec::new();
+        match c.kind {
+            // pipe_write(): the reader only when the pipe was empty; the next writer when
+            // this one had slept (wake_next_writer) and the pipe is not full.
+            ChannelKind::Pipe { .. } => {
+                if was_empty {
+                    woken.extend(c.readers.pop_front());
+                }
+                if had_slept && !c.full() {
+                    woken.extend(c.writers.pop_front());
+                }
+            }
+            // sk_data_ready(): every write wakes a sleeping reader.
+            ChannelKind::Socket { .. } => woken.extend(c.readers.pop_front()),
+        }
+        woken.append(&mut c.pollers);
+        for w in woken {
+            cycles += self.channel_wake(cpu, w);
+        }
+        self.push_frame(t, Frame::Syscall { call: None, phase: Phase::Exit });
+        Step::Spend(cycles, super::Mode::Sys)
+    }
+
+    /// `read()` of one message from `ch`.
+    pub(super) fn sys_channel_read(&mut self, cpu: CpuId, t: TaskId, ch: ChannelId) -> Step {
+        let mut cycles = self.channel_op(cpu, ch);
+        let c = &mut self.channels[ch.0 as usize];
+        if c.empty() {
+            c.stats.reader_sleeps += 1;
+            c.readers.push_back(t);
+            return self.channel_sleep(cpu, t, Syscall::ChannelRead { ch });
+        }
+        let was_full = c.full();
+        c.pop();
+        let woken: Vec<TaskId> = match c.kind {
+            // pipe_read(): one (exclusive) writer if the pipe was full when the read began.
+            ChannelKind::Pipe { .. } if was_full => c.writers.pop_front().into_iter().collect(),
+            ChannelKind::Pipe { .. } => Vec::new(),
+            // unix_write_space() on the freed skb: every writer, once at a quarter of sndbuf.
+            ChannelKind::Socket { sndbuf, truesize } => {
+                if c.bufs.len() as u64 * truesize * 4 <= sndbuf {
+                    c.writers.drain(..).collect()
+                } else {
+                    Vec::new()
+                }
+            }
+        };
+        for w in woken {
+            cycles += self.channel_wake(cpu, w);
+        }
+        self.push_frame(t, Frame::Syscall { call: None, phase: Phase::Exit });
+        Step::Spend(cycles, super::Mode::Sys)
+    }
+
+    /// `poll(POLLIN)` on `ch`: returns once it holds data, which stays there.
+    pub(super) fn sys_channel_poll(&mut self, cpu: CpuId, t: TaskId, ch: ChannelId) -> Step {
+        let cycles = self.channel_op(cpu, ch);
+        let c = &mut self.channels[ch.0 as usize];
+        if c.empty() {
+            c.pollers.push(t);
+            return self.channel_sleep(cpu, t, Syscall::ChannelPoll { ch });
+        }
+        self.push_frame(t, Frame::Syscall { call: None, phase: Phase::Exit });
+        Step::Spend(cycles, super::Mode::Sys)
+    }
+}

@@ -1,0 +1,344 @@
+//! `hackbench`: rt-tests' `src/hackbench/hackbench.c` (v2.x), step for step.
+//!
+//! `--groups G` groups (default 10), each of `--fds F` receivers (default 20) and F senders;
+//! every receiver has its own pipe or socket pair (`--pipe`: pipes; default: `socketpair(AF_UNIX,
+//! SOCK_STREAM)`), and each sender holds the write ends of all F of its group. A sender loops
+//! `--loops L` times (default 100) over the F receivers, writing `--datasize` bytes (default
+//! 100) to each; a receiver reads F·L messages. Workers are forked processes (default: one mm
+//! each) or, with `--threads` (`--mode threads` here), threads of the one hackbench process
+//! (one mm for all). The start handshake: each worker writes one byte to the `readyfds` pipe
+//! and polls `wakefds`; the main task reads one byte per worker, takes the start time, writes
+//! one byte to `wakefds` (which wakes every poller), then reaps the workers (`wait()` or
+//! `pthread_join()`) and takes the stop time. The metric is that span ("Time:").
+//!
+//! Placement: worker k (receivers then senders, group by group, as hackbench creates them) on
+//! CPU k mod N, and the main task on the next. NOTE: the model has no load balancing and no
+//! wake-up placement (`select_task_rq_fair()`), so tasks stay where they start.
+
+use super::Params;
+use crate::ids::TaskId;
+use crate::kernel::Kernel;
+use crate::observer::Observer;
+use crate::program::{Action, Env, Program, Syscall};
+use crate::{ChannelId, ChannelKind};
+use tlblab_types::CpuId;
+
+/// `PIPE_DEF_BUFFERS`: a pipe's page buffers (64 KiB with 4 KiB pages).
+pub const PIPE_DEF_BUFFERS: u32 = 16;
+
+/// `PAGE_SIZE`.
+const PAGE_SIZE: u64 = 4096;
+
+/// `net.core.wmem_default` (`SK_WMEM_MAX` on 64-bit: 212,992 bytes), an AF_UNIX socket's
+/// `sk_sndbuf` unless `SO_SNDBUF` is set (hackbench sets none).
+pub const SK_WMEM_DEFAULT: u64 = 212_992;
+
+/// `SKB_DATA_ALIGN(sizeof(struct sk_buff))` on x86-64 (232 bytes rounded to 64). UNVERIFIED:
+/// the struct's size depends on the configuration.
+const SKB_HEAD: u64 = 256;
+
+/// `SKB_DATA_ALIGN(sizeof(struct skb_shared_info))` on x86-64. UNVERIFIED, as [`SKB_HEAD`].
+const SKB_SHINFO: u64 = 320;
+
+/// `skb->truesize` of an skb holding `datasize` bytes in its linear area (`__alloc_skb()`: the
+/// data and the shared info rounded up to a kmalloc size, plus the `sk_buff`): 768 bytes for
+/// hackbench's 100.
+pub fn skb_truesize(datasize: u64) -> u64 {
+    let data = datasize.div_ceil(64) * 64 + SKB_SHINFO;
+    // kmalloc caches: 96, 192 and the powers of two.
+    let slab = match data {
+        0..=96 => 96,
+        97..=128 => 128,
+        129..=192 => 192,
+        n => n.next_power_of_two(),
+    };
+    slab - SKB_SHINFO + SKB_HEAD + SKB_SHINFO
+}
+
+/// hackbench's largest `--datasize` here: one page, so that a pipe write is atomic
+/// (`PIPE_BUF`) and a socket write one linear skb.
+pub const MAX_DATASIZE: u64 = 4096;
+
+/// The kind of the channels hackbench creates with `fdpair()`, carrying `datasize`-byte
+/// messages.
+fn fdpair_kind(p: &Params, datasize: u64) -> ChannelKind {
+    if p.pipe {
+        ChannelKind::Pipe { buffers: PIPE_DEF_BUFFERS, per_page: (PAGE_SIZE / datasize) as u32 }
+    } else {
+        ChannelKind::Socket { sndbuf: SK_WMEM_DEFAULT, truesize: skb_truesize(datasize) }
+    }
+}
+
+/// What [`install`] made: the data channels of each group (receiver i reads `data[g][i]`).
+pub struct Installed {
+    /// Per group, the receivers' channels.
+    pub data: Vec<Vec<ChannelId>>,
+    /// Every worker, in creation order.
+    pub workers: Vec<TaskId>,
+    /// The main task.
+    pub main: TaskId,
+}
+
+/// Installs hackbench: the workers, then the main task.
+pub fn install<O: Observer>(k: &mut Kernel<O>, p: &Params) -> Installed {
+    // readyfds and wakefds carry one byte at a time.
+    let ready = k.channel(fdpair_kind(p, 1));
+    let wake = k.channel(fdpair_kind(p, 1));
+    let kind = fdpair_kind(p, p.datasize);
+    let n = k.nr_cpus();
+    let mut workers = Vec::new();
+    let mut data = Vec::new();
+    let spawn = |k: &mut Kernel<O>, program: Box<dyn Program>, workers: &mut Vec<TaskId>| {
+        let cpu = CpuId((workers.len() % n) as u16);
+        let t = match (p.threads, workers.first()) {
+            (true, Some(&first)) => k.spawn_thread(first, program, cpu, true),
+            _ => k.spawn_process(program, cpu, true),
+        };
+        workers.push(t);
+    };
+    for _ in 0..p.groups {
+        let chans: Vec<ChannelId> = (0..p.fds).map(|_| k.channel(kind)).collect();
+        for &ch in &chans {
+            let r = Receiver { ready, wake, ch, left: p.fds as u64 * p.loops, step: 0 };
+            spawn(k, Box::new(r), &mut workers);
+        }
+        for _ in 0..p.fds {
+            let s = Sender { ready, wake, out: chans.clone(), loops: p.loops, i: 0, j: 0, step: 0 };
+            spawn(k, Box::new(s), &mut workers);
+        }
+        data.push(chans);
+    }
+    let main_prog =
+        Box::new(Main { ready, wake, children: workers.clone(), read: 0, reaped: 0, step: 0 });
+    let cpu = CpuId((workers.len() % n) as u16);
+    let main = match (p.threads, workers.first()) {
+        (true, Some(&first)) => k.spawn_thread(first, main_prog, cpu, true),
+        _ => k.spawn_process(main_prog, cpu, true),
+    };
+    Installed { data, workers, main }
+}
+
+/// `ready()`: one byte to `readyfds`, then `poll()` on `wakefds`.
+fn ready(step: u8, ready: ChannelId, wake: ChannelId) -> Option<Action> {
+    match step {
+        0 => Some(Action::Syscall(Syscall::ChannelWrite { ch: ready })),
+        1 => Some(Action::Syscall(Syscall::ChannelPoll { ch: wake })),
+        _ => None,
+    }
+}
+
+/// `receiver()`: ready, then F·L reads.
+struct Receiver {
+    ready: ChannelId,
+    wake: ChannelId,
+    ch: ChannelId,
+    left: u64,
+    step: u8,
+}
+
+impl Program for Receiver {
+    fn next(&mut self, _env: &mut Env<'_>) -> Action {
+        if let Some(a) = ready(self.step, self.ready, self.wake) {
+            self.step += 1;
+            return a;
+        }
+        if self.left == 0 {
+            return Action::Exit;
+        }
+        self.left -= 1;
+        Action::Syscall(Syscall::ChannelRead { ch: self.ch })
+    }
+}
+
+/// `sender()`: ready, then L rounds of one write to each of the group's F receivers.
+struct Sender {
+    ready: ChannelId,
+    wake: ChannelId,
+    out: Vec<ChannelId>,
+    loops: u64,
+    i: u64,
+    j: usize,
+    step: u8,
+}
+
+impl Program for Sender {
+    fn next(&mut self, _env: &mut Env<'_>) -> Action {
+        if let Some(a) = ready(self.step, self.ready, self.wake) {
+            self.step += 1;
+            return a;
+        }
+        if self.i == self.loops {
+            return Action::Exit;
+        }
+        let ch = self.out[self.j];
+        self.j += 1;
+        if self.j == self.out.len() {
+            self.j = 0;
+            self.i += 1;
+        }
+        Action::Syscall(Syscall::ChannelWrite { ch })
+    }
+}
+
+/// `main()`: read a byte per worker, start the clock, kick them off, reap them, stop.
+struct Main {
+    ready: ChannelId,
+    wake: ChannelId,
+    children: Vec<TaskId>,
+    read: usize,
+    reaped: usize,
+    step: u8,
+}
+
+impl Program for Main {
+    fn next(&mut self, _env: &mut Env<'_>) -> Action {
+        if self.read < self.children.len() {
+            self.read += 1;
+            return Action::Syscall(Syscall::ChannelRead { ch: self.ready });
+        }
+        match self.step {
+            // gettimeofday(&start): the metric's first mark.
+            0 => {
+                self.step = 1;
+                Action::Op
+            }
+            1 => {
+                self.step = 2;
+                Action::Syscall(Syscall::ChannelWrite { ch: self.wake })
+            }
+            2 if self.reaped < self.children.len() => {
+                let child = self.children[self.reaped];
+                self.reaped += 1;
+                Action::Syscall(Syscall::Wait { child })
+            }
+            // gettimeofday(&stop).
+            2 => {
+                self.step = 3;
+                Action::Op
+            }
+            _ => Action::Exit,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{KernelConfig, Policy, TraceLog};
+    use std::collections::BTreeSet;
+
+    fn kernel(cpus: usize) -> Kernel<TraceLog> {
+        let spec = tlblab_sim::machine::builtin("zen3").unwrap();
+        let policy = Policy::named("linux-6.18").unwrap();
+        Kernel::new(&spec, &policy, KernelConfig::new(cpus, 3), TraceLog::default()).unwrap()
+    }
+
+    fn small(pipe: bool, threads: bool) -> Params {
+        Params { groups: 2, fds: 3, loops: 300, pipe, threads, ..Params::default() }
+    }
+
+    /// hackbench.c: each receiver reads `num_fds * loops` messages, F·L, one from each sender
+    /// per loop; every message written is read.
+    #[test]
+    fn every_receiver_gets_f_times_l_messages_over_pipes_and_sockets() {
+        for pipe in [true, false] {
+            let p = small(pipe, false);
+            let mut k = kernel(4);
+            let inst = install(&mut k, &p);
+            assert!(k.run(), "every task finished");
+            for ch in inst.data.iter().flatten() {
+                let s = k.channel_stats(*ch);
+                assert_eq!((s.written, s.read), (900, 900), "pipe {pipe}: {s:?}");
+            }
+            assert_eq!(inst.workers.len(), 2 * 2 * 3);
+        }
+    }
+
+    /// With 2,700 messages per receiver (3 senders × 900) and a pipe that holds 640 (16 pages
+    /// of 40), senders must sleep on the full pipe; on one CPU a receiver also sleeps on an
+    /// empty one.
+    #[test]
+    fn senders_block_on_a_full_pipe() {
+        let p = Params { groups: 1, fds: 3, loops: 900, pipe: true, ..Params::default() };
+        let mut k = kernel(2);
+        let inst = install(&mut k, &p);
+        assert!(k.run());
+        let s = k.channel_stats(inst.data[0][0]);
+        assert_eq!(s.read, 2700);
+        assert!(s.writer_sleeps > 0, "{s:?}");
+    }
+
+    /// `--threads`: one mm for every task (pthread_create in the one process); processes: one
+    /// per worker and one for main.
+    #[test]
+    fn thread_mode_has_one_mm_process_mode_one_per_task() {
+        for (threads, mms) in [(true, 1), (false, 2 * 2 * 3 + 1)] {
+            let mut k = kernel(4);
+            let inst = install(&mut k, &small(true, threads));
+            let all: BTreeSet<_> =
+                inst.workers.iter().chain([&inst.main]).map(|&t| k.task_mm(t).unwrap()).collect();
+            assert_eq!(all.len(), mms, "threads {threads}");
+        }
+    }
+
+    /// 100 bytes: 128 of data + 320 of skb_shared_info = 448, a kmalloc-512 object; truesize
+    /// = 512 − 320 + 256 (sk_buff) + 320 = 768. A socket then takes writes while
+    /// 768·n < 212,992, 278 of them, and wakes its writers again at 69 (69 · 768 · 4 ≤
+    /// 212,992 < 70 · 768 · 4).
+    #[test]
+    fn socket_capacity_and_write_space_follow_from_truesize() {
+        assert_eq!(skb_truesize(100), 768);
+        assert_eq!(skb_truesize(1), 768);
+        let t = skb_truesize(100);
+        let capacity = SK_WMEM_DEFAULT.div_ceil(t);
+        assert_eq!(capacity, 278);
+        assert!(69 * t * 4 <= SK_WMEM_DEFAULT && 70 * t * 4 > SK_WMEM_DEFAULT);
+        // The model: one receiver that never reads; one sender fills the socket and sleeps.
+        let mut k = kernel(1);
+        let ch = k.channel(ChannelKind::Socket { sndbuf: SK_WMEM_DEFAULT, truesize: t });
+        struct W(ChannelId);
+        impl Program for W {
+            fn next(&mut self, _: &mut Env<'_>) -> Action {
+                Action::Syscall(Syscall::ChannelWrite { ch: self.0 })
+            }
+        }
+        k.spawn_process(Box::new(W(ch)), CpuId(0), true);
+        k.run_until(tlblab_types::Cycles(50_000_000));
+        let s = k.channel_stats(ch);
+        assert_eq!((s.written, s.writer_sleeps), (capacity, 1));
+    }
+
+    /// A pipe of 16 pages holds 16 · ⌊4096 / 100⌋ = 640 messages of 100 bytes (writes merge
+    /// into the last page while they fit).
+    #[test]
+    fn a_pipe_holds_sixteen_pages_of_merged_messages() {
+        let mut k = kernel(1);
+        let ch = k.channel(ChannelKind::Pipe { buffers: PIPE_DEF_BUFFERS, per_page: 40 });
+        struct W(ChannelId);
+        impl Program for W {
+            fn next(&mut self, _: &mut Env<'_>) -> Action {
+                Action::Syscall(Syscall::ChannelWrite { ch: self.0 })
+            }
+        }
+        k.spawn_process(Box::new(W(ch)), CpuId(0), true);
+        k.run_until(tlblab_types::Cycles(50_000_000));
+        assert_eq!(k.channel_stats(ch).written, 640);
+    }
+
+    /// The metric: main's two marks (start signal, last worker reaped) bound the timed span,
+    /// which is shorter than the whole run (the ready handshake precedes it).
+    #[test]
+    fn time_is_the_span_from_the_start_signal_to_the_last_reap() {
+        let p = small(false, false);
+        let info = super::super::scenario("hackbench").unwrap();
+        let mut k = kernel(4);
+        info.install(&mut k, &p).unwrap();
+        assert!(info.run(&mut k, &p));
+        let r = k.report();
+        let timed = info.metric.value(&r);
+        let whole = r.micros(r.elapsed_cycles as f64) / 1e6;
+        assert!(timed > 0.0 && timed < whole, "{timed} vs {whole}");
+        let main = r.tasks.last().unwrap();
+        assert_eq!(main.ops, 2);
+    }
+}
