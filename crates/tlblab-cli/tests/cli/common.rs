@@ -11,7 +11,7 @@ pub fn tlblab() -> Command {
 }
 
 /// The built-in machine presets, in the order `sim machines` lists them.
-pub const PRESETS: [&str; 10] = [
+pub const PRESETS: [&str; 11] = [
     "skylake",
     "skylake-kvm",
     "skylake-server",
