@@ -1248,6 +1248,10 @@ interval excludes 1 (ratios need --seeds 2 or more). Each study has its own form
                  count, *…* = significant) and rt-latency (preemption-off max and p99)
   s5-xpfo        system and elapsed seconds, IPIs sent and received, full flushes, and the
                  exposure window (median, p99, max µs; censored windows)
+  s10-ceiling    per part (a trace replayed, or S1's kbuild) one row per ceiling: the headline
+                 (flush cost µs, or the build's CPU-s/s), its ratio to ceiling 33 with verdict,
+                 the other measures; then the best ceiling, per seed, and the ceilings tied
+                 with it
 
 --without NAME[,NAME…] switches model mechanisms off in every run (`tlblab sim mechanisms`
 lists them; the header says which). --explain adds, per part, a table of its headline measure

@@ -40,7 +40,8 @@ pub use options::{Refill, ReplayOptions};
 pub use plan::{KindCounts, Plan, RequestSummary, ScheduleMode, TraceSummary, MAX_QUIET_NS};
 pub use render::{render_replay, render_sweep};
 pub use report::{
-    Cost, PolicyReplay, ReasonRow, BROADCAST_FLUSH, ReplayReport, Slip, SweepReport, SCHEMA, SWEEP_SCHEMA,
+    Cost, PolicyReplay, ReasonRow, ReplayReport, Slip, SweepReport, BROADCAST_FLUSH, SCHEMA,
+    SWEEP_SCHEMA,
 };
 
 use rayon::prelude::*;

@@ -241,7 +241,7 @@ pub(crate) fn policy_replay(
 }
 
 /// What a replay of a trace from a machine that may flush with INVLPGB cannot infer
-/// (docs/replay.md, rule 20).
+/// (docs/replay.md, rule 19).
 pub const BROADCAST_FLUSH: &str = "INVLPGB: the trace comes from a machine that may flush with AMD INVLPGB (the invlpgb CPU flag, Linux 6.15+), where a process active on more than 3 CPUs at once gets a global ASID and its flushes are broadcasts that log no tlb:tlb_flush event: the replay cannot see those requests (it replays only what was logged, so it undercounts the flushes of such processes under every policy), cannot tell which processes had a global ASID or when they got it, and regenerates reasons 0, 1 and 5 as the model's policy has them, not as the recording machine's broadcasts did; compare policies on such a trace only for processes that ran on at most 3 CPUs at once";
 
 /// The assumptions of a replay, in words, for the report.

@@ -450,11 +450,27 @@ fn a_trace_from_an_invlpgb_machine_says_what_the_replay_cannot_see() {
     };
     let zen4 = tlblab_sim::machine::builtin("zen4").unwrap();
     let said = |h: &tlblab_flushtrace::Header| {
-        let r = replay(h, two_threads(10, 1, true, true), &zen4, &[named("linux-6.18")], &ReplayOptions::default())
-            .unwrap();
-        let s = sweep_ceiling(h, two_threads(10, 1, true, true), &zen4, &named("linux-6.18"), &[1, 33], &ReplayOptions::default())
-            .unwrap();
-        assert_eq!(r.assumptions.first() == Some(&BROADCAST_FLUSH.to_string()), s.assumptions.first() == Some(&BROADCAST_FLUSH.to_string()));
+        let r = replay(
+            h,
+            two_threads(10, 1, true, true),
+            &zen4,
+            &[named("linux-6.18")],
+            &ReplayOptions::default(),
+        )
+        .unwrap();
+        let s = sweep_ceiling(
+            h,
+            two_threads(10, 1, true, true),
+            &zen4,
+            &named("linux-6.18"),
+            &[1, 33],
+            &ReplayOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            r.assumptions.first() == Some(&BROADCAST_FLUSH.to_string()),
+            s.assumptions.first() == Some(&BROADCAST_FLUSH.to_string())
+        );
         render_replay(&r).contains("cannot see those requests")
             && r.assumptions.first() == Some(&BROADCAST_FLUSH.to_string())
     };

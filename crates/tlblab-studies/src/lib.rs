@@ -27,6 +27,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod beyond_s10;
 mod error;
 pub mod measure;
 pub mod render;

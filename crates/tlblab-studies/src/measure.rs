@@ -4,6 +4,7 @@
 use serde::Serialize;
 use tlblab_kernel::stats::KernelReport;
 use tlblab_kernel::workloads::Metric;
+use tlblab_replay::PolicyReplay;
 
 /// One number per run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -64,10 +65,20 @@ pub enum Measure {
     ExposureMaxUs,
     /// Exposure windows still open when the run ended (censored).
     ExposureCensored,
+    /// A replayed trace's flush cost (S10): initiator + receiver + refill cycles, each the
+    /// replay's minus its twin's, in µs.
+    FlushCostUs,
+    /// A replayed trace's requests flushed in full (above the ceiling, or censored).
+    FullFlushRequests,
+    /// A replayed trace's refill page walks (the replay's minus its twin's).
+    RefillWalks,
 }
 
 /// Why a run has no value for a measure.
 pub type Missing = &'static str;
+
+/// A replay-only measure in a scenario run.
+const REPLAY_ONLY: &str = "measured only in a replay of a trace";
 
 /// No exposure window: the policy never unmaps the direct map.
 pub(crate) const NEVER_UNMAPPED: &str = "unbounded (never unmapped)";
@@ -98,6 +109,9 @@ impl Measure {
         Measure::ExposureP99Us,
         Measure::ExposureMaxUs,
         Measure::ExposureCensored,
+        Measure::FlushCostUs,
+        Measure::FullFlushRequests,
+        Measure::RefillWalks,
     ];
 
     /// The key in JSON.
@@ -126,6 +140,9 @@ impl Measure {
             Measure::ExposureP99Us => "exposure_p99_us",
             Measure::ExposureMaxUs => "exposure_max_us",
             Measure::ExposureCensored => "exposure_censored",
+            Measure::FlushCostUs => "flush_cost_us",
+            Measure::FullFlushRequests => "full_flush_requests",
+            Measure::RefillWalks => "refill_walks",
         }
     }
 
@@ -155,6 +172,9 @@ impl Measure {
             Measure::ExposureP99Us => "exposure p99 µs",
             Measure::ExposureMaxUs => "exposure max µs",
             Measure::ExposureCensored => "exposure censored",
+            Measure::FlushCostUs => "flush cost µs",
+            Measure::FullFlushRequests => "full-flush requests",
+            Measure::RefillWalks => "refill walks",
         }
     }
 
@@ -185,6 +205,8 @@ impl Measure {
             | Measure::ExposureMedianUs
             | Measure::ExposureP99Us
             | Measure::ExposureMaxUs => 2,
+            Measure::FlushCostUs => 1,
+            Measure::FullFlushRequests | Measure::RefillWalks => 0,
             Measure::DtlbWalks
             | Measure::PageFaults
             | Measure::Cycles
@@ -281,6 +303,33 @@ impl Measure {
                     _ => Ok(x.censored as f64),
                 }
             }
+            Measure::FlushCostUs | Measure::FullFlushRequests | Measure::RefillWalks => {
+                Err(REPLAY_ONLY)
+            }
+        }
+    }
+
+    /// Its value in a replay of a trace (S10), or why there is none: the replay's own figures
+    /// (costs against its twin), and the kernel model's report of the replay run for the
+    /// measures a scenario run has too.
+    pub fn replay_value(self, row: &PolicyReplay, r: &KernelReport) -> Result<f64, Missing> {
+        let c = &row.cost;
+        match self {
+            Measure::FlushCostUs => {
+                let cycles = c.initiator_cycles + c.receiver_cycles + c.refill_cycles;
+                Ok(cycles as f64 / row.clock_mhz.max(1) as f64)
+            }
+            Measure::FullFlushRequests => Ok(row.requests_full as f64),
+            Measure::RefillWalks => Ok(c.refill_walks as f64),
+            Measure::IpisSent => Ok(row.ipis_sent as f64),
+            Measure::IpisReceived => Ok(row.ipis_received as f64),
+            Measure::FullFlushes
+            | Measure::DtlbWalks
+            | Measure::WalkCyclesPerWalk
+            | Measure::PageFaults
+            | Measure::PreemptOffMaxUs
+            | Measure::PreemptOffP99Us => self.value(r, Metric::Seconds),
+            _ => Err("not measured in a replay (the trace has no workload to time)"),
         }
     }
 
@@ -310,6 +359,9 @@ impl Measure {
             Measure::ExposureP99Us => "99th percentile of the exposure windows, µs",
             Measure::ExposureMaxUs => "longest exposure window, µs",
             Measure::ExposureCensored => "exposure windows still open when the run ended",
+            Measure::FlushCostUs => "a replayed trace's flush cost: the initiators' flushing system calls, the receivers' IPI handlers and the refill of the working set after the flushes, each the replay's cycles minus its twin's (the same run flushing nothing), in µs",
+            Measure::FullFlushRequests => "a replayed trace's requests flushed in full: ranges above the ceiling, and requests recorded as full (censored)",
+            Measure::RefillWalks => "a replayed trace's page walks of the references after the flushes, the replay's minus its twin's",
         }
     }
 }

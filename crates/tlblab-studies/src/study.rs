@@ -45,6 +45,8 @@ pub enum Layout {
     FlushInfo,
     /// S5: times, IPIs, flushes and exposure windows.
     Xpfo,
+    /// S10: per part, the cost curve along the ceiling and the best ceiling.
+    Ceiling,
 }
 
 /// A built-in study.
@@ -200,6 +202,16 @@ pub const STUDIES: &[Study] = &[
         seeds_why: "3 seeds: seeds change only each CPU's timer phase and the workload's random draws",
         layout: Layout::Xpfo,
         parts: s5_parts,
+    },
+    Study {
+        name: "s10-ceiling",
+        short: "s10",
+        title: "tlb_single_page_flush_ceiling from 1 to 512 on recorded traces and S1's flush sizes: the best ceiling per machine",
+        mirrors: "the ceiling of 33 pages in arch/x86/mm/tlb.c (since 2014; its comment: large enough for at least 95% of allocations' flushes, and at about 100 ns per single-page flush it caps a ranged flush near 3 µs), swept on two traces recorded on this project's machine and on S1's kernel-build flush sizes",
+        default_seeds: 3,
+        seeds_why: "3 seeds: a replay's seed changes only each CPU's timer phase (the trace fixes the requests and the schedule); the kbuild part's seeds draw different job mixes too",
+        layout: Layout::Ceiling,
+        parts: crate::beyond_s10::s10_parts,
     },
 ];
 

@@ -5,7 +5,9 @@ use std::io::Write;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tlblab_env::{InterruptDelta, InterruptSnapshot, PerCpuDelta, Source};
-use tlblab_flushtrace::{CpuInfo, End, Header, InterruptCounts, Loss, Origin, Record, TraceWriter, Trailer};
+use tlblab_flushtrace::{
+    CpuInfo, End, Header, InterruptCounts, Loss, Origin, Record, TraceWriter, Trailer,
+};
 use tlblab_tracefs::{Instance, RawEvent, Reader};
 
 use crate::decode::{Decoded, Decoders};

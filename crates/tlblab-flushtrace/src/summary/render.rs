@@ -265,7 +265,9 @@ fn trace_table(s: &Summary) -> Table {
                 match t.broadcast_flush {
                     None => Cell::Empty,
                     Some(true) => Cell::Text("possible: not traced (see warnings)".into()),
-                    Some(false) => Cell::Text("no (no invlpgb flag, or a kernel before 6.15)".into()),
+                    Some(false) => {
+                        Cell::Text("no (no invlpgb flag, or a kernel before 6.15)".into())
+                    }
                 },
             ),
             ("clock", "trace clock", Cell::Text(t.clock.clone())),
