@@ -570,7 +570,7 @@ fn ceiling_curve(
                 ceiling,
                 policy: p.policy.name.clone(),
                 mean: m.mean,
-                ratio: m.ratio.clone(),
+                ratio: m.ratio,
                 effect: m.effect,
             };
             (point, m.values.as_slice())

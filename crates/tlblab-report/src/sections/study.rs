@@ -111,7 +111,7 @@ fn ceiling_curves(doc: &mut Document, ctx: &Ctx, s: &Study) {
         ]);
     }
     doc.table(table.note(
-        "Best ceiling: the best mean headline (the baseline's unless another is strictly better). Best per seed: the same choice in each seed's runs. No different from the best: the ceilings whose per-seed ratio to the best has an interval that holds 1 or reaches into the noise band.",
+        "Best ceiling: the best mean headline among the baseline's ceiling and those the verdict finds better than it. Best per seed: the same choice in each seed's runs. No different from the best: the ceilings whose per-seed ratio to the best has an interval that holds 1 or reaches into the noise band.",
     ));
     let mut sources: Vec<&str> = parts.iter().map(|(p, _)| p.scenario.name.as_str()).collect();
     sources.dedup();
