@@ -120,8 +120,9 @@ pub struct CeilingCurve {
     pub baseline: u64,
     /// One point per ceiling, in ascending order.
     pub points: Vec<CeilingPoint>,
-    /// The ceiling with the best mean headline: the baseline's unless another is strictly
-    /// better, then the lowest ceiling among equal means.
+    /// The best ceiling: the best mean headline among the baseline's ceiling and those whose
+    /// verdict against it is a change for the better (the lowest ceiling among equal means);
+    /// the baseline's when none is.
     pub best: Option<u64>,
     /// The best ceiling of each seed, in seed order: how much the best moves from seed to
     /// seed.

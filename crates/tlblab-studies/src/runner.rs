@@ -577,17 +577,21 @@ fn ceiling_curve(
         })
         .collect();
     points.sort_by_key(|(p, _)| p.ceiling);
-    // The best mean: a ceiling must beat the baseline's (the kernel's choice) to displace it,
-    // then the lowest ceiling wins a tie (points are in ascending order).
+    // The best mean among the baseline (the kernel's choice) and the ceilings the verdict
+    // finds better than it (a change in the better direction); the lowest ceiling wins a tie
+    // (points are in ascending order).
     let baseline = ceilings[0].1;
     let start = policies[0].measures[0].mean.map(|m| (baseline, m));
-    let best = points.iter().filter_map(|(p, _)| Some((p.ceiling, p.mean?))).fold(
-        start,
-        |acc: Option<(u64, f64)>, (c, m)| match acc {
+    let improves =
+        |e: Option<Effect>| e == Some(if lower { Effect::Lower } else { Effect::Higher });
+    let best = points
+        .iter()
+        .filter(|(p, _)| improves(p.effect))
+        .filter_map(|(p, _)| Some((p.ceiling, p.mean?)))
+        .fold(start, |acc: Option<(u64, f64)>, (c, m)| match acc {
             Some((_, b)) if !better(m, b) => acc,
             _ => Some((c, m)),
-        },
-    );
+        });
     let best_values = best
         .and_then(|(c, _)| points.iter().find(|(p, _)| p.ceiling == c))
         .map(|(_, v)| *v)
