@@ -1279,6 +1279,10 @@ interval excludes 1 (ratios need --seeds 2 or more). Each study has its own form
   s9-pv-flush    one mmtests-style table per measure and curve (madvise-busy, tlb-flush2;
                  posted interrupts or not; overcommit 1×, 1.5×, 2×) over 4 … 64 vCPUs: the
                  scenario's metric, IPIs sent, PV flushes left to the host, steal %
+  s10-ceiling    per part (a trace replayed, or S1's kbuild) one row per ceiling: the headline
+                 (flush cost µs, or the build's CPU-s/s), its ratio to ceiling 33 with verdict,
+                 the other measures; then the best ceiling, per seed, and the ceilings tied
+                 with it
 
 --without NAME[,NAME…] switches model mechanisms off in every run (`tlblab sim mechanisms`
 lists them; the header says which). --explain adds, per part, a table of its headline measure

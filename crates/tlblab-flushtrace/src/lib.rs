@@ -21,8 +21,8 @@ pub use dump::FtraceText;
 pub use file::{FileError, TraceReader, TraceWriter, MAX_COMM_BYTES, MAX_TS_NS};
 pub use import::{ImportError, TextFormat, TextImporter};
 pub use model::{
-    reason, CallFunction, End, Flush, Header, InterruptCounts, IpiSend, Loss, Origin, Other,
-    Record, Switch, Task, Trailer, FLUSH_ALL,
+    kernel_version, reason, CallFunction, CpuInfo, End, Flush, Header, InterruptCounts, IpiSend,
+    Loss, Origin, Other, Record, Switch, Task, Trailer, FLUSH_ALL,
 };
 pub use source::{Position, SourceError, TraceSource};
 pub use summary::{Summary, SummaryBuilder, SummaryOptions};

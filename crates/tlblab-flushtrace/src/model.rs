@@ -214,6 +214,76 @@ pub struct Header {
     pub started_unix_ns: Option<u64>,
     /// Anything the recorder or importer wants the reader to know.
     pub notes: Vec<String>,
+    /// The recording machine's CPU, from `/proc/cpuinfo` (recorded traces since this field was
+    /// added; absent in older files and in imports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<CpuInfo>,
+}
+
+/// The recording machine's CPU as `/proc/cpuinfo` shows it on its first processor.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuInfo {
+    /// `vendor_id` (`GenuineIntel`, `AuthenticAMD`).
+    pub vendor: String,
+    /// `model name`.
+    pub model_name: String,
+    /// `cpu family`, when shown.
+    #[serde(default)]
+    pub family: Option<u32>,
+    /// `model`, when shown.
+    #[serde(default)]
+    pub model: Option<u32>,
+    /// The flags that change how the kernel flushes, and so what a trace can hold, among
+    /// [`CpuInfo::TLB_FLAGS`], in that order, as `/proc/cpuinfo` showed them.
+    pub flags: Vec<String>,
+}
+
+impl CpuInfo {
+    /// The `/proc/cpuinfo` flags kept: `pcid` and `invpcid` (ASIDs, per-PCID flushes), `pti`
+    /// (two PCIDs per mm), `invlpgb` (AMD broadcast invalidation, used by Linux 6.15+),
+    /// `hypervisor` (a guest, where flushes may be paravirtual).
+    pub const TLB_FLAGS: &'static [&'static str] =
+        &["pcid", "invpcid", "pti", "invlpgb", "hypervisor"];
+
+    /// Reads the first processor of a `/proc/cpuinfo` text; `None` without a `vendor_id`.
+    pub fn parse(cpuinfo: &str) -> Option<CpuInfo> {
+        let mut info = CpuInfo::default();
+        let mut flags: Vec<&str> = Vec::new();
+        for line in cpuinfo.lines() {
+            if line.trim().is_empty() && !info.vendor.is_empty() {
+                break;
+            }
+            let Some((key, value)) = line.split_once(':') else { continue };
+            let value = value.trim();
+            match key.trim() {
+                "vendor_id" => info.vendor = value.to_string(),
+                "model name" => info.model_name = value.to_string(),
+                "cpu family" => info.family = value.parse().ok(),
+                "model" => info.model = value.parse().ok(),
+                "flags" => flags = value.split_whitespace().collect(),
+                _ => {}
+            }
+        }
+        info.flags = Self::TLB_FLAGS
+            .iter()
+            .filter(|f| flags.contains(f))
+            .map(|f| (*f).to_string())
+            .collect();
+        (!info.vendor.is_empty()).then_some(info)
+    }
+
+    /// Whether `flag` is among the flags kept.
+    pub fn has(&self, flag: &str) -> bool {
+        self.flags.iter().any(|f| f == flag)
+    }
+}
+
+/// `major.minor` of a `uname -r` string (`6.18.44-fc` → (6, 18)).
+pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
+    let mut parts = release.split(|c: char| !c.is_ascii_digit());
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor))
 }
 
 impl Header {
@@ -235,7 +305,19 @@ impl Header {
             buffer_size_kb: None,
             started_unix_ns: None,
             notes: Vec::new(),
+            cpu: None,
         }
+    }
+
+    /// Whether the recording machine may have flushed with AMD INVLPGB instead of IPIs: its CPU
+    /// shows the `invlpgb` flag and its kernel is 6.15 or later (`CONFIG_BROADCAST_TLB_FLUSH`),
+    /// or of unknown version. Such flushes never reach `tlb:tlb_flush` (docs/tracer.md).
+    /// `None` when the header does not say (an import, or a file from before the CPU was
+    /// recorded).
+    pub fn broadcast_flush(&self) -> Option<bool> {
+        let cpu = self.cpu.as_ref()?;
+        let version = self.kernel_release.as_deref().and_then(kernel_version);
+        Some(cpu.has("invlpgb") && version.is_none_or(|v| v >= (6, 15)))
     }
 
     /// The label of a reason: the trace's own, else the 6.18 one, else `reason N`.

@@ -67,6 +67,18 @@ pub enum ReplayError {
     /// The sweep has no ceiling values.
     #[error("the ceiling sweep needs at least one value")]
     EmptySweep,
+    /// A point of a sweep made against a twin laid out for lower ceilings, or of another seed.
+    #[error("a point at ceiling {ceiling} (seed {seed}) needs a twin laid out for ceilings up to at least {ceiling} of the same seed; this twin is for ceilings up to {top}, seed {twin_seed}")]
+    TwinMismatch {
+        /// The point's ceiling.
+        ceiling: u64,
+        /// The twin's highest ceiling.
+        top: u64,
+        /// The point's seed.
+        seed: u64,
+        /// The twin's seed.
+        twin_seed: u64,
+    },
     /// The kernel model refused the policy on this machine.
     #[error("policy {policy}: {source}")]
     Kernel {

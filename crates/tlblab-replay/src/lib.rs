@@ -40,7 +40,8 @@ pub use options::{Refill, ReplayOptions};
 pub use plan::{KindCounts, Plan, RequestSummary, ScheduleMode, TraceSummary, MAX_QUIET_NS};
 pub use render::{render_replay, render_sweep};
 pub use report::{
-    Cost, PolicyReplay, ReasonRow, ReplayReport, Slip, SweepReport, SCHEMA, SWEEP_SCHEMA,
+    Cost, PolicyReplay, ReasonRow, ReplayReport, Slip, SweepReport, BROADCAST_FLUSH, SCHEMA,
+    SWEEP_SCHEMA,
 };
 
 use rayon::prelude::*;
@@ -106,9 +107,61 @@ pub fn replay_plan(
         machine: spec.name().to_string(),
         trace: plan.summary.clone(),
         options: opts.clone(),
-        assumptions: report::assumptions(plan, opts),
+        assumptions: report::assumptions(plan, opts, header),
         policies,
     })
+}
+
+/// The twin of a ceiling sweep: the run whose requests flush nothing, laid out for ceilings up
+/// to `top`. One twin serves every [`replay_point`] of the same plan, machine, seed and `top`.
+pub struct Twin {
+    top: u64,
+    seed: u64,
+    run: run::RunOutput,
+}
+
+/// The twin of [`replay_point`]s at ceilings up to `top` (a sweep's highest), under `policy`'s
+/// other settings and `opts.seed`.
+pub fn twin_run(
+    plan: &Arc<Plan>,
+    spec: &MachineSpec,
+    policy: &Policy,
+    top: u64,
+    opts: &ReplayOptions,
+) -> Result<Twin, ReplayError> {
+    run::check_span(plan, spec)?;
+    let pages = censored_pages(policy, top)?;
+    let run = run::run(plan, spec, policy, run::setup(plan, spec, opts, pages, true), opts.seed)?;
+    Ok(Twin { top, seed: opts.seed, run })
+}
+
+/// One row of a ceiling sweep made on its own: `plan` replayed under `policy` (whose
+/// `tlb_single_page_flush_ceiling` is the point's), laid out as [`sweep_plan`] lays out a sweep
+/// whose highest ceiling is `twin`'s, with costs against `twin`. The row is the one
+/// [`sweep_plan`] gives for that ceiling; also returns the model's report of the run.
+///
+/// Errors: `policy`'s ceiling above the twin's `top`, or a seed other than the twin's.
+pub fn replay_point(
+    plan: &Arc<Plan>,
+    header: &Header,
+    spec: &MachineSpec,
+    policy: &Policy,
+    twin: &Twin,
+    opts: &ReplayOptions,
+) -> Result<(PolicyReplay, tlblab_kernel::stats::KernelReport), ReplayError> {
+    let ceiling = policy.tlb_single_page_flush_ceiling;
+    if ceiling > twin.top || opts.seed != twin.seed {
+        return Err(ReplayError::TwinMismatch {
+            ceiling,
+            top: twin.top,
+            seed: opts.seed,
+            twin_seed: twin.seed,
+        });
+    }
+    let pages = censored_pages(policy, twin.top)?;
+    let r = run::run(plan, spec, policy, run::setup(plan, spec, opts, pages, false), opts.seed)?;
+    let row = report::policy_replay(plan, header, policy, &r, &twin.run);
+    Ok((row, r.kernel))
 }
 
 /// Replays `records` under `policy` with each `tlb_single_page_flush_ceiling` of `ceilings`
@@ -171,7 +224,7 @@ pub fn sweep_plan(
         policy: policy.name.clone(),
         trace: plan.summary.clone(),
         options: opts.clone(),
-        assumptions: report::assumptions(plan, opts),
+        assumptions: report::assumptions(plan, opts, header),
         rows,
     })
 }

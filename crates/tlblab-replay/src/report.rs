@@ -240,10 +240,18 @@ pub(crate) fn policy_replay(
     }
 }
 
+/// What a replay of a trace from a machine that may flush with INVLPGB cannot infer
+/// (docs/replay.md, rule 19).
+pub const BROADCAST_FLUSH: &str = "INVLPGB: the trace comes from a machine that may flush with AMD INVLPGB (the invlpgb CPU flag, Linux 6.15+), where a process active on more than 3 CPUs at once gets a global ASID and its flushes are broadcasts that log no tlb:tlb_flush event: the replay cannot see those requests (it replays only what was logged, so it undercounts the flushes of such processes under every policy), cannot tell which processes had a global ASID or when they got it, and regenerates reasons 0, 1 and 5 as the model's policy has them, not as the recording machine's broadcasts did; compare policies on such a trace only for processes that ran on at most 3 CPUs at once";
+
 /// The assumptions of a replay, in words, for the report.
-pub(crate) fn assumptions(plan: &Plan, opts: &ReplayOptions) -> Vec<String> {
+pub(crate) fn assumptions(plan: &Plan, opts: &ReplayOptions, header: &Header) -> Vec<String> {
     let s = &plan.summary;
-    let mut a = vec![
+    let mut a = Vec::new();
+    if header.broadcast_flush() == Some(true) {
+        a.push(BROADCAST_FLUSH.to_string());
+    }
+    a.extend([
         match s.schedule {
             crate::plan::ScheduleMode::Switch => format!(
                 "schedule: from sched_switch records ({} threads); threads without any ({}) run on a CPU between their events there when at most {} µs apart",
@@ -269,7 +277,7 @@ pub(crate) fn assumptions(plan: &Plan, opts: &ReplayOptions) -> Vec<String> {
             Refill::WorkingSet(w) => format!("refill: each thread uses a working set of {w} pages, referenced after each of its requests and each time it wakes (the trace has no memory references)"),
         },
         "costs: each figure is the replay minus a twin run whose requests flush nothing".to_string(),
-    ];
+    ]);
     if s.quiet_gaps > 0 {
         a.push(format!(
             "quiet gaps ({}) of more than {} s without a record are replayed as {} s each ({:.3} s skipped): longer than every time constant of the model, so what follows a gap sees what it would after the whole gap",

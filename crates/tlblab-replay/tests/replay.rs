@@ -394,3 +394,88 @@ fn a_thread_queued_while_its_cpu_goes_idle_runs() {
         assert_eq!(p.slip.late_requests, 0, "offset {offset}: the flush ran late");
     }
 }
+
+/// A point made on its own against a shared twin (how study S10 runs the sweep, one job per
+/// ceiling) is the row the whole sweep gives for that ceiling: same layout, same twin.
+#[test]
+fn a_point_against_a_shared_twin_is_the_sweeps_row() {
+    let records = two_threads(40, 40, true, true);
+    let opts = ReplayOptions { refill: Refill::WorkingSet(64), ..ReplayOptions::default() };
+    let policy = named("linux-6.18");
+    let ceilings = [1, 39, 40, 64];
+    let plan = std::sync::Arc::new(Plan::build(&header(2), records, &opts).unwrap());
+    let sweep = sweep_plan(&plan, &header(2), &skylake(), &policy, &ceilings, &opts).unwrap();
+    let twin = twin_run(&plan, &skylake(), &policy, 64, &opts).unwrap();
+    for (&c, row) in ceilings.iter().zip(&sweep.rows) {
+        let at = Policy { tlb_single_page_flush_ceiling: c, ..policy.clone() };
+        let (point, kernel) =
+            replay_point(&plan, &header(2), &skylake(), &at, &twin, &opts).unwrap();
+        assert_eq!(
+            (point.requests_full, point.requests_partial, point.ipis_sent),
+            (row.requests_full, row.requests_partial, row.ipis_sent),
+            "ceiling {c}"
+        );
+        assert_eq!(
+            (point.cost.initiator_cycles, point.cost.receiver_cycles, point.cost.refill_cycles),
+            (row.cost.initiator_cycles, row.cost.receiver_cycles, row.cost.refill_cycles),
+            "ceiling {c}"
+        );
+        assert!(kernel.events > 0);
+    }
+    // A twin laid out for lower ceilings, or of another seed, is refused.
+    let low = Policy { tlb_single_page_flush_ceiling: 65, ..policy.clone() };
+    assert!(matches!(
+        replay_point(&plan, &header(2), &skylake(), &low, &twin, &opts),
+        Err(ReplayError::TwinMismatch { ceiling: 65, top: 64, .. })
+    ));
+    let other = ReplayOptions { seed: 2, ..opts.clone() };
+    assert!(replay_point(&plan, &header(2), &skylake(), &policy, &twin, &other).is_err());
+}
+
+/// A trace whose header says the machine flushes with INVLPGB (Linux 6.15+): the replay says
+/// first what it cannot infer; a trace from the same CPU on 6.14, or without the flag, does not.
+#[test]
+fn a_trace_from_an_invlpgb_machine_says_what_the_replay_cannot_see() {
+    let amd = |release: &str, flags: &[&str]| {
+        let mut h = header(2);
+        h.kernel_release = Some(release.into());
+        h.cpu = Some(tlblab_flushtrace::CpuInfo {
+            vendor: "AuthenticAMD".into(),
+            model_name: "AMD EPYC 9654 96-Core Processor".into(),
+            family: Some(25),
+            model: Some(17),
+            flags: flags.iter().map(|f| (*f).to_string()).collect(),
+        });
+        h
+    };
+    let zen4 = tlblab_sim::machine::builtin("zen4").unwrap();
+    let said = |h: &tlblab_flushtrace::Header| {
+        let r = replay(
+            h,
+            two_threads(10, 1, true, true),
+            &zen4,
+            &[named("linux-6.18")],
+            &ReplayOptions::default(),
+        )
+        .unwrap();
+        let s = sweep_ceiling(
+            h,
+            two_threads(10, 1, true, true),
+            &zen4,
+            &named("linux-6.18"),
+            &[1, 33],
+            &ReplayOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            r.assumptions.first() == Some(&BROADCAST_FLUSH.to_string()),
+            s.assumptions.first() == Some(&BROADCAST_FLUSH.to_string())
+        );
+        render_replay(&r).contains("cannot see those requests")
+            && r.assumptions.first() == Some(&BROADCAST_FLUSH.to_string())
+    };
+    assert!(said(&amd("6.15.2", &["pcid", "invpcid", "invlpgb"])));
+    assert!(!said(&amd("6.14.8", &["pcid", "invpcid", "invlpgb"])));
+    assert!(!said(&amd("6.18.44", &["pcid", "invpcid"])));
+    assert!(!said(&header(2)));
+}

@@ -68,6 +68,27 @@ pub enum StudyError {
         #[source]
         source: Box<tlblab_kernel::KernelError>,
     },
+    /// A part's shipped trace does not read (S10).
+    #[error("study {study}, part {part:?}: trace: {message}")]
+    Trace {
+        /// The study.
+        study: &'static str,
+        /// The part's label.
+        part: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A part's trace cannot be replayed (S10).
+    #[error("study {study}, part {part:?}")]
+    Replay {
+        /// The study.
+        study: &'static str,
+        /// The part's label.
+        part: String,
+        /// What went wrong.
+        #[source]
+        source: Box<tlblab_replay::ReplayError>,
+    },
 }
 
 impl StudyError {

@@ -4,6 +4,7 @@
 use serde::Serialize;
 use tlblab_kernel::stats::KernelReport;
 use tlblab_kernel::workloads::Metric;
+use tlblab_replay::PolicyReplay;
 
 /// One number per run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -90,6 +91,13 @@ pub enum Measure {
     /// will-it-scale's per-thread figure: operations per second per task (the tasks that did
     /// any), higher is better.
     OpsPerTaskPerSecond,
+    /// A replayed trace's flush cost (S10): initiator + receiver + refill cycles, each the
+    /// replay's minus its twin's, in µs.
+    FlushCostUs,
+    /// A replayed trace's requests flushed in full (above the ceiling, or censored).
+    FullFlushRequests,
+    /// A replayed trace's refill page walks (the replay's minus its twin's).
+    RefillWalks,
 }
 
 /// Checked schedules per seed when a part reports a `Check*` measure: seed `s` of a study
@@ -113,6 +121,9 @@ pub struct Checked {
 
 /// Why a run has no value for a measure.
 pub type Missing = &'static str;
+
+/// A replay-only measure in a scenario run.
+const REPLAY_ONLY: &str = "measured only in a replay of a trace";
 
 /// No exposure window: the policy never unmaps the direct map.
 pub(crate) const NEVER_UNMAPPED: &str = "unbounded (never unmapped)";
@@ -156,6 +167,9 @@ impl Measure {
         Measure::CpumaskLineTransfers,
         Measure::CpumaskWrites,
         Measure::OpsPerTaskPerSecond,
+        Measure::FlushCostUs,
+        Measure::FullFlushRequests,
+        Measure::RefillWalks,
     ];
 
     /// Whether the measure comes from checked schedules rather than the run's report.
@@ -227,6 +241,9 @@ impl Measure {
             Measure::CpumaskLineTransfers => "cpumask_line_transfers",
             Measure::CpumaskWrites => "cpumask_writes",
             Measure::OpsPerTaskPerSecond => "ops_per_task_per_second",
+            Measure::FlushCostUs => "flush_cost_us",
+            Measure::FullFlushRequests => "full_flush_requests",
+            Measure::RefillWalks => "refill_walks",
         }
     }
 
@@ -266,6 +283,9 @@ impl Measure {
             Measure::CpumaskLineTransfers => "cpumask line transfers",
             Measure::CpumaskWrites => "cpumask writes",
             Measure::OpsPerTaskPerSecond => "ops/s per task",
+            Measure::FlushCostUs => "flush cost µs",
+            Measure::FullFlushRequests => "full-flush requests",
+            Measure::RefillWalks => "refill walks",
         }
     }
 
@@ -301,6 +321,8 @@ impl Measure {
             | Measure::CheckExposureMedianUs
             | Measure::CheckExposureP99Us
             | Measure::CheckExposureMaxUs => 2,
+            Measure::FlushCostUs => 1,
+            Measure::FullFlushRequests | Measure::RefillWalks => 0,
             Measure::DtlbWalks
             | Measure::PageFaults
             | Measure::Cycles
@@ -427,6 +449,33 @@ impl Measure {
                 }
                 Ok(ops as f64 / (r.micros(r.elapsed_cycles as f64) / 1e6) / tasks as f64)
             }
+            Measure::FlushCostUs | Measure::FullFlushRequests | Measure::RefillWalks => {
+                Err(REPLAY_ONLY)
+            }
+        }
+    }
+
+    /// Its value in a replay of a trace (S10), or why there is none: the replay's own figures
+    /// (costs against its twin), and the kernel model's report of the replay run for the
+    /// measures a scenario run has too.
+    pub fn replay_value(self, row: &PolicyReplay, r: &KernelReport) -> Result<f64, Missing> {
+        let c = &row.cost;
+        match self {
+            Measure::FlushCostUs => {
+                let cycles = c.initiator_cycles + c.receiver_cycles + c.refill_cycles;
+                Ok(cycles as f64 / row.clock_mhz.max(1) as f64)
+            }
+            Measure::FullFlushRequests => Ok(row.requests_full as f64),
+            Measure::RefillWalks => Ok(c.refill_walks as f64),
+            Measure::IpisSent => Ok(row.ipis_sent as f64),
+            Measure::IpisReceived => Ok(row.ipis_received as f64),
+            Measure::FullFlushes
+            | Measure::DtlbWalks
+            | Measure::WalkCyclesPerWalk
+            | Measure::PageFaults
+            | Measure::PreemptOffMaxUs
+            | Measure::PreemptOffP99Us => self.value(r, Metric::Seconds),
+            _ => Err("not measured in a replay (the trace has no workload to time)"),
         }
     }
 
@@ -466,6 +515,9 @@ impl Measure {
             Measure::CpumaskLineTransfers => "moves of mm_cpumask cache lines between CPUs: locked bit sets and clears, and reads (the 6.14 test before a set, flush initiators' mask scans), that found the line in another CPU's cache; every mm together (docs/kernel-model.md)",
             Measure::CpumaskWrites => "locked mm_cpumask bit sets and clears (switches, and 6.14's clear by a flush IPI on a CPU that left the mm), every mm together",
             Measure::OpsPerTaskPerSecond => "operations per second per task that did any (will-it-scale's per-thread ops)",
+            Measure::FlushCostUs => "a replayed trace's flush cost: the initiators' flushing system calls, the receivers' IPI handlers and the refill of the working set after the flushes, each the replay's cycles minus its twin's (the same run flushing nothing), in µs",
+            Measure::FullFlushRequests => "a replayed trace's requests flushed in full: ranges above the ceiling, and requests recorded as full (censored)",
+            Measure::RefillWalks => "a replayed trace's page walks of the references after the flushes, the replay's minus its twin's",
         }
     }
 }

@@ -107,6 +107,10 @@ pub fn study(r: &StudyReport) -> String {
                 out.push('\n');
                 out += &measure_table(part, r);
             }
+            Layout::Ceiling => {
+                out += &part_header(part);
+                out += &ceiling_table(part, r);
+            }
         }
     }
     if r.layout == Layout::Deferred {
@@ -354,6 +358,48 @@ fn measure_table(p: &PartReport, r: &StudyReport) -> String {
         }
     }
     t.render(2)
+}
+
+/// S10: one row per ceiling (the headline's mean ± sd, its ratio to the baseline ceiling and
+/// verdict, the other measures' means), then the best ceiling.
+fn ceiling_table(p: &PartReport, r: &StudyReport) -> String {
+    let Some(curve) = &p.ceiling_curve else {
+        return measure_table(p, r);
+    };
+    let head = &p.measures[0];
+    let ratio_head = format!("ratio to {} [{:.0}% CI]", curve.baseline, r.confidence * 100.0);
+    let head_label = crate::text::measure_label(head.label, head.lower_is_better);
+    let mut header = vec!["ceiling", head_label.as_str(), ratio_head.as_str(), "verdict"];
+    header.extend(p.measures[1..].iter().map(|m| m.label));
+    let mut t = Table::new(&header);
+    for point in &curve.points {
+        let Some(pol) = p.policies.iter().find(|q| q.policy.name == point.policy) else {
+            continue;
+        };
+        let m = &pol.measures[0];
+        let (ratio, verdict) = ratio_cells(m, pol.baseline, head.lower_is_better, r.noise);
+        let mut row = vec![point.ceiling.to_string(), mean_sd(m, head.decimals), ratio, verdict];
+        row.extend(
+            p.measures[1..].iter().zip(&pol.measures[1..]).map(|(i, m)| single(m, i.decimals)),
+        );
+        t.row(row);
+    }
+    let mut out = t.render(2);
+    let list = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
+    if let Some(best) = curve.best {
+        out += &wrap(
+            "",
+            &format!(
+                "best ceiling: {best} (best mean {}); best per seed: {}; no different from the best (the best's interval along the ceiling): {}",
+                head.label,
+                list(&curve.best_per_seed),
+                list(&curve.tied_with_best)
+            ),
+            2,
+            WIDTH,
+        );
+    }
+    out
 }
 
 /// S1: per policy, the flushes of `flush_tlb_func()` by size over every seed.

@@ -101,6 +101,52 @@ pub struct PartReport {
     /// With `--explain` only: the part's headline with each mechanism off in turn.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub explanation: Option<Explanation>,
+    /// Only for a part whose policies are one kernel at several ceilings (S10): the headline
+    /// along `tlb_single_page_flush_ceiling`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ceiling_curve: Option<CeilingCurve>,
+}
+
+/// The ceiling axis (S10): a part whose policies are one kernel at several values of
+/// `tlb_single_page_flush_ceiling` (`BASE@ceiling=N`), its headline (first measure) per
+/// ceiling relative to the baseline's ceiling, and the best ceiling.
+#[derive(Clone, Debug, Serialize)]
+pub struct CeilingCurve {
+    /// The headline measure's key.
+    pub measure: &'static str,
+    /// Whether a smaller headline is better.
+    pub lower_is_better: bool,
+    /// The baseline policy's ceiling (33, the kernel's default).
+    pub baseline: u64,
+    /// One point per ceiling, in ascending order.
+    pub points: Vec<CeilingPoint>,
+    /// The best ceiling: the best mean headline among the baseline's ceiling and those whose
+    /// verdict against it is a change for the better (the lowest ceiling among equal means);
+    /// the baseline's when none is.
+    pub best: Option<u64>,
+    /// The best ceiling of each seed, in seed order: how much the best moves from seed to
+    /// seed.
+    pub best_per_seed: Vec<u64>,
+    /// The ceilings whose headline is no different from the best's: the ratio of their
+    /// per-seed values to the best's has an interval that holds 1 or reaches into the noise
+    /// band. The best ceiling's interval along the axis.
+    pub tied_with_best: Vec<u64>,
+}
+
+/// One ceiling of a [`CeilingCurve`].
+#[derive(Clone, Debug, Serialize)]
+pub struct CeilingPoint {
+    /// The ceiling.
+    pub ceiling: u64,
+    /// The policy's name (`linux-6.18@ceiling=64`).
+    pub policy: String,
+    /// The headline's mean over the seeds.
+    pub mean: Option<f64>,
+    /// The headline's ratio to the baseline ceiling, with its interval (none for the
+    /// baseline itself).
+    pub ratio: Option<RatioToBaseline>,
+    /// What the ratio says (the study's verdict rule).
+    pub effect: Option<Effect>,
 }
 
 /// `--explain`: what each mechanism of the model does to a part's headline measure (its first)

@@ -1,15 +1,17 @@
 //! Runs a study: every (part, policy, seed) run in parallel, results put back in a fixed order,
 //! so the report is the same whatever the number of threads.
 
+use crate::beyond_s10::{self, CEILING_SEP, REPLAY_PREFIX};
 use crate::error::StudyError;
 use crate::measure::{Measure, Missing};
 use crate::report::{
-    Answer, EffectStatus, Explanation, MachineInfo, MeasureInfo, MeasureResult, MechanismEffect,
-    NotRun, PartReport, PolicyEffect, PolicyReport, RunSummary, ScenarioInfo, StudyReport,
-    CONFIDENCE, SCHEMA,
+    Answer, CeilingCurve, CeilingPoint, EffectStatus, Explanation, MachineInfo, MeasureInfo,
+    MeasureResult, MechanismEffect, NotRun, PartReport, PolicyEffect, PolicyReport, RunSummary,
+    ScenarioInfo, StudyReport, CONFIDENCE, SCHEMA,
 };
 use crate::study::{Part, Size, Study};
 use rayon::prelude::*;
+use std::sync::Arc;
 use tlblab_kernel::workloads;
 use tlblab_kernel::{Mechanism, Mechanisms, Policy};
 use tlblab_sim::machine::MachineSpec;
@@ -64,11 +66,28 @@ impl Progress for NoProgress {
     fn finished(&self) {}
 }
 
+/// What a part runs: a scenario of the kernel model, or a recorded trace replayed (S10).
+enum Source {
+    Scenario(&'static workloads::ScenarioInfo),
+    Replay(Box<Replayed>),
+}
+
+/// A trace ready to replay: its plan built once for every run of the part.
+struct Replayed {
+    trace: &'static beyond_s10::Trace,
+    header: tlblab_flushtrace::Header,
+    plan: Arc<tlblab_replay::Plan>,
+    opts: tlblab_replay::ReplayOptions,
+    /// The highest ceiling of the part's policies: every run is laid out for it, so that one
+    /// twin per seed serves every ceiling.
+    top: u64,
+}
+
 /// A part, ready to run: its machine, scenario and policies loaded.
 struct Prepared {
     part: Part,
     spec: MachineSpec,
-    scenario: &'static workloads::ScenarioInfo,
+    source: Source,
     policies: Vec<Policy>,
     /// The part's measures, less those that would say nothing: the scenario's metric where it
     /// repeats the elapsed seconds, the elapsed seconds of a run that is a fixed window.
@@ -131,7 +150,8 @@ pub fn run_with_progress(
     }
     let base = options.mechanisms;
     if options.explain {
-        for prepared in &mut parts {
+        // A replay runs with every mechanism on (tlblab-replay has no switch for them).
+        for prepared in parts.iter_mut().filter(|p| matches!(p.source, Source::Scenario(_))) {
             prepared.explained = Mechanism::ALL
                 .iter()
                 .copied()
@@ -153,6 +173,19 @@ pub fn run_with_progress(
             })
         })
         .collect();
+    // A replay's costs are against a twin that flushes nothing, the same for every ceiling of
+    // a part: one per (replay part, seed), made first.
+    let twin_jobs: Vec<(usize, u64)> = parts
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| matches!(p.source, Source::Replay(_)))
+        .flat_map(|(p, _)| (0..seeds).map(move |s| (p, s)))
+        .collect();
+    let twins: Vec<tlblab_replay::Twin> = twin_jobs
+        .par_iter()
+        .map(|&(p, s)| twin(study, &parts[p], options.first_seed + s))
+        .collect::<Result<_, _>>()?;
+    let twin_of = |p: usize, s: u64| twin_jobs.iter().position(|&j| j == (p, s)).map(|i| &twins[i]);
     // Each run is independent and deterministic; collecting keeps job order.
     progress.start(jobs.len() as u64);
     let results: Vec<Result<RunData, StudyError>> = jobs
@@ -163,13 +196,15 @@ pub fn run_with_progress(
                 0 => base,
                 v => base.without(prepared.explained[v - 1]),
             };
-            let data = run_one(
-                study,
-                prepared,
-                q,
-                (options.first_seed, options.first_seed + s),
-                mechanisms,
-            );
+            let seed = options.first_seed + s;
+            let data = match &prepared.source {
+                Source::Replay(r) => {
+                    replay_one(study, prepared, r, q, seed, twin_of(p, s).expect("a twin per seed"))
+                }
+                Source::Scenario(_) => {
+                    run_one(study, prepared, q, (options.first_seed, seed), mechanisms)
+                }
+            };
             progress.finished();
             data
         })
@@ -230,21 +265,35 @@ fn prepare(study: &'static Study, part: Part) -> Result<Prepared, StudyError> {
             .with_guest_setting(g.posted_interrupts, g.overcommit, &why)
             .map_err(machine_error)?;
     }
-    let scenario = workloads::scenario(part.scenario).map_err(|source| StudyError::Scenario {
-        study: study.name,
-        part: part.label.clone(),
-        source: Box::new(source),
-    })?;
     let policies = part
         .policies
         .iter()
-        .map(|name| Policy::named(name))
+        .map(|name| policy_named(name))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|source| StudyError::Policy {
             study: study.name,
             part: part.label.clone(),
             source: Box::new(source),
         })?;
+    if let Some(name) = part.scenario.strip_prefix(REPLAY_PREFIX) {
+        let replayed = prepare_replay(study, &part, name, &policies)?;
+        let measures = part.measures.clone();
+        let source = Source::Replay(Box::new(replayed));
+        return Ok(Prepared {
+            part,
+            spec,
+            source,
+            policies,
+            measures,
+            window_ms: None,
+            explained: Vec::new(),
+        });
+    }
+    let scenario = workloads::scenario(part.scenario).map_err(|source| StudyError::Scenario {
+        study: study.name,
+        part: part.label.clone(),
+        source: Box::new(source),
+    })?;
     // A run that is a window of simulated time (kbuild's default) ends at the window: its
     // elapsed time is the window (the limit less any warm-up), not a result.
     let clock_mhz = spec.raw().kernel.as_ref().map_or(0, |k| k.clock.mhz);
@@ -260,7 +309,129 @@ fn prepare(study: &'static Study, part: Part) -> Result<Prepared, StudyError> {
         _ => false,
     };
     let measures = part.measures.iter().copied().filter(|m| !dropped(m)).collect();
-    Ok(Prepared { part, spec, scenario, policies, measures, window_ms, explained: Vec::new() })
+    Ok(Prepared {
+        part,
+        spec,
+        source: Source::Scenario(scenario),
+        policies,
+        measures,
+        window_ms,
+        explained: Vec::new(),
+    })
+}
+
+/// A built-in policy, or one at a ceiling: `BASE@ceiling=N` is `BASE` with
+/// `tlb_single_page_flush_ceiling` N (the ceiling axis of S10), under that name.
+pub(crate) fn policy_named(name: &str) -> Result<Policy, tlblab_kernel::policy::PolicyError> {
+    let Some((base, ceiling)) = name.split_once(CEILING_SEP) else {
+        return Policy::named(name);
+    };
+    let mut policy = Policy::named(base)?;
+    policy.tlb_single_page_flush_ceiling =
+        ceiling.parse().map_err(|_| tlblab_kernel::policy::PolicyError::Unknown {
+            name: name.to_string(),
+            known: format!("a ceiling is a whole number of pages: BASE{CEILING_SEP}N"),
+        })?;
+    policy.name = name.to_string();
+    Ok(policy)
+}
+
+/// The ceiling of a `BASE@ceiling=N` policy name.
+fn ceiling_of(name: &str) -> Option<(&str, u64)> {
+    let (base, n) = name.split_once(CEILING_SEP)?;
+    Some((base, n.parse().ok()?))
+}
+
+/// Reads a shipped trace and builds its plan; `params.window_ms` (if not 0) keeps the trace's
+/// first that many ms.
+fn prepare_replay(
+    study: &'static Study,
+    part: &Part,
+    name: &str,
+    policies: &[Policy],
+) -> Result<Replayed, StudyError> {
+    let replay_err = |source| StudyError::Replay {
+        study: study.name,
+        part: part.label.clone(),
+        source: Box::new(source),
+    };
+    let trace = beyond_s10::trace(name).ok_or_else(|| StudyError::Trace {
+        study: study.name,
+        part: part.label.clone(),
+        message: format!("no shipped trace called {name:?}"),
+    })?;
+    let trace_err = |e: tlblab_flushtrace::FileError| StudyError::Trace {
+        study: study.name,
+        part: part.label.clone(),
+        message: e.to_string(),
+    };
+    let mut reader =
+        tlblab_flushtrace::TraceReader::new(trace.bytes, std::path::Path::new(trace.name))
+            .map_err(trace_err)?;
+    let mut records = Vec::new();
+    let mut first = None;
+    let window_ns = part.params.window_ms.saturating_mul(1_000_000);
+    while let Some(r) = reader.next_record().map_err(trace_err)? {
+        let ts = r.ts_ns();
+        let start = *first.get_or_insert(ts);
+        if window_ns > 0 && ts.saturating_sub(start) > window_ns {
+            break;
+        }
+        records.push(r);
+    }
+    let mut header = reader.header().clone();
+    if let Some(trailer) = reader.trailer() {
+        trailer.merge_into(&mut header);
+    }
+    let opts = tlblab_replay::ReplayOptions {
+        cpus: Some(part.cpus),
+        refill: tlblab_replay::Refill::WorkingSet(beyond_s10::WORKING_SET_PAGES),
+        ..tlblab_replay::ReplayOptions::default()
+    };
+    let plan = tlblab_replay::Plan::build(&header, records, &opts).map_err(replay_err)?;
+    let top = policies.iter().map(|p| p.tlb_single_page_flush_ceiling).max().unwrap_or(0);
+    Ok(Replayed { trace, header, plan: Arc::new(plan), opts, top })
+}
+
+fn twin(
+    study: &'static Study,
+    prepared: &Prepared,
+    seed: u64,
+) -> Result<tlblab_replay::Twin, StudyError> {
+    let Source::Replay(r) = &prepared.source else {
+        unreachable!("twins are made for replay parts only")
+    };
+    let opts = tlblab_replay::ReplayOptions { seed, ..r.opts.clone() };
+    tlblab_replay::twin_run(&r.plan, &prepared.spec, &prepared.policies[0], r.top, &opts).map_err(
+        |source| StudyError::Replay {
+            study: study.name,
+            part: prepared.part.label.clone(),
+            source: Box::new(source),
+        },
+    )
+}
+
+fn replay_one(
+    study: &'static Study,
+    prepared: &Prepared,
+    r: &Replayed,
+    policy: usize,
+    seed: u64,
+    twin: &tlblab_replay::Twin,
+) -> Result<RunData, StudyError> {
+    let opts = tlblab_replay::ReplayOptions { seed, ..r.opts.clone() };
+    let policy = &prepared.policies[policy];
+    let (row, kernel) =
+        tlblab_replay::replay_point(&r.plan, &r.header, &prepared.spec, policy, twin, &opts)
+            .map_err(|source| StudyError::Replay {
+                study: study.name,
+                part: prepared.part.label.clone(),
+                source: Box::new(source),
+            })?;
+    Ok(RunData {
+        samples: prepared.measures.iter().map(|m| m.replay_value(&row, &kernel)).collect(),
+        summary: RunSummary::of(seed, row.complete, &kernel),
+    })
 }
 
 fn run_one(
@@ -274,6 +445,9 @@ fn run_one(
     let policy = &prepared.policies[policy];
     // The kernel is built as `sim run`, `sim check` and `tlblab sweep` build it.
     let cpus = u16::try_from(part.cpus).unwrap_or(u16::MAX);
+    let Source::Scenario(scenario) = prepared.source else {
+        unreachable!("replay parts run in replay_one")
+    };
     let kernel_error = |e| match e {
         tlblab_runs::RunsError::Scenario(source) => {
             StudyError::Scenario { study: study.name, part: part.label.clone(), source }
@@ -290,13 +464,13 @@ fn run_one(
         &prepared.spec,
         policy,
         (cpus, seed, mechanisms),
-        (prepared.scenario, &part.params),
+        (scenario, &part.params),
         |_| {},
     )
     .map_err(kernel_error)?;
-    let finished = prepared.scenario.run(&mut kernel, &part.params);
+    let finished = scenario.run(&mut kernel, &part.params);
     let report = kernel.report();
-    let metric = prepared.scenario.metric;
+    let metric = scenario.metric;
     let checked = match prepared.measures.iter().any(|m| m.checked()) {
         true => Some(
             check_schedules(prepared, policy, (first_seed, seed), mechanisms)
@@ -324,6 +498,9 @@ fn check_schedules(
     mechanisms: Mechanisms,
 ) -> Result<crate::measure::Checked, tlblab_runs::RunsError> {
     let part = &prepared.part;
+    let Source::Scenario(scenario) = prepared.source else {
+        unreachable!("replay parts are not checked")
+    };
     let cpus = u16::try_from(part.cpus).unwrap_or(u16::MAX);
     let defaults = tlblab_runs::CheckRequest::new(part.scenario, &[]);
     let n = crate::measure::CHECK_SCHEDULES_PER_SEED;
@@ -341,14 +518,14 @@ fn check_schedules(
             &prepared.spec,
             policy,
             (cpus, schedule, mechanisms),
-            (prepared.scenario, &part.params),
+            (scenario, &part.params),
             |k| {
                 k.enable_checker();
                 k.perturb(Cycles(defaults.max_ipi_delay));
                 k.disturb(Cycles(defaults.disturb_every));
             },
         )?;
-        prepared.scenario.run(&mut k, &part.params);
+        scenario.run(&mut k, &part.params);
         out.violations += k.violations().len() as u64;
         out.exposure.extend(k.exposure().user);
     }
@@ -356,8 +533,23 @@ fn check_schedules(
 }
 
 fn part_report(prepared: Prepared, runs: Vec<Vec<RunData>>, noise: f64) -> PartReport {
-    let Prepared { part, spec, scenario, policies, measures: prepared_measures, window_ms, .. } =
+    let Prepared { part, spec, source, policies, measures: prepared_measures, window_ms, .. } =
         prepared;
+    // A replay has no scenario: its "scenario" is the trace; its measures name their units.
+    let scenario = match &source {
+        Source::Scenario(s) => ScenarioInfo {
+            name: s.name,
+            description: s.description,
+            metric: s.metric,
+            unit: s.metric.unit(),
+        },
+        Source::Replay(r) => ScenarioInfo {
+            name: r.trace.scenario,
+            description: r.trace.what,
+            metric: workloads::Metric::Seconds,
+            unit: workloads::Metric::Seconds.unit(),
+        },
+    };
     let metric = scenario.metric;
     let measures: Vec<MeasureInfo> = prepared_measures
         .iter()
@@ -394,6 +586,7 @@ fn part_report(prepared: Prepared, runs: Vec<Vec<RunData>>, noise: f64) -> PartR
             runs: seeds.into_iter().map(|r| r.summary).collect(),
         });
     }
+    let ceiling_curve = ceiling_curve(&measures, &out, noise);
     PartReport {
         label: part.label,
         machine: MachineInfo {
@@ -404,12 +597,7 @@ fn part_report(prepared: Prepared, runs: Vec<Vec<RunData>>, noise: f64) -> PartR
             guest: part.guest,
         },
         cpus: part.cpus,
-        scenario: ScenarioInfo {
-            name: scenario.name,
-            description: scenario.description,
-            metric,
-            unit: metric.unit(),
-        },
+        scenario,
         params: part.params,
         window_ms,
         settings_why: part.settings_why,
@@ -417,7 +605,90 @@ fn part_report(prepared: Prepared, runs: Vec<Vec<RunData>>, noise: f64) -> PartR
         policies: out,
         sweep: part.sweep,
         explanation: None,
+        ceiling_curve,
     }
+}
+
+/// The ceiling axis of a part whose policies are all `BASE@ceiling=N` of one base (S10).
+fn ceiling_curve(
+    measures: &[MeasureInfo],
+    policies: &[PolicyReport],
+    noise: f64,
+) -> Option<CeilingCurve> {
+    let headline = measures.first()?;
+    let ceilings: Vec<(&str, u64)> =
+        policies.iter().map(|p| ceiling_of(&p.policy.name)).collect::<Option<_>>()?;
+    if ceilings.iter().any(|&(base, _)| base != ceilings[0].0) {
+        return None;
+    }
+    let lower = headline.lower_is_better;
+    let better = |a: f64, b: f64| if lower { a < b } else { a > b };
+    let mut points: Vec<(CeilingPoint, &[f64])> = policies
+        .iter()
+        .zip(&ceilings)
+        .map(|(p, &(_, ceiling))| {
+            let m = &p.measures[0];
+            let point = CeilingPoint {
+                ceiling,
+                policy: p.policy.name.clone(),
+                mean: m.mean,
+                ratio: m.ratio,
+                effect: m.effect,
+            };
+            (point, m.values.as_slice())
+        })
+        .collect();
+    points.sort_by_key(|(p, _)| p.ceiling);
+    // The best mean among the baseline (the kernel's choice) and the ceilings the verdict
+    // finds better than it (a change in the better direction); the lowest ceiling wins a tie
+    // (points are in ascending order).
+    let baseline = ceilings[0].1;
+    let start = policies[0].measures[0].mean.map(|m| (baseline, m));
+    let improves =
+        |e: Option<Effect>| e == Some(if lower { Effect::Lower } else { Effect::Higher });
+    let best = points
+        .iter()
+        .filter(|(p, _)| improves(p.effect))
+        .filter_map(|(p, _)| Some((p.ceiling, p.mean?)))
+        .fold(start, |acc: Option<(u64, f64)>, (c, m)| match acc {
+            Some((_, b)) if !better(m, b) => acc,
+            _ => Some((c, m)),
+        });
+    let best_values = best
+        .and_then(|(c, _)| points.iter().find(|(p, _)| p.ceiling == c))
+        .map(|(_, v)| *v)
+        .unwrap_or(&[]);
+    let seeds = points.iter().map(|(_, v)| v.len()).min().unwrap_or(0);
+    let base_values = policies[0].measures[0].values.as_slice();
+    let best_per_seed = (0..seeds)
+        .filter_map(|s| {
+            let start = base_values.get(s).map(|&v| (baseline, v));
+            points.iter().fold(start, |acc: Option<(u64, f64)>, (p, v)| match acc {
+                Some((_, b)) if !better(v[s], b) => acc,
+                _ => Some((p.ceiling, v[s])),
+            })
+        })
+        .map(|(c, _)| c)
+        .collect();
+    let tied_with_best = points
+        .iter()
+        .filter(|(p, v)| {
+            Some(p.ceiling) == best.map(|b| b.0)
+                || (seeds >= 2
+                    && tlblab_stats::ratio_to_baseline(v, best_values, CONFIDENCE)
+                        .is_ok_and(|r| !judge(Some(&r.ci), None, 0.05, noise).is_change()))
+        })
+        .map(|(p, _)| p.ceiling)
+        .collect();
+    Some(CeilingCurve {
+        measure: headline.key,
+        lower_is_better: lower,
+        baseline,
+        best: best.map(|b| b.0),
+        best_per_seed,
+        tied_with_best,
+        points: points.into_iter().map(|(p, _)| p).collect(),
+    })
 }
 
 /// `--explain` for a part: `report` is its runs with `base`; `variants` the runs with each of

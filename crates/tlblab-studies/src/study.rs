@@ -51,6 +51,8 @@ pub enum Layout {
     PvFlush,
     /// S8: per part, speed, IPIs, the checker's verdict and exposure side by side.
     Deferred,
+    /// S10: per part, the cost curve along the ceiling and the best ceiling.
+    Ceiling,
 }
 
 /// A built-in study.
@@ -270,6 +272,17 @@ pub const STUDIES: &[Study] = &[
         layout: Layout::PvFlush,
         beyond: true,
         parts: crate::beyond_s9::parts,
+    },
+    Study {
+        name: "s10-ceiling",
+        short: "s10",
+        title: "tlb_single_page_flush_ceiling from 1 to 512 on recorded traces and S1's flush sizes: the best ceiling per machine",
+        mirrors: "the ceiling of 33 pages in arch/x86/mm/tlb.c (since 2014; its comment: large enough for at least 95% of allocations' flushes, and at about 100 ns per single-page flush it caps a ranged flush near 3 µs), swept on two traces recorded on this project's machine and on S1's kernel-build flush sizes",
+        default_seeds: 3,
+        seeds_why: "3 seeds: a replay's seed changes only each CPU's timer phase (the trace fixes the requests and the schedule); the kbuild part's seeds draw different job mixes too",
+        layout: Layout::Ceiling,
+        beyond: true,
+        parts: crate::beyond_s10::s10_parts,
     },
 ];
 

@@ -35,15 +35,38 @@ pub fn spec_of(study: &Study, size: Size) -> Result<String, String> {
         let p = &part.params;
         let list = |v: &[&str]| v.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", ");
         let measures: Vec<&str> = part.measures.iter().map(|m| m.key()).collect();
+        // S10: a trace replay is not a scenario a sweep can run.
+        if part.scenario.starts_with("replay:") {
+            let _ = write!(
+                out,
+                "\n# part {:?} replays a shipped trace ({}): not a sweep scenario; `tlblab sim replay FILE --ceiling ...` sweeps a trace\n",
+                part.label, part.scenario
+            );
+            continue;
+        }
+        // S10's ceiling axis: one kernel at several ceilings (`BASE@ceiling=N`).
+        let ceilings: Option<Vec<(&str, &str)>> =
+            part.policies.iter().map(|q| q.split_once("@ceiling=")).collect();
+        let axis = match ceilings {
+            Some(c) => format!(
+                "policy = {:?}\nceiling = [{}]\nbaseline = {{ ceiling = {} }}",
+                c[0].0,
+                c.iter().map(|(_, n)| *n).collect::<Vec<_>>().join(", "),
+                c[0].1
+            ),
+            None => format!(
+                "policy = [{}]\nbaseline = {{ policy = {:?} }}",
+                list(&part.policies),
+                part.policies[0]
+            ),
+        };
         let _ = write!(
             out,
-            "\n[[sweep]]\nlabel = {:?}\nmachine = {:?}\ncpus = {}\nscenario = {:?}\npolicy = [{}]\nbaseline = {{ policy = {:?} }}\nmeasures = [{}]\n",
+            "\n[[sweep]]\nlabel = {:?}\nmachine = {:?}\ncpus = {}\nscenario = {:?}\n{axis}\nmeasures = [{}]\n",
             part.label,
             part.machine,
             part.cpus,
             part.scenario,
-            list(&part.policies),
-            part.policies[0],
             list(&measures),
         );
         let _ = write!(

@@ -5,7 +5,9 @@ use std::io::Write;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tlblab_env::{InterruptDelta, InterruptSnapshot, PerCpuDelta, Source};
-use tlblab_flushtrace::{End, Header, InterruptCounts, Loss, Origin, Record, TraceWriter, Trailer};
+use tlblab_flushtrace::{
+    CpuInfo, End, Header, InterruptCounts, Loss, Origin, Record, TraceWriter, Trailer,
+};
 use tlblab_tracefs::{Instance, RawEvent, Reader};
 
 use crate::decode::{Decoded, Decoders};
@@ -70,6 +72,7 @@ pub fn header_for(instance: &Instance) -> Result<Header, Error> {
     let text = |p: &str| std::fs::read_to_string(p).ok().map(|s| s.trim().to_string());
     h.kernel_release = text("/proc/sys/kernel/osrelease");
     h.hostname = text("/proc/sys/kernel/hostname");
+    h.cpu = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|c| CpuInfo::parse(&c));
     h.started_unix_ns =
         SystemTime::now().duration_since(UNIX_EPOCH).ok().map(|d| d.as_nanos() as u64);
     h.notes.extend(instance.notes().iter().cloned());

@@ -582,3 +582,37 @@ fn s8_quick_shows_speed_beside_the_checkers_verdict_and_exposure() {
     assert!(row("luf").trim_end().ends_with("pass"));
     assert!(row("bad-luf-reuse-without-flush").contains("FAIL ("));
 }
+
+/// S10: every part carries its cost curve along the ceiling, relative to 33, and the fields are
+/// documented. On the traces, ceiling 1 turns every multi-page request into a full flush and a
+/// refill of the whole 512-page working set: dearer than 33, where they stay partial.
+#[test]
+fn s10_quick_draws_a_cost_curve_per_part() {
+    let r = quick_json("s10");
+    assert_eq!(r["study"], "s10-ceiling");
+    let mut all = BTreeSet::new();
+    json_keys(&r, &["tlb_flush", "invalidations"], &mut all);
+    assert!(all.contains("ceiling_curve") && all.contains("tied_with_best"), "{all:?}");
+    let missing = undocumented(&all, &sim_output_doc());
+    assert!(missing.is_empty(), "docs/sim-output.md does not describe {missing:?}");
+    let text =
+        String::from_utf8(stdout_of(["sim", "study", "s10", "--quick", "--seeds", "2"])).unwrap();
+    for p in r["parts"].as_array().unwrap() {
+        let c = &p["ceiling_curve"];
+        assert_eq!(c["baseline"], 33, "{}", p["label"]);
+        let ceilings: Vec<u64> = c["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|q| q["ceiling"].as_u64().unwrap())
+            .collect();
+        assert_eq!(ceilings, [1, 8, 33, 128, 512]);
+        assert!(c["tied_with_best"].as_array().unwrap().contains(&c["best"]));
+        if p["scenario"]["name"].as_str().unwrap().starts_with("replay:") {
+            let at1 = &c["points"][0];
+            assert!(at1["ratio"]["ci"]["low"].as_f64().unwrap() > 1.0, "{}", p["label"]);
+            assert_eq!(c["best"], 33, "{}", p["label"]);
+        }
+    }
+    assert!(text.contains("best ceiling: 33"), "{text}");
+}

@@ -291,7 +291,10 @@ impl SummaryBuilder {
             only_command: header.only_command,
             command_status: trailer.command_status,
         };
-        let warnings = notes::warnings(&totals);
+        let mut warnings = notes::warnings(&totals);
+        if header.broadcast_flush() == Some(true) {
+            warnings.push(notes::BROADCAST_FLUSH.to_string());
+        }
         let notes = notes::remote(&remote, flush_events, header.only_command);
         Summary {
             schema: SCHEMA.to_string(),
@@ -305,6 +308,8 @@ impl SummaryBuilder {
                 events: header.events.clone(),
                 buffer_size_kb: header.buffer_size_kb,
                 header_notes: header.notes.clone(),
+                cpu: header.cpu.clone(),
+                broadcast_flush: header.broadcast_flush(),
             },
             totals,
             reasons,

@@ -22,6 +22,11 @@ fn percent(part: u64, whole: u64) -> String {
 }
 
 /// What may make the figures wrong.
+/// The warning of a trace from a machine that may flush with AMD INVLPGB (its CPU shows the
+/// `invlpgb` flag, its kernel is 6.15 or later): what `tlb:tlb_flush` cannot show there
+/// (arch/x86/mm/tlb.c, 6.15+; docs/tracer.md).
+pub const BROADCAST_FLUSH: &str = "this trace comes from a machine that may flush with AMD INVLPGB (the invlpgb CPU flag, Linux 6.15+): a process active on more than 3 CPUs at once gets a global ASID, and from then on its flushes are INVLPGB broadcasts that log no tlb:tlb_flush event at all (no reason 4, not even the initiator's own reason 3: broadcast_tlb_flush() has no tracepoint); while it moves to the global ASID its flushes still send IPIs (reason 4), but a CPU already on the global ASID returns before the tracepoint (no reason 1); a switch to it logs reason 0 with 0 pages, never a full flush, and a return from lazy mode to it logs nothing; batched reclaim flushes are one INVLPGB dropping every non-global translation, with no reason 2 or 4. Flush and IPI counts here are lower bounds for such processes, and the trace does not say which processes had a global ASID";
+
 pub(crate) fn warnings(t: &Totals) -> Vec<String> {
     let mut out = Vec::new();
     let unknown: u64 = t.losses.iter().map(|l| l.pages_with_unknown_loss).sum();

@@ -247,6 +247,29 @@ fn trace_table(s: &Summary) -> Table {
             ("source_path", "imported from", opt_text(&t.source_path)),
             ("kernel_release", "kernel", opt_text(&t.kernel_release)),
             ("hostname", "host", opt_text(&t.hostname)),
+            (
+                "cpu",
+                "CPU",
+                t.cpu.as_ref().map_or(Cell::Empty, |c| {
+                    Cell::Text(format!(
+                        "{} ({}; flags: {})",
+                        c.model_name,
+                        c.vendor,
+                        if c.flags.is_empty() { "none kept".into() } else { c.flags.join(" ") }
+                    ))
+                }),
+            ),
+            (
+                "broadcast_flush",
+                "INVLPGB broadcast flushes",
+                match t.broadcast_flush {
+                    None => Cell::Empty,
+                    Some(true) => Cell::Text("possible: not traced (see warnings)".into()),
+                    Some(false) => {
+                        Cell::Text("no (no invlpgb flag, or a kernel before 6.15)".into())
+                    }
+                },
+            ),
             ("clock", "trace clock", Cell::Text(t.clock.clone())),
             ("cpus", "CPUs", Cell::Text(cpus)),
             ("events", "events enabled", Cell::Text(t.events.join(" "))),

@@ -56,6 +56,14 @@ pub struct TraceInfo {
     pub buffer_size_kb: Option<u32>,
     /// The header's own notes.
     pub header_notes: Vec<String>,
+    /// The recording machine's CPU (absent in imports and older recordings).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<crate::model::CpuInfo>,
+    /// Whether the recording machine may have flushed with INVLPGB broadcasts, which the
+    /// tracepoint never sees (the `invlpgb` CPU flag on Linux 6.15+); absent when the header
+    /// does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broadcast_flush: Option<bool>,
 }
 
 /// Record counts, time span, losses and end status.

@@ -96,6 +96,41 @@ pub struct Part {
     /// The sweep this part is a point of (older results have none).
     #[serde(default)]
     pub sweep: Option<Sweep>,
+    /// S10's ceiling axis: the headline per `tlb_single_page_flush_ceiling` (absent elsewhere).
+    #[serde(default)]
+    pub ceiling_curve: Option<CeilingCurve>,
+}
+
+/// A part whose policies are one kernel at several ceilings (S10).
+#[derive(Debug, Clone, Deserialize)]
+pub struct CeilingCurve {
+    /// The headline measure's key.
+    pub measure: String,
+    /// Whether a smaller headline is better.
+    pub lower_is_better: bool,
+    /// The baseline's ceiling.
+    pub baseline: u64,
+    /// One point per ceiling, ascending.
+    pub points: Vec<CeilingPoint>,
+    /// The best ceiling.
+    pub best: Option<u64>,
+    /// The best ceiling of each seed.
+    pub best_per_seed: Vec<u64>,
+    /// The ceilings no different from the best.
+    pub tied_with_best: Vec<u64>,
+}
+
+/// One ceiling of a [`CeilingCurve`].
+#[derive(Debug, Clone, Deserialize)]
+pub struct CeilingPoint {
+    /// The ceiling.
+    pub ceiling: u64,
+    /// The headline's mean.
+    pub mean: Option<f64>,
+    /// Its ratio to the baseline ceiling.
+    pub ratio: Option<Ratio>,
+    /// The verdict (`higher`, `lower`, `within-noise`, …).
+    pub effect: Option<tlblab_stats::Effect>,
 }
 
 /// Parts that repeat one scenario along one axis: one curve per policy.

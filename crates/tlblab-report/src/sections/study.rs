@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use super::{figure, Ctx};
 use crate::doc::{b, c, cell, t, Block, Document, Span, Table, Tone};
 use crate::fmt;
-use crate::model::study::{MeasureResult, Part, PolicyResult, Relative, Study, Sweep, SweepAxis};
+use crate::model::study::{
+    CeilingCurve, MeasureResult, Part, PolicyResult, Relative, Study, Sweep, SweepAxis,
+};
 use crate::plot::{Bar, BarChart, BarSeries, LineChart, LineSeries, Point, Scale};
 
 /// The reasons of `tlb:tlb_flush` in the kernel's order (`enum tlb_flush_reason`, 6.18).
@@ -66,7 +68,91 @@ pub fn study(doc: &mut Document, ctx: &Ctx, name: &str, s: &Study) {
         }
         part_section(doc, ctx, s, part);
     }
+    ceiling_curves(doc, ctx, s);
     policies(doc, s);
+}
+
+/// S10: per source (the scenario or trace), the headline's ratio to the baseline ceiling
+/// against the ceiling, one line per preset, and the best ceiling of each part.
+fn ceiling_curves(doc: &mut Document, ctx: &Ctx, s: &Study) {
+    let parts: Vec<(&Part, &CeilingCurve)> =
+        s.parts.iter().filter_map(|p| Some((p, p.ceiling_curve.as_ref()?))).collect();
+    if parts.is_empty() {
+        return;
+    }
+    doc.heading(3, "Cost curves along the ceiling, per preset");
+    let mut table = Table::new(&[
+        "part",
+        "best ceiling",
+        "its mean",
+        "best per seed",
+        "no different from the best",
+        "best's ratio to the baseline [CI]",
+    ])
+    .numeric_from(1);
+    let list = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
+    for (p, c) in &parts {
+        let best = c.best.and_then(|b| c.points.iter().find(|q| q.ceiling == b));
+        let ratio = best.and_then(|q| Some((q.ratio.as_ref()?, q.effect))).map_or_else(
+            || "baseline".to_string(),
+            |(r, e)| {
+                let verdict = e.map_or(String::new(), |e| format!(", {e}"));
+                format!("{:.3} [{:.3}, {:.3}]{verdict}", r.ratios.mean, r.ci.low, r.ci.high)
+            },
+        );
+        let mean = best.and_then(|q| q.mean).map_or("-".into(), |m| format!("{m:.1}"));
+        table.row(vec![
+            p.label.clone().into(),
+            c.best.map_or("-".into(), |b| b.to_string()).into(),
+            mean.into(),
+            list(&c.best_per_seed).into(),
+            list(&c.tied_with_best).into(),
+            ratio.into(),
+        ]);
+    }
+    doc.table(table.note(
+        "Best ceiling: the best mean headline among the baseline's ceiling and those the verdict finds better than it. Best per seed: the same choice in each seed's runs. No different from the best: the ceilings whose per-seed ratio to the best has an interval that holds 1 or reaches into the noise band.",
+    ));
+    let mut sources: Vec<&str> = parts.iter().map(|(p, _)| p.scenario.name.as_str()).collect();
+    sources.dedup();
+    for source in sources {
+        let of: Vec<&(&Part, &CeilingCurve)> =
+            parts.iter().filter(|(p, _)| p.scenario.name == source).collect();
+        let (first, curve) = (of[0].0, of[0].1);
+        let label = first.measures.first().map_or(curve.measure.clone(), |m| m.label.clone());
+        let y = format!("{label}, ratio to ceiling {}", curve.baseline);
+        let mut chart =
+            LineChart::new("tlb_single_page_flush_ceiling, pages", &y).x_scale(Scale::Log2);
+        chart.y_from_zero = false;
+        let mut summary = Vec::new();
+        for (p, c) in &of {
+            let points: Vec<Point> = c
+                .points
+                .iter()
+                .filter_map(|q| {
+                    let x = q.ceiling as f64;
+                    if q.ceiling == c.baseline {
+                        return Some(Point::new(x, 1.0));
+                    }
+                    let r = q.ratio.as_ref()?;
+                    summary
+                        .push(format!("{} at {}: {:.3}", p.machine.name, q.ceiling, r.ratios.mean));
+                    Some(Point::new(x, r.ratios.mean).interval(r.ci.low, r.ci.high))
+                })
+                .collect();
+            chart = chart.series(LineSeries::new(&p.machine.name, points));
+        }
+        doc.push(figure(
+            ctx,
+            || chart.svg(),
+            format!(
+                "{source}: {label} at each ceiling relative to ceiling {} ({}), one line per preset; whisker = the ratio's interval over the seeds.",
+                curve.baseline,
+                if curve.lower_is_better { "lower is better" } else { "higher is better" }
+            ),
+            summary.join("; "),
+        ));
+    }
 }
 
 fn seeds_range(s: &Study) -> String {
