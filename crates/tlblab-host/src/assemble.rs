@@ -156,6 +156,10 @@ pub fn build(facts: &HostFacts) -> Result<HostPreset, HostError> {
         }),
         guest,
         mitigations,
+        // Neither is probed on the host: RAR has no CPUID bit Linux reports yet, and the lock
+        // hold times are not measured by `tlblab host`.
+        rar: None,
+        locks: None,
     };
     let body = toml::to_string(&raw).map_err(|e| HostError::Serialize(e.to_string()))?;
     let mut text = String::new();

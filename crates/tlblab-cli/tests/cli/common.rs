@@ -11,7 +11,7 @@ pub fn tlblab() -> Command {
 }
 
 /// The built-in machine presets, in the order `sim machines` lists them.
-pub const PRESETS: [&str; 9] = [
+pub const PRESETS: [&str; 10] = [
     "skylake",
     "skylake-kvm",
     "skylake-server",
@@ -21,6 +21,7 @@ pub const PRESETS: [&str; 9] = [
     "zen2",
     "zen3",
     "zen4",
+    "milan",
 ];
 
 /// A file of `tests/data/`.

@@ -381,7 +381,12 @@ impl<O: Observer> Kernel<O> {
         cycles += self.costs.cache_line_transfer.cycles;
         let call = match csd {
             Csd::Flush(call) => {
-                cycles += self.flush_tlb_func(cpu, call);
+                let func = self.flush_tlb_func(cpu, call);
+                cycles += func;
+                // The handler's share of invalidation: the csd's line, flush_tlb_func() and an
+                // interrupt's entry and exit per call (a shared interrupt is split this way).
+                self.counters.broadcast.invalidation_cycles +=
+                    func + self.costs.cache_line_transfer.cycles + self.costs.ipi_handler.cycles;
                 call
             }
             Csd::KernelFlush(call) => {
@@ -525,6 +530,10 @@ impl<O: Observer> Kernel<O> {
             Frame::MmapUnlock { write } => self.mmap_unlock_step(cpu, t, write),
             Frame::MmapDowngrade { cycles } => self.mmap_downgrade_step(cpu, t, cycles),
             Frame::VforkWait { child } => self.vfork_wait_step(cpu, t, child),
+            Frame::ZapFree { freed } => match self.zap_free_locks(cpu, freed) {
+                0 => Step::Next,
+                cycles => Step::Spend(cycles, Mode::Sys),
+            },
         }
     }
 
@@ -748,6 +757,7 @@ impl<O: Observer> Kernel<O> {
                 self.counters.page_faults += 1;
                 if new == Pte::Present && old != Pte::Present {
                     cycles += self.xpfo_fault(cpu, t, old);
+                    cycles += self.page_alloc_locks(cpu, cycles);
                 }
                 Step::Spend(cycles, Mode::Sys)
             }
@@ -871,6 +881,7 @@ impl<O: Observer> Kernel<O> {
                     false => Vec::new(),
                 };
                 let freed = !tables.is_empty();
+                let pages_freed = self.present_pages(mm, vma, 0, pages);
                 let splits = self.mms[mm.0 as usize].unmap_splits(vma)
                     && self.config.mechanisms.is_on(Mechanism::VmaMerge);
                 let (n, mut lo, mut hi) = self.zap(t, mm, vma, 0, pages);
@@ -885,6 +896,7 @@ impl<O: Observer> Kernel<O> {
                 let (cycles, unlock) =
                     if downgrade { (detach, Some(false)) } else { (detach + walk, lock) };
                 self.push_exit_unlocking(t, unlock);
+                self.push_zap_free(t, pages_freed);
                 if freed {
                     // pte_free_tlb() adds one page at the address of each freed table to the
                     // range: the region's start for its first 2 MiB, the block's start after.
@@ -903,12 +915,14 @@ impl<O: Observer> Kernel<O> {
             }
             Syscall::MadviseDontneed { vma, first, pages } => {
                 let tables = self.pt_reclaim_blocks(mm, vma, first, pages);
+                let pages_freed = self.present_pages(mm, vma, first, pages);
                 let (n, mut lo, mut hi) = self.zap(t, mm, vma, first, pages);
                 self.tables_freed(t, mm, &tables);
                 let cycles = self.costs.madvise.cycles
                     + self.zap_cycles(n)
                     + self.la57_checks(LA57_CHECKS_WALK);
                 self.push_exit_unlocking(t, lock);
+                self.push_zap_free(t, pages_freed);
                 if let (Some(&a), Some(&b)) = (tables.first(), tables.last()) {
                     // pte_free_tlb() adds one page at each freed table's block start.
                     (lo, hi) = (lo.min(a), hi.max(b + 1));
@@ -1040,6 +1054,23 @@ impl<O: Observer> Kernel<O> {
             .collect()
     }
 
+    /// Present pages (not the zero page, not shared COW pages) of `vma`'s `first..first+pages`:
+    /// the pages a zap frees.
+    fn present_pages(&self, mm: MmId, vma: VmaId, first: u64, pages: u64) -> u64 {
+        let Some(v) = self.mms[mm.0 as usize].vma(vma) else { return 0 };
+        let end = first.saturating_add(pages).min(v.pages());
+        v.ptes[first.min(end) as usize..end as usize].iter().filter(|&&p| p == Pte::Present).count()
+            as u64
+    }
+
+    /// Pushes `tlb_finish_mmu()`'s freeing of `freed` pages after the flush (its locks;
+    /// only with mechanism `page-locks` on a preset with `[locks]`).
+    fn push_zap_free(&mut self, t: TaskId, freed: u64) {
+        if self.page_locks.is_some() && freed > 0 {
+            self.push_frame(t, Frame::ZapFree { freed });
+        }
+    }
+
     pub(super) fn zap(
         &mut self,
         t: TaskId,
@@ -1108,9 +1139,19 @@ impl<O: Observer> Kernel<O> {
                 let others = self.mms[req.mm.0 as usize].cpumask.any_but(cpu);
                 let loaded = self.cpus[c].tlb.loaded_mm == LoadedMm::Mm(req.mm);
                 let id = self.new_call(info, t);
-                if self.policy.invlpgb && self.mms[req.mm.0 as usize].global_asid.is_some() {
+                let global =
+                    self.global_asid_policy() && self.mms[req.mm.0 as usize].global_asid.is_some();
+                // RAR series: the trim is decided before the branch, and a trimming flush of a
+                // global-ASID mm goes by IPIs (RAR never clears a stale mm_cpumask bit).
+                let rar_trim = (self.policy.rar && self.policy.trim_cpumask)
+                    .then(|| self.should_trim_cpumask(req.mm));
+                if global && rar_trim != Some(true) {
                     // 6.15: broadcast, then IPIs only for CPUs still on a dynamic ASID.
-                    let mut cycles = self.broadcast_tlb_flush(cpu, id);
+                    let mut cycles = if self.policy.rar {
+                        self.rar_tlb_flush(cpu, id)
+                    } else {
+                        self.broadcast_tlb_flush(cpu, id)
+                    };
                     if self.asid_stragglers(req.mm) {
                         cycles += self.native_flush_tlb_multi(cpu, id);
                         self.push_frame(t, frame(FlushPhase::Wait, gen, Some(id)));
@@ -1122,7 +1163,7 @@ impl<O: Observer> Kernel<O> {
                 if others {
                     if self.policy.trim_cpumask {
                         self.calls[id.0 as usize].info.trim_cpumask =
-                            self.should_trim_cpumask(req.mm);
+                            rar_trim.unwrap_or_else(|| self.should_trim_cpumask(req.mm));
                     }
                     let mut cycles = self.flush_tlb_multi_or_defer(cpu, t, id, latr);
                     cycles += self.consider_global_asid(cpu, t, req.mm);
@@ -1153,6 +1194,10 @@ impl<O: Observer> Kernel<O> {
                     let waited = self.calls[id.0 as usize].pending;
                     debug_assert_eq!(waited, 0);
                 }
+                // The initiator's latency: from flush_tlb_mm_range()'s start to its return.
+                let latency = self.queue.now().0.saturating_sub(since.0);
+                self.counters.broadcast.flush_latency_cycles.push(latency);
+                self.counters.broadcast.invalidation_cycles += latency;
                 let stack_waited = self.policy.flush_info == FlushInfo::Stack
                     && call.is_some_and(|_| self.mms[req.mm.0 as usize].cpumask.any_but(cpu));
                 if !stack_waited {

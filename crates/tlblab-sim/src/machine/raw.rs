@@ -463,6 +463,12 @@ pub struct RawMachine {
     /// (docs/kernel-model.md, "Mitigations"); absent: the figures are taken as they are.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mitigations: Option<super::mitigations::RawMitigations>,
+    /// Intel RAR and its costs (`machine/broadcast.rs`); absent: the CPU has no RAR.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rar: Option<super::broadcast::RawRar>,
+    /// The page-freeing locks' hold times (`machine/broadcast.rs`); absent: no lock charged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locks: Option<super::broadcast::RawLocks>,
 }
 
 /// How an idle CPU waits (docs/kernel-model.md, "Idle states").
@@ -689,6 +695,7 @@ pub(crate) fn resolve_kernel_figures(raw: &mut RawMachine) -> Result<(), String>
     if let Some(m) = raw.mitigations.as_mut() {
         super::mitigations::resolve(m, clock, raw.kernel.as_ref())?;
     }
+    super::broadcast::resolve(raw.rar.as_mut(), raw.locks.as_mut(), clock)?;
     if let Some(g) = raw.guest.as_mut() {
         for (name, figure) in g.figures_mut() {
             let Some(mhz) = clock else {
