@@ -27,6 +27,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod beyond_s6;
 mod error;
 pub mod measure;
 pub mod render;

@@ -64,6 +64,14 @@ pub enum Measure {
     ExposureMaxUs,
     /// Exposure windows still open when the run ended (censored).
     ExposureCensored,
+    /// Share of the CPUs' busy time (user + system + interrupts, summed over CPUs) spent on
+    /// TLB invalidation (`BroadcastStats::invalidation_cycles`), in %.
+    InvalidationPct,
+    /// Median initiator latency of a `flush_tlb_mm_range()`, in µs.
+    FlushLatencyP50Us,
+    /// Share of the CPUs' busy time spent waiting for the page-freeing locks (LRU and zone),
+    /// in %.
+    LockWaitPct,
 }
 
 /// Why a run has no value for a measure.
@@ -98,6 +106,9 @@ impl Measure {
         Measure::ExposureP99Us,
         Measure::ExposureMaxUs,
         Measure::ExposureCensored,
+        Measure::InvalidationPct,
+        Measure::FlushLatencyP50Us,
+        Measure::LockWaitPct,
     ];
 
     /// The key in JSON.
@@ -126,6 +137,9 @@ impl Measure {
             Measure::ExposureP99Us => "exposure_p99_us",
             Measure::ExposureMaxUs => "exposure_max_us",
             Measure::ExposureCensored => "exposure_censored",
+            Measure::InvalidationPct => "invalidation_pct",
+            Measure::FlushLatencyP50Us => "flush_latency_p50_us",
+            Measure::LockWaitPct => "lock_wait_pct",
         }
     }
 
@@ -155,6 +169,9 @@ impl Measure {
             Measure::ExposureP99Us => "exposure p99 µs",
             Measure::ExposureMaxUs => "exposure max µs",
             Measure::ExposureCensored => "exposure censored",
+            Measure::InvalidationPct => "invalidation % CPU",
+            Measure::FlushLatencyP50Us => "flush latency p50 µs",
+            Measure::LockWaitPct => "lock wait % CPU",
         }
     }
 
@@ -184,7 +201,9 @@ impl Measure {
             | Measure::PreemptOffP99Us
             | Measure::ExposureMedianUs
             | Measure::ExposureP99Us
-            | Measure::ExposureMaxUs => 2,
+            | Measure::ExposureMaxUs
+            | Measure::FlushLatencyP50Us => 2,
+            Measure::InvalidationPct | Measure::LockWaitPct => 1,
             Measure::DtlbWalks
             | Measure::PageFaults
             | Measure::Cycles
@@ -281,6 +300,25 @@ impl Measure {
                     _ => Ok(x.censored as f64),
                 }
             }
+            Measure::InvalidationPct | Measure::LockWaitPct => {
+                let busy: u64 =
+                    r.cpu_time.iter().map(|t| t.user_cycles + t.sys_cycles + t.irq_cycles).sum();
+                let b = &r.broadcast;
+                let part = match self {
+                    Measure::InvalidationPct => b.invalidation_cycles,
+                    _ => b.lru_lock.wait_cycles + b.zone_lock.wait_cycles,
+                };
+                if busy == 0 {
+                    Err("no busy CPU time")
+                } else {
+                    Ok(100.0 * part as f64 / busy as f64)
+                }
+            }
+            Measure::FlushLatencyP50Us => {
+                percentile_cycles(&r.broadcast.flush_latency_cycles, 50.0)
+                    .map(|c| r.micros(c))
+                    .ok_or("no flush_tlb_mm_range() in the run")
+            }
         }
     }
 
@@ -310,6 +348,9 @@ impl Measure {
             Measure::ExposureP99Us => "99th percentile of the exposure windows, µs",
             Measure::ExposureMaxUs => "longest exposure window, µs",
             Measure::ExposureCensored => "exposure windows still open when the run ended",
+            Measure::InvalidationPct => "share of the CPUs' busy time (user + system + interrupts, all CPUs) spent on TLB invalidation: initiators in flush_tlb_mm_range() (waits for acknowledgements, TLBSYNC or RAR completion included), flush IPI handlers, RAR actions on their targets, in %",
+            Measure::FlushLatencyP50Us => "median initiator latency of flush_tlb_mm_range(), from its start to its return, µs",
+            Measure::LockWaitPct => "share of the CPUs' busy time spent waiting for lruvec->lru_lock and zone->lock (mechanism page-locks), in %",
         }
     }
 }

@@ -10,12 +10,13 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
-const STUDIES: [(&str, &str); 5] = [
+const STUDIES: [(&str, &str); 6] = [
     ("s1-pti", "S1"),
     ("s2-pcid", "S2"),
     ("s3-la57", "S3"),
     ("s4-flush-info", "S4"),
     ("s5-xpfo", "S5"),
+    ("s6-broadcast", "S6"),
 ];
 
 /// `args` run with `threads` rayon threads; must succeed.

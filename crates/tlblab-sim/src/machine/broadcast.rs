@@ -29,6 +29,11 @@ pub struct RawRar {
 }
 
 impl RawRar {
+    /// Every figure, named as in the file.
+    pub fn figures(&self) -> [(&'static str, &KernelFigure); 3] {
+        [("send", &self.send), ("remote", &self.remote), ("wait", &self.wait)]
+    }
+
     /// Every figure, mutable, named as in the file.
     pub fn figures_mut(&mut self) -> [(&'static str, &mut KernelFigure); 3] {
         [("send", &mut self.send), ("remote", &mut self.remote), ("wait", &mut self.wait)]
@@ -52,6 +57,16 @@ pub struct RawLocks {
 }
 
 impl RawLocks {
+    /// Every figure, named as in the file.
+    pub fn figures(&self) -> [(&'static str, &KernelFigure); 4] {
+        [
+            ("lru_lock", &self.lru_lock),
+            ("lru_folio", &self.lru_folio),
+            ("zone_lock", &self.zone_lock),
+            ("zone_page", &self.zone_page),
+        ]
+    }
+
     /// Every figure, mutable, named as in the file.
     pub fn figures_mut(&mut self) -> [(&'static str, &mut KernelFigure); 4] {
         [
