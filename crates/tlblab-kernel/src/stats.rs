@@ -278,7 +278,8 @@ pub struct BroadcastStats {
     /// (the wait for acknowledgements, TLBSYNC or RAR completion included), cycles.
     pub flush_latency_cycles: Vec<u64>,
     /// Cycles spent on TLB invalidation by every CPU: the initiators' `flush_tlb_mm_range()`
-    /// (waits included), the flush IPIs' handlers, and RAR actions on their targets.
+    /// (waits included, the interrupts they took meanwhile not), the flush IPIs' handlers, and
+    /// RAR actions on their targets.
     pub invalidation_cycles: u64,
     /// RAR flushes (`rar_tlb_flush()` calls).
     pub rar_flushes: u64,

@@ -35,7 +35,7 @@ const MACHINES: [Machine; 3] = [
         why: "studies.md S6: a 36-core AMD Milan (Zen 3); the milan preset: the Zen 3 core of zen3 at an EPYC 7003 clock (2.45 GHz, no SKU named: UNVERIFIED) with cross-CCX cache-line transfers (≈ 100 ns, secondary source) and the page-freeing locks' [locks]; 36 CPUs, one per core (will-it-scale binds task i to core i)",
         cpus: 36,
         full: &[1, 2, 4, 8, 16, 24, 36],
-        quick: &[4, 16, 36],
+        quick: &[4, 8, 16],
         policies: [
             "linux-6.18+lru-drain",
             "linux-6.18",
@@ -49,7 +49,7 @@ const MACHINES: [Machine; 3] = [
         why: "studies.md S6: a Zen 4 machine (no SKU named); the zen4 preset (Zen 4 core, INVLPGB, 3 GHz: UNVERIFIED) with [locks]; 32 CPUs, an EPYC 9004 of 32 cores (assumption: studies.md gives no core count)",
         cpus: 32,
         full: &[1, 2, 4, 8, 16, 32],
-        quick: &[4, 16, 32],
+        quick: &[4, 8, 16],
         policies: [
             "linux-6.18+lru-drain",
             "linux-6.18",
@@ -63,7 +63,7 @@ const MACHINES: [Machine; 3] = [
         why: "studies.md S6: Sapphire Rapids, the first Xeon with RAR; the sapphire-rapids preset (Golden Cove core, 2 GHz: UNVERIFIED) with [rar] (every RAR figure unpublished: assumptions) and [locks]; 32 CPUs, a 32-core Xeon (assumption: studies.md gives no core count)",
         cpus: 32,
         full: &[1, 2, 4, 8, 16, 32],
-        quick: &[4, 16, 32],
+        quick: &[4, 8, 16],
         policies: ["linux-6.18+lru-drain", "linux-6.18", "linux-6.18+rar+lru-drain", "linux-6.18+rar"],
     },
 ];
@@ -96,7 +96,7 @@ pub(crate) fn s6_parts(size: Size) -> Vec<Part> {
                     warmup_ms: size.pick(WARMUP_MS, 20),
                     ..Params::default()
                 },
-                settings_why: "will-it-scale tlb_flush2 as threads of one process (studies.md S6: tlb_flush2_threads exactly, 1 MiB per task, per page write, MADV_DONTNEED, read; then munmap), task i on CPU i. Representative window: 20 ms of simulated time after a warm-up (will-it-scale reports per-second rates of a loop that runs for seconds): the loop is periodic (256 pages then a munmap), and 20 ms holds several passes of it per task at every task count. Warm-up: until, whatever the threads' pids, the mm has had its chance at a global ASID (consider_global_asid() samples when pid & 0x1f equals jiffies & 0x1f; consecutive pids of n threads wait at most 32 − n jiffies at HZ 250), so that the window is the benchmark's steady state; the per-CPU LRU batches and pcp lists are in steady state well before. Policies: the 2×2 of the 6.15 series' measurement, IPI shootdowns or broadcast (INVLPGB on AMD, RAR on Sapphire Rapids), each with the pre-6.15 lru_add_drain() in the zap path (+lru-drain) or without (6.15+); the baseline is the pre-6.15 kernel's pair (IPIs with the drain)",
+                settings_why: "will-it-scale tlb_flush2 as threads of one process (studies.md S6: tlb_flush2_threads exactly, 1 MiB per task, per page write, MADV_DONTNEED, read; then munmap), task i on CPU i. Representative window: 20 ms of simulated time after a warm-up (will-it-scale reports per-second rates of a loop that runs for seconds): the loop is periodic (256 pages then a munmap), and 20 ms holds several passes of it per task at every task count. Warm-up: 130 ms at every point, after which, whatever the threads' pids, consider_global_asid() has sampled one of them (it runs when pid & 0x1f equals jiffies & 0x1f: 32 jiffies at HZ 250, and half a jiffy), so that the window is the benchmark's steady state, where the mm has its global ASID if it is eligible; the per-CPU LRU batches and pcp lists are in steady state well before. Policies: the 2×2 of the 6.15 series' measurement, IPI shootdowns or broadcast (INVLPGB on AMD, RAR on Sapphire Rapids), each with the pre-6.15 lru_add_drain() in the zap path (+lru-drain) or without (6.15+); the baseline is the pre-6.15 kernel's pair (IPIs with the drain)",
                 policies: m.policies.to_vec(),
                 measures: vec![ScenarioMetric, InvalidationPct, LockWaitPct, FlushLatencyP50Us, IpisPerOp],
             });

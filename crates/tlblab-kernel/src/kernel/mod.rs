@@ -339,6 +339,9 @@ struct PerCpu {
     /// RAR: this CPU joined the next mm's `mm_cpumask` at this switch, so its global PCID may
     /// have missed RAR flushes: the switch flushes it.
     rar_flush_on_load: bool,
+    /// Cycles inserted into this CPU's timeline when its current `flush_tlb_mm_range()` began:
+    /// the interrupts it took meanwhile are not the initiator's own invalidation time.
+    flush_irq_mark: u64,
     /// Where the CPU's time goes.
     acct: acct::Acct,
     /// Its idle state.
@@ -662,6 +665,7 @@ impl<O: Observer> Kernel<O> {
                 xpfo_pending: false,
                 disturbed: false,
                 rar_flush_on_load: false,
+                flush_irq_mark: 0,
                 acct: acct::Acct::new(idle, Cycles(0)),
                 cstate: idle::CpuIdle::default(),
             });

@@ -21,6 +21,7 @@
 //!   since a RAR action for the global PCID does not reach their PCID.
 //! - The ASID-space reset flushes with `flush_tlb_all()` (IPIs to every CPU) instead of
 //!   INVLPGB.
+//!
 //! NOTE: reclaim's batched flushes (`rar_full_flush()`) and kernel-range flushes stay IPIs
 //! here; PTI (a second action for the user PCID) is refused.
 

@@ -1124,6 +1124,7 @@ impl<O: Observer> Kernel<O> {
                     ck.tables_flush_gen(t, gen);
                 }
                 let since = self.queue.now();
+                self.cpus[c].flush_irq_mark = self.cpus[c].acct.inserted_total();
                 self.push_frame(
                     t,
                     Frame::Flush { req, phase: FlushPhase::Dispatch, gen, call: None, since },
@@ -1194,10 +1195,13 @@ impl<O: Observer> Kernel<O> {
                     let waited = self.calls[id.0 as usize].pending;
                     debug_assert_eq!(waited, 0);
                 }
-                // The initiator's latency: from flush_tlb_mm_range()'s start to its return.
+                // The initiator's latency: from flush_tlb_mm_range()'s start to its return; its
+                // own invalidation time leaves out the interrupts it took meanwhile (counted
+                // where they are flushes: in their handlers).
                 let latency = self.queue.now().0.saturating_sub(since.0);
                 self.counters.broadcast.flush_latency_cycles.push(latency);
-                self.counters.broadcast.invalidation_cycles += latency;
+                let irqs = self.cpus[c].acct.inserted_total() - self.cpus[c].flush_irq_mark;
+                self.counters.broadcast.invalidation_cycles += latency.saturating_sub(irqs);
                 let stack_waited = self.policy.flush_info == FlushInfo::Stack
                     && call.is_some_and(|_| self.mms[req.mm.0 as usize].cpumask.any_but(cpu));
                 if !stack_waited {
