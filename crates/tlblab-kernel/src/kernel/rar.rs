@@ -48,8 +48,10 @@ impl RarCosts {
 
 impl<O: Observer> Kernel<O> {
     /// `rar_tlb_flush()` for `call` (an mm with a global ASID): the action to the other CPUs of
-    /// `mm_cpumask`, the local flush, the wait for completion. Returns the initiator's cycles.
-    pub(super) fn rar_tlb_flush(&mut self, cpu: CpuId, call: CallId) -> u64 {
+    /// `mm_cpumask` and the local flush. Returns the initiator's cycles, and the wait for the
+    /// targets' completion after them (0 without targets), which the caller waits out as it
+    /// waits for acknowledgements: actions landing on the initiator meanwhile do not lengthen it.
+    pub(super) fn rar_tlb_flush(&mut self, cpu: CpuId, call: CallId) -> (u64, u64) {
         let info = self.calls[call.0 as usize].info;
         let mm = info.mm.expect("mm flushes only");
         let asid = self.mms[mm.0 as usize].global_asid.expect("a global ASID");
@@ -67,15 +69,13 @@ impl<O: Observer> Kernel<O> {
             self.delay_step(target, work);
             self.counters.broadcast.invalidation_cycles += work;
         }
-        if !targets.is_empty() {
-            cycles += costs.wait;
-        }
+        let wait = if targets.is_empty() { 0 } else { costs.wait };
         self.counters.broadcast.rar_flushes += 1;
         self.counters.broadcast.rar_actions += targets.len() as u64;
         if self.mms[mm.0 as usize].cpumask.test(cpu) {
             cycles += self.flush_tlb_func(cpu, call);
         }
-        cycles
+        (cycles, wait)
     }
 
     /// The invalidation one RAR action does on `target`'s TLB: the pages `start..end` of

@@ -1148,13 +1148,20 @@ impl<O: Observer> Kernel<O> {
                     .then(|| self.should_trim_cpumask(req.mm));
                 if global && rar_trim != Some(true) {
                     // 6.15: broadcast, then IPIs only for CPUs still on a dynamic ASID.
-                    let mut cycles = if self.policy.rar {
+                    let (mut cycles, rar_wait) = if self.policy.rar {
                         self.rar_tlb_flush(cpu, id)
                     } else {
-                        self.broadcast_tlb_flush(cpu, id)
+                        (self.broadcast_tlb_flush(cpu, id), 0)
                     };
                     if self.asid_stragglers(req.mm) {
-                        cycles += self.native_flush_tlb_multi(cpu, id);
+                        cycles += rar_wait + self.native_flush_tlb_multi(cpu, id);
+                        self.push_frame(t, frame(FlushPhase::Wait, gen, Some(id)));
+                    } else if rar_wait > 0 {
+                        // RAR: the initiator spins on the targets' completion status; it ends
+                        // as an acknowledgement does.
+                        self.calls[id.0 as usize].pending = 1;
+                        let at = Cycles(self.queue.now().0 + cycles + rar_wait);
+                        self.push(at, Event::Ack { call: id });
                         self.push_frame(t, frame(FlushPhase::Wait, gen, Some(id)));
                     } else {
                         self.push_frame(t, frame(FlushPhase::Done, gen, Some(id)));
