@@ -339,6 +339,7 @@ impl<O: Observer> Kernel<O> {
         }
         // In a guest without posted interrupts the vCPU first exits and has it injected.
         let mut cycles = self.costs.ipi_handler.cycles + self.guest_receive_cycles();
+        let invalidation = self.counters.broadcast.invalidation_cycles;
         match ipi {
             // flush_smp_call_function_queue(): every call queued so far runs in this one
             // interrupt. Calls queued from now on find the queue empty and send a new IPI.
@@ -349,6 +350,10 @@ impl<O: Observer> Kernel<O> {
             }
             Ipi::Call(csd, slot) => cycles = self.run_csd(cpu, csd, slot as usize, cycles),
             Ipi::Reschedule => {}
+        }
+        if self.counters.broadcast.invalidation_cycles != invalidation {
+            // The interrupt's entry and exit, once however many flushes it ran.
+            self.counters.broadcast.invalidation_cycles += self.costs.ipi_handler.cycles;
         }
         let from_user = !idle
             && self.cpus[c].switch.is_none()
@@ -383,10 +388,10 @@ impl<O: Observer> Kernel<O> {
             Csd::Flush(call) => {
                 let func = self.flush_tlb_func(cpu, call);
                 cycles += func;
-                // The handler's share of invalidation: the csd's line, flush_tlb_func() and an
-                // interrupt's entry and exit per call (a shared interrupt is split this way).
+                // The handler's share of invalidation: the csd's line and flush_tlb_func() (the
+                // interrupt's entry and exit are added once per interrupt).
                 self.counters.broadcast.invalidation_cycles +=
-                    func + self.costs.cache_line_transfer.cycles + self.costs.ipi_handler.cycles;
+                    func + self.costs.cache_line_transfer.cycles;
                 call
             }
             Csd::KernelFlush(call) => {
