@@ -158,6 +158,10 @@ pub fn build(facts: &HostFacts) -> Result<HostPreset, HostError> {
         mitigations,
         // One socket assumed: the host's package count is not probed.
         topology: None,
+        // Neither is probed on the host: RAR has no CPUID bit Linux reports yet, and the lock
+        // hold times are not measured by `tlblab host`.
+        rar: None,
+        locks: None,
     };
     let body = toml::to_string(&raw).map_err(|e| HostError::Serialize(e.to_string()))?;
     let mut text = String::new();

@@ -152,6 +152,11 @@ mechanisms! {
         "IBPB in cond_mitigation() at a context switch to another user mm ([mitigations] ibpb, ibpb_mode)",
         "docs/kernel-model.md, \"Mitigations\"",
         "no IBPB";
+    /// The page-freeing locks (`kernel/page_locks.rs`).
+    PageLocks => "page-locks",
+        "lruvec->lru_lock and zone->lock, shared by every CPU: per-CPU lru_add batches drained under the LRU lock, page frees through per-CPU pcp lists to the zone under its lock, lru_add_drain() in the zap path before 6.15; FIFO spinlocks whose waits and line transfers are counted ([locks])",
+        "docs/kernel-model.md, \"Page-freeing locks\"",
+        "no lock: page allocation and freeing cost only their path figures, as a preset without [locks]";
     /// vfork()'s suspension of the parent until the child execs or exits (`kernel/process.rs`).
     VforkWait => "vfork-wait",
         "vfork()/posix_spawn() put the parent to sleep until the child execs or exits (wait_for_vfork_done()), a block and a wake-up per child",
@@ -188,6 +193,7 @@ impl Mechanism {
             | Mechanism::XpfoEvents
             | Mechanism::XpfoDirectMap4k
             | Mechanism::VforkWait => true,
+            Mechanism::PageLocks => spec.raw().locks.is_some(),
             Mechanism::ZapBatch => spec.kernel_costs().is_some_and(|k| k.zap_batch.cycles > 0),
             Mechanism::VmaMerge => spec.kernel_costs().is_some_and(|k| k.split_vma.cycles > 0),
             Mechanism::NestedPaging => spec.nested().is_some(),

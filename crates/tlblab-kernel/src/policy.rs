@@ -147,6 +147,15 @@ pub struct Policy {
     pub pti: Pti,
     /// AMD INVLPGB broadcast flushes with global ASIDs (6.15); needs the CPU feature.
     pub invlpgb: bool,
+    /// Intel RAR targeted flushes with the 6.15 global ASIDs (Rik van Riel's RFC series, May
+    /// 2025, not merged; kernel/rar.rs); needs a preset with `[rar]`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rar: bool,
+    /// Before 6.15 the zap paths of `MADV_DONTNEED` and `munmap` called `lru_add_drain()`
+    /// (removed by "mm: remove unnecessary calls to lru_add_drain", Rik van Riel, 6.15): the
+    /// CPU's LRU batch goes onto the LRU, under its lock, at every zap (kernel/page_locks.rs).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lru_drain_on_zap: bool,
     /// 5-level paging: the kernel's test and the page walk.
     pub la57: La57,
     /// Where `flush_tlb_info` lives.
@@ -333,6 +342,8 @@ fn linux_6_18() -> Policy {
         munmap_downgrade: true,
         pti: Pti::Off,
         invlpgb: false,
+        rar: false,
+        lru_drain_on_zap: false,
         la57: La57::Off,
         flush_info: FlushInfo::PerCpu,
         xpfo: Xpfo::Off,
@@ -363,6 +374,7 @@ fn linux_4_14() -> Policy {
         idle_leave_mm: true,
         // KVM's PV TLB flush came with 4.16.
         pv_tlb_flush: false,
+        lru_drain_on_zap: true,
         ..linux_6_18()
     }
 }
@@ -572,6 +584,24 @@ const VARIANTS: &[Variant] = &[
         default_base: "linux-6.18",
         mirrors: "AMD INVLPGB broadcast flushes and global ASIDs (6.15, Rik van Riel)",
         apply: |p| p.invlpgb = true,
+    },
+    Variant {
+        name: "rar",
+        default_base: "linux-6.18",
+        mirrors: "Intel RAR TLB invalidation (RFC series, Rik van Riel, May 2025, not merged): global ASIDs as for INVLPGB, flushes sent by RAR to the CPUs of mm_cpumask and done by their microcode",
+        apply: |p| p.rar = true,
+    },
+    Variant {
+        name: "lru-drain",
+        default_base: "linux-6.18",
+        mirrors: "the pre-6.15 zap path: lru_add_drain() in MADV_DONTNEED's and munmap's zaps (removed by \"mm: remove unnecessary calls to lru_add_drain\", 6.15)",
+        apply: |p| p.lru_drain_on_zap = true,
+    },
+    Variant {
+        name: "no-lru-drain",
+        default_base: "linux-4.14",
+        mirrors: "the 6.15 zap path on an older kernel: no lru_add_drain() in MADV_DONTNEED's and munmap's zaps",
+        apply: |p| p.lru_drain_on_zap = false,
     },
 ];
 

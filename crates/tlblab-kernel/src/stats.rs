@@ -214,6 +214,8 @@ pub struct KernelReport {
     /// overcommitted: mechanism `vcpu-preemption`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vcpu: Option<VcpuStats>,
+    /// Broadcast invalidation, flush latencies and the page-freeing locks (study S6).
+    pub broadcast: BroadcastStats,
 }
 
 /// An overcommitted host's side of a run (docs/kernel-model.md, "Virtualisation").
@@ -263,6 +265,7 @@ impl KernelReport {
             events: k.events(),
             hw,
             vcpu: k.vcpu_stats(),
+            broadcast: counters.broadcast.clone(),
         }
     }
 
@@ -281,4 +284,50 @@ pub struct MmapLockStats {
     pub slept: u64,
     /// Cycles writers spent spinning on a running holder.
     pub spin_cycles: u64,
+}
+
+/// One spinlock over a run (mechanism `page-locks`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LockStats {
+    /// Acquisitions.
+    pub acquisitions: u64,
+    /// Acquisitions that found the lock held and waited.
+    pub contended: u64,
+    /// Cycles spent waiting for the lock, summed over acquisitions.
+    pub wait_cycles: u64,
+    /// Cycles the lock was held (its word's transfer included), summed.
+    pub hold_cycles: u64,
+}
+
+impl LockStats {
+    /// One acquisition that waited `wait` and held `hold` cycles.
+    pub(crate) fn add(&mut self, wait: u64, hold: u64) {
+        self.acquisitions += 1;
+        self.contended += u64::from(wait > 0);
+        self.wait_cycles += wait;
+        self.hold_cycles += hold;
+    }
+}
+
+/// What study S6 reads: the flushes' initiator latencies, the cycles every CPU spent on TLB
+/// invalidation, RAR's and the global ASIDs' events, and the page-freeing locks.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct BroadcastStats {
+    /// Each `flush_tlb_mm_range()`'s latency on its initiator, from its start to its return
+    /// (the wait for acknowledgements, TLBSYNC or RAR completion included), cycles.
+    pub flush_latency_cycles: Vec<u64>,
+    /// Cycles spent on TLB invalidation by every CPU: the initiators' `flush_tlb_mm_range()`
+    /// (waits included, the interrupts they took meanwhile not), the flush IPIs' handlers, and
+    /// RAR actions on their targets.
+    pub invalidation_cycles: u64,
+    /// RAR flushes (`rar_tlb_flush()` calls).
+    pub rar_flushes: u64,
+    /// RAR actions sent (one per target CPU).
+    pub rar_actions: u64,
+    /// ASID-space resets (`reset_global_asid_space()`, each a system-wide flush).
+    pub global_asid_resets: u64,
+    /// `lruvec->lru_lock`.
+    pub lru_lock: LockStats,
+    /// `zone->lock`.
+    pub zone_lock: LockStats,
 }

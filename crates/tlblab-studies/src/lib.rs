@@ -28,6 +28,7 @@
 #![deny(missing_docs)]
 
 mod beyond_s10;
+mod beyond_s6;
 mod beyond_s7;
 mod beyond_s8;
 mod beyond_s9;

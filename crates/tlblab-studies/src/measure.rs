@@ -98,6 +98,14 @@ pub enum Measure {
     FullFlushRequests,
     /// A replayed trace's refill page walks (the replay's minus its twin's).
     RefillWalks,
+    /// Share of the CPUs' busy time (user + system + interrupts, summed over CPUs) spent on
+    /// TLB invalidation (`BroadcastStats::invalidation_cycles`), in %.
+    InvalidationPct,
+    /// Median initiator latency of a `flush_tlb_mm_range()`, in µs.
+    FlushLatencyP50Us,
+    /// Share of the CPUs' busy time spent waiting for the page-freeing locks (LRU and zone),
+    /// in %.
+    LockWaitPct,
 }
 
 /// Checked schedules per seed when a part reports a `Check*` measure: seed `s` of a study
@@ -170,6 +178,9 @@ impl Measure {
         Measure::FlushCostUs,
         Measure::FullFlushRequests,
         Measure::RefillWalks,
+        Measure::InvalidationPct,
+        Measure::FlushLatencyP50Us,
+        Measure::LockWaitPct,
     ];
 
     /// Whether the measure comes from checked schedules rather than the run's report.
@@ -244,6 +255,9 @@ impl Measure {
             Measure::FlushCostUs => "flush_cost_us",
             Measure::FullFlushRequests => "full_flush_requests",
             Measure::RefillWalks => "refill_walks",
+            Measure::InvalidationPct => "invalidation_pct",
+            Measure::FlushLatencyP50Us => "flush_latency_p50_us",
+            Measure::LockWaitPct => "lock_wait_pct",
         }
     }
 
@@ -286,6 +300,9 @@ impl Measure {
             Measure::FlushCostUs => "flush cost µs",
             Measure::FullFlushRequests => "full-flush requests",
             Measure::RefillWalks => "refill walks",
+            Measure::InvalidationPct => "invalidation % CPU",
+            Measure::FlushLatencyP50Us => "flush latency p50 µs",
+            Measure::LockWaitPct => "lock wait % CPU",
         }
     }
 
@@ -323,6 +340,8 @@ impl Measure {
             | Measure::CheckExposureMaxUs => 2,
             Measure::FlushCostUs => 1,
             Measure::FullFlushRequests | Measure::RefillWalks => 0,
+            Measure::FlushLatencyP50Us => 2,
+            Measure::InvalidationPct | Measure::LockWaitPct => 1,
             Measure::DtlbWalks
             | Measure::PageFaults
             | Measure::Cycles
@@ -449,6 +468,25 @@ impl Measure {
                 }
                 Ok(ops as f64 / (r.micros(r.elapsed_cycles as f64) / 1e6) / tasks as f64)
             }
+            Measure::InvalidationPct | Measure::LockWaitPct => {
+                let busy: u64 =
+                    r.cpu_time.iter().map(|t| t.user_cycles + t.sys_cycles + t.irq_cycles).sum();
+                let b = &r.broadcast;
+                let part = match self {
+                    Measure::InvalidationPct => b.invalidation_cycles,
+                    _ => b.lru_lock.wait_cycles + b.zone_lock.wait_cycles,
+                };
+                if busy == 0 {
+                    Err("no busy CPU time")
+                } else {
+                    Ok(100.0 * part as f64 / busy as f64)
+                }
+            }
+            Measure::FlushLatencyP50Us => {
+                percentile_cycles(&r.broadcast.flush_latency_cycles, 50.0)
+                    .map(|c| r.micros(c))
+                    .ok_or("no flush_tlb_mm_range() in the run")
+            }
             Measure::FlushCostUs | Measure::FullFlushRequests | Measure::RefillWalks => {
                 Err(REPLAY_ONLY)
             }
@@ -518,6 +556,9 @@ impl Measure {
             Measure::FlushCostUs => "a replayed trace's flush cost: the initiators' flushing system calls, the receivers' IPI handlers and the refill of the working set after the flushes, each the replay's cycles minus its twin's (the same run flushing nothing), in µs",
             Measure::FullFlushRequests => "a replayed trace's requests flushed in full: ranges above the ceiling, and requests recorded as full (censored)",
             Measure::RefillWalks => "a replayed trace's page walks of the references after the flushes, the replay's minus its twin's",
+            Measure::InvalidationPct => "share of the CPUs' busy time (user + system + interrupts, all CPUs) spent on TLB invalidation: initiators in flush_tlb_mm_range() (waits for acknowledgements, TLBSYNC or RAR completion included), flush IPI handlers, RAR actions on their targets, in %",
+            Measure::FlushLatencyP50Us => "median initiator latency of flush_tlb_mm_range(), from its start to its return, µs",
+            Measure::LockWaitPct => "share of the CPUs' busy time spent waiting for lruvec->lru_lock and zone->lock (mechanism page-locks), in %",
         }
     }
 }

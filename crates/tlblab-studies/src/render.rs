@@ -97,7 +97,8 @@ pub fn study(r: &StudyReport) -> String {
             | Layout::FlushInfo
             | Layout::Xpfo
             | Layout::LazyCpumask
-            | Layout::PvFlush => {
+            | Layout::PvFlush
+            | Layout::Broadcast => {
                 out += &part_header(part);
                 out += &measure_table(part, r);
             }
@@ -112,6 +113,15 @@ pub fn study(r: &StudyReport) -> String {
                 out += &ceiling_table(part, r);
             }
         }
+    }
+    if r.layout == Layout::Broadcast {
+        out.push('\n');
+        out += &wrap(
+            "",
+            "Loops/s: will-it-scale's total, pages per second over all tasks. Invalidation % CPU: the share of every CPU's busy time spent on TLB invalidation (initiators in flush_tlb_mm_range() including their waits, flush IPI handlers, RAR actions on their targets); lock wait % CPU: the share spent waiting for lruvec->lru_lock and zone->lock. A broadcast's gain at scale is bounded by what else serialises the path: where the invalidation share falls and the lock-wait share rises, the contention has moved to the LRU lock. +lru-drain is the pre-6.15 zap path (lru_add_drain() at every zap); INVLPGB and RAR act only once the mm has a global ASID (4 or more active CPUs, sampled on jiffies), so 1 to 3 tasks run as under IPIs.",
+            2,
+            WIDTH,
+        );
     }
     if r.layout == Layout::Deferred {
         out.push('\n');

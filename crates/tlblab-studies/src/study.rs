@@ -45,6 +45,8 @@ pub enum Layout {
     FlushInfo,
     /// S5: times, IPIs, flushes and exposure windows.
     Xpfo,
+    /// S6: one sweep table per machine (loops/s, invalidation and lock-wait shares, latency).
+    Broadcast,
     /// S7: hackbench seconds and will-it-scale ops with IPIs and mm_cpumask transfers.
     LazyCpumask,
     /// S9: one curve per host setting over the vCPUs, PV flush against native IPIs.
@@ -239,6 +241,17 @@ pub const STUDIES: &[Study] = &[
         layout: Layout::Xpfo,
         beyond: false,
         parts: s5_parts,
+    },
+    Study {
+        name: "s6-broadcast",
+        short: "s6",
+        title: "Broadcast invalidation: IPIs vs AMD INVLPGB (6.15 global ASIDs) vs Intel RAR, with and without lru_add_drain() in the zap path (2025)",
+        mirrors: "Rik van Riel's INVLPGB series (6.15: global ASIDs for mms active on 4+ CPUs, sampled on jiffies, IPIs during the transition) and his Intel RAR RFC (May 2025), measured with will-it-scale tlb_flush2_threads together with \"mm: remove unnecessary calls to lru_add_drain\" (6.15); Milan, Zen 4 and Sapphire Rapids",
+        default_seeds: 3,
+        seeds_why: "3 seeds: seeds change only each CPU's timer phase, which moves the jiffies against the loop",
+        layout: Layout::Broadcast,
+        beyond: true,
+        parts: crate::beyond_s6::s6_parts,
     },
     Study {
         name: "s7-lazy-cpumask",
@@ -658,7 +671,7 @@ mod tests {
             assert_eq!(find(s.name).unwrap().name, s.name);
             assert_eq!(find(&s.short.to_uppercase()).unwrap().name, s.name);
         }
-        assert!(find("s6").is_none());
+        assert!(find("s0").is_none());
     }
 
     #[test]

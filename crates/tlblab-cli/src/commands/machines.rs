@@ -78,7 +78,9 @@ fn kernel_figures(raw: &RawMachine) -> Vec<(String, &KernelFigure)> {
         .iter()
         .flat_map(|m| m.figures())
         .map(|(n, f)| (format!("mitigations.{n}"), f));
-    kernel.chain(guest).chain(mitigations).collect()
+    let rar = raw.rar.iter().flat_map(|r| r.figures()).map(|(n, f)| (format!("rar.{n}"), f));
+    let locks = raw.locks.iter().flat_map(|l| l.figures()).map(|(n, f)| (format!("locks.{n}"), f));
+    kernel.chain(guest).chain(mitigations).chain(rar).chain(locks).collect()
 }
 
 /// `[kernel]` and `[guest]`: each figure as written (unit, source clock, scaling rule) and its
@@ -182,6 +184,8 @@ fn annotate(text: &str, spec: &MachineSpec) -> String {
             match section.as_str() {
                 "[kernel]" => format!("kernel.{key}"),
                 "[guest]" => format!("guest.{key}"),
+                "[rar]" => format!("rar.{key}"),
+                "[locks]" => format!("locks.{key}"),
                 _ => String::new(),
             }
         };

@@ -11,7 +11,7 @@ pub fn tlblab() -> Command {
 }
 
 /// The built-in machine presets, in the order `sim machines` lists them.
-pub const PRESETS: [&str; 11] = [
+pub const PRESETS: [&str; 12] = [
     "skylake",
     "skylake-kvm",
     "skylake-server",
@@ -23,6 +23,7 @@ pub const PRESETS: [&str; 11] = [
     "zen2",
     "zen3",
     "zen4",
+    "milan",
 ];
 
 /// A file of `tests/data/`.

@@ -10,15 +10,17 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
-const STUDIES: [(&str, &str); 8] = [
+const STUDIES: [(&str, &str); 10] = [
     ("s1-pti", "S1"),
     ("s2-pcid", "S2"),
     ("s3-la57", "S3"),
     ("s4-flush-info", "S4"),
     ("s5-xpfo", "S5"),
+    ("s6-broadcast", "S6"),
     ("s7-lazy-cpumask", "S7"),
     ("s8-deferred", "S8"),
     ("s9-pv-flush", "S9"),
+    ("s10-ceiling", "S10"),
 ];
 
 /// `args` run with `threads` rayon threads; must succeed.

@@ -101,6 +101,11 @@ impl Acct {
         t
     }
 
+    /// Every cycle inserted into this CPU's timeline so far (handlers, disturbances, steal).
+    pub(super) fn inserted_total(&self) -> u64 {
+        self.inserted
+    }
+
     /// The open activity (what it is, whose) and its own cycles up to `at`.
     pub(super) fn open(&self, at: Cycles) -> (Activity, TaskId, u64) {
         (self.activity, self.task, self.open_cycles(at))

@@ -177,15 +177,29 @@ impl<O: Observer> Kernel<O> {
             return cycles;
         }
         let loaded = loaded.mm().expect("IRQs are off while switching");
-        if self.policy.invlpgb && !self.cpus[c].tlb.is_lazy {
+        if self.global_asid_policy() && !self.cpus[c].tlb.is_lazy {
             // 6.15: a CPU still on a dynamic ASID of an mm that now has a global one moves to
-            // it; a global ASID is kept current by INVLPGB: nothing to flush here.
+            // it (`mm_needs_global_asid()`); a global ASID is kept current by INVLPGB: nothing
+            // to flush here.
             if let Some(g) = self.mms[loaded.0 as usize].global_asid {
                 let mut cycles = cycles;
                 if self.cpus[c].tlb.loaded_mm_asid != g {
                     cycles += self.switch_mm_irqs_off(cpu, loaded);
                 }
-                return cycles;
+                if !self.policy.rar {
+                    return cycles;
+                }
+                // RAR series: RAR keeps a global ASID current only on the CPUs of the mask, and
+                // the trim and transition IPIs land here: the flush is done. A global ASID has
+                // no per-CPU tlb_gen (the RFC reads ctxs[] with it; the model flushes what was
+                // asked).
+                let reason = if local {
+                    TlbFlushReason::LocalMmShootdown
+                } else {
+                    TlbFlushReason::RemoteShootdown
+                };
+                let partial = info.end != FLUSH_ALL_END;
+                return self.flush_and_trace(cpu, g, &info, partial, reason, cycles);
             }
         }
         if self.cpus[c].tlb.is_lazy {

@@ -16,10 +16,10 @@ use tlblab_types::{CpuId, InvlpgbRange, InvlpgbScope, PageSize, Pcid, TlbOp, Vpn
 /// The global-ASID allocator (`global_asid_used`, `global_asid_freed`, `last_global_asid`).
 #[derive(Clone, Debug)]
 pub(crate) struct GlobalAsids {
-    used: Vec<bool>,
-    freed: Vec<bool>,
-    last: u16,
-    available: u16,
+    pub(super) used: Vec<bool>,
+    pub(super) freed: Vec<bool>,
+    pub(super) last: u16,
+    pub(super) available: u16,
 }
 
 impl GlobalAsids {
@@ -35,54 +35,107 @@ impl GlobalAsids {
         }
     }
 
-    fn max(&self) -> u16 {
+    pub(super) fn max(&self) -> u16 {
         self.used.len() as u16
     }
 }
 
 impl<O: Observer> Kernel<O> {
-    /// `consider_global_asid()`, after an IPI flush of `mm` by task `t`: sampled when the
-    /// task's pid matches the jiffy (1 in 32), it assigns a global ASID to an mm that more than
-    /// three CPUs are running (`mm_active_cpus_exceeds(mm, 3)`). Returns the cycles of any
-    /// system-wide flush the allocation needed.
+    /// `mm_active_cpus_exceeds(mm, threshold)`: more than `threshold` CPUs of the mm's
+    /// `mm_cpumask` have it loaded and are not lazy. The kernel first rules out masks of
+    /// `threshold` CPUs or fewer (`cpumask_weight()`), then walks the mask.
+    pub(super) fn mm_active_cpus_exceeds(&self, mm: MmId, threshold: usize) -> bool {
+        let mask = &self.mms[mm.0 as usize].cpumask;
+        if mask.iter().count() <= threshold {
+            return false;
+        }
+        let active = mask
+            .iter()
+            .filter(|c| {
+                let st = &self.cpus[usize::from(c.0)].tlb;
+                st.loaded_mm == LoadedMm::Mm(mm) && !st.is_lazy
+            })
+            .count();
+        active > threshold
+    }
+
+    /// `consider_global_asid()`, called by `flush_tlb_mm_range()` after an IPI flush of `mm`
+    /// by task `t` (only there: not after a local-only flush, nor after a broadcast): sampled
+    /// when the task's pid matches the jiffy (`(pid & 0x1f) == (jiffies & 0x1f)`, 1 in 32),
+    /// it gives a global ASID to an mm active on four or more CPUs
+    /// (`mm_active_cpus_exceeds(mm, 3)`) through `use_global_asid()`. Returns the cycles of
+    /// the system-wide flush an ASID-space reset needed.
     pub(super) fn consider_global_asid(&mut self, cpu: CpuId, t: TaskId, mm: MmId) -> u64 {
-        if !self.policy.invlpgb || self.mms[mm.0 as usize].global_asid.is_some() {
+        if !self.global_asid_policy() || self.mms[mm.0 as usize].global_asid.is_some() {
             return 0;
         }
+        // NOTE (6.15): the sampling uses the pid of the task that flushes (the thread id, here
+        // the task's id), so that which thread of a process flushes decides how soon the check
+        // runs.
         if u64::from(t.0) & 0x1f != self.jiffies() & 0x1f {
             return 0;
         }
-        let active = self
-            .cpus
-            .iter()
-            .filter(|c| c.tlb.loaded_mm == LoadedMm::Mm(mm) && !c.tlb.is_lazy)
-            .count();
-        if active <= 3 || self.global_asids.available == 0 {
+        if !self.mm_active_cpus_exceeds(mm, 3) {
             return 0;
         }
-        // allocate_global_asid(): the first allocation after boot (and each wrap) resets the
-        // space with a system-wide flush of every non-global translation.
+        self.use_global_asid(cpu, mm)
+    }
+
+    /// `use_global_asid()` (under `global_asid_lock`): none when the space is exhausted
+    /// (`global_asid_available == 0`: the kernel warns once), else `allocate_global_asid()`
+    /// and `mm_assign_global_asid()`, which starts the transition. Returns the cycles of any
+    /// reset.
+    pub(super) fn use_global_asid(&mut self, cpu: CpuId, mm: MmId) -> u64 {
+        if self.global_asids.available == 0 {
+            return 0;
+        }
+        let (asid, cycles) = self.allocate_global_asid(cpu);
+        let Some(asid) = asid else { return cycles };
+        let m = &mut self.mms[mm.0 as usize];
+        m.asid_transition = true;
+        m.global_asid = Some(Asid(asid));
+        cycles
+    }
+
+    /// `allocate_global_asid()`: when the previous allocation reached the top of the space
+    /// (`last_global_asid >= MAX_ASID_AVAILABLE - 1`), `reset_global_asid_space()` first; then
+    /// the next unused ASID from `last_global_asid` up.
+    fn allocate_global_asid(&mut self, cpu: CpuId) -> (Option<u16>, u64) {
         let mut cycles = 0;
+        // NOTE (6.15): `last_global_asid` starts at MAX_ASID_AVAILABLE, so the very first
+        // allocation after boot resets the space too, with its system-wide flush.
         if self.global_asids.last >= self.global_asids.max() - 1 {
-            let g = &mut self.global_asids;
-            for (used, freed) in g.used.iter_mut().zip(g.freed.iter_mut()) {
-                *used &= !*freed;
-                *freed = false;
-            }
-            g.last = TLB_NR_DYN_ASIDS;
-            // invlpgb_flush_all_nonglobals()
-            cycles += self.invlpgb_flush_sync(cpu, (0, FLUSH_ALL_END), None, false);
+            cycles += self.reset_global_asid_space(cpu);
         }
         let g = &mut self.global_asids;
         let Some(asid) = (g.last..g.max()).find(|&a| !g.used[usize::from(a)]) else {
-            return cycles;
+            // "Unable to allocate global ASID despite %d available": never expected.
+            return (None, cycles);
         };
         g.used[usize::from(asid)] = true;
         g.last = asid;
         g.available -= 1;
-        let m = &mut self.mms[mm.0 as usize];
-        m.asid_transition = true;
-        m.global_asid = Some(Asid(asid));
+        (Some(asid), cycles)
+    }
+
+    /// `reset_global_asid_space()`: flush every non-global translation on every CPU, after
+    /// which the ASIDs freed since the last reset are free again; the search restarts at the
+    /// first global ASID. Returns the initiator's cycles.
+    fn reset_global_asid_space(&mut self, cpu: CpuId) -> u64 {
+        // With INVLPGB: invlpgb_flush_all_nonglobals(). The RAR series (2025 RFC) does a
+        // flush_tlb_all() instead: an IPI to every CPU (kernel/rar.rs).
+        let cycles = if self.policy.rar {
+            self.rar_flush_all(cpu)
+        } else {
+            self.invlpgb_flush_sync(cpu, (0, FLUSH_ALL_END), None, false)
+        };
+        let g = &mut self.global_asids;
+        for (used, freed) in g.used.iter_mut().zip(g.freed.iter_mut()) {
+            *used &= !*freed;
+            *freed = false;
+        }
+        g.last = TLB_NR_DYN_ASIDS;
+        self.counters.broadcast.global_asid_resets += 1;
         cycles
     }
 
@@ -152,6 +205,13 @@ impl<O: Observer> Kernel<O> {
 
     /// `finish_asid_transition()`: whether CPUs of the mask still run the mm under a dynamic
     /// ASID (they need the IPI flush); clears `asid_transition` once none does.
+    ///
+    /// The kernel spins while a CPU of the mask is in `LOADED_MM_SWITCHING` and then judges
+    /// the ASID it ended on; the model looks at where the switch will end instead (the ASID it
+    /// chose, or the mm's global ASID that `choose_new_asid()` is about to pick), which is the
+    /// same verdict without the spin's few cycles.
+    /// NOTE (6.15): the kernel calls this inside `broadcast_tlb_flush()` between the INVLPGBs
+    /// and TLBSYNC, so the IPIs overlap the broadcast; the model sends them after TLBSYNC.
     pub(super) fn asid_stragglers(&mut self, mm: MmId) -> bool {
         let m = &self.mms[mm.0 as usize];
         if !m.asid_transition {
@@ -159,13 +219,32 @@ impl<O: Observer> Kernel<O> {
         }
         let global = m.global_asid;
         let straggler = m.cpumask.iter().any(|c| {
-            let st = &self.cpus[usize::from(c.0)].tlb;
-            st.loaded_mm == LoadedMm::Switching
-                || (st.loaded_mm == LoadedMm::Mm(mm) && Some(st.loaded_mm_asid) != global)
+            let cpu = &self.cpus[usize::from(c.0)];
+            let st = &cpu.tlb;
+            match st.loaded_mm {
+                LoadedMm::Switching => {
+                    let Some(sw) = cpu.switch else { return true };
+                    if self.tasks[sw.next.0 as usize].mm != Some(mm) {
+                        return false;
+                    }
+                    match sw.phase {
+                        super::SwitchPhase::End(asid) => Some(asid) != global,
+                        super::SwitchPhase::Load(Some(ns)) => Some(ns.asid) != global,
+                        // choose_new_asid() picks the global ASID now that the mm has one.
+                        _ => global.is_none(),
+                    }
+                }
+                LoadedMm::Mm(m) => m == mm && Some(st.loaded_mm_asid) != global,
+            }
         });
         if !straggler {
             self.mms[mm.0 as usize].asid_transition = false;
         }
         straggler
+    }
+
+    /// Whether the policy hands out global ASIDs (INVLPGB, or RAR's use of them).
+    pub(super) fn global_asid_policy(&self) -> bool {
+        self.policy.invlpgb || self.policy.rar
     }
 }

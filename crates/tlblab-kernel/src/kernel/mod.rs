@@ -31,7 +31,9 @@ mod latr;
 mod luf;
 mod mitigations;
 mod mmap_lock;
+mod page_locks;
 mod process;
+mod rar;
 mod reclaim;
 mod run;
 mod switch;
@@ -231,6 +233,9 @@ enum Frame {
     MmapDowngrade { cycles: u64 },
     /// `wait_for_vfork_done()`: the parent of a vfork child sleeps until it execs or exits.
     VforkWait { child: TaskId },
+    /// `tlb_finish_mmu()`'s freeing of `freed` pages after its flush: the page-freeing locks
+    /// (`kernel/page_locks.rs`).
+    ZapFree { freed: u64 },
 }
 
 /// Entry, body, exit of a kernel entry.
@@ -336,6 +341,12 @@ struct PerCpu {
     xpfo_pending: bool,
     /// A disturbance's window is open ([`Kernel::disturb`]).
     disturbed: bool,
+    /// RAR: this CPU joined the next mm's `mm_cpumask` at this switch, so its global PCID may
+    /// have missed RAR flushes: the switch flushes it.
+    rar_flush_on_load: bool,
+    /// Cycles inserted into this CPU's timeline when its current `flush_tlb_mm_range()` began:
+    /// the interrupts it took meanwhile are not the initiator's own invalidation time.
+    flush_irq_mark: u64,
     /// Where the CPU's time goes.
     acct: acct::Acct,
     /// Its idle state.
@@ -372,6 +383,8 @@ pub(crate) struct Counters {
     pub mmap_lock: crate::stats::MmapLockStats,
     /// `mm_cpumask` writes, reads and cache-line transfers.
     pub cpumask: crate::cpumask::CpumaskStats,
+    /// Broadcast invalidation, flush latencies and the page-freeing locks (study S6).
+    pub broadcast: crate::stats::BroadcastStats,
 }
 
 /// Settings of one run.
@@ -444,6 +457,10 @@ pub struct Kernel<O: Observer> {
     /// The page allocator's free lists and pending batches (`Policy::unmap_flush`).
     page_alloc: Option<Box<luf::PageAlloc>>,
     global_asids: invlpgb::GlobalAsids,
+    /// The page-freeing locks (mechanism `page-locks`, the preset's `[locks]`).
+    page_locks: Option<Box<page_locks::PageLocks>>,
+    /// Intel RAR's costs (`Policy::rar`, the preset's `[rar]`).
+    rar: Option<rar::RarCosts>,
     /// The mm reclaim scans first next time.
     reclaim_cursor: usize,
     observer: O,
@@ -512,6 +529,23 @@ impl<O: Observer> Kernel<O> {
         };
         if policy.invlpgb && !features.invlpgb {
             return Err(missing("INVLPGB"));
+        }
+        if policy.rar && spec.raw().rar.is_none() {
+            return Err(missing("Intel RAR (Remote Action Request; the preset has no [rar])"));
+        }
+        if policy.rar && policy.invlpgb {
+            return Err(KernelError::Unsupported {
+                policy: policy.name.clone(),
+                why: "RAR and INVLPGB together: no CPU has both (the RAR series uses INVLPGB \
+                      when the CPU has it)",
+            });
+        }
+        if policy.rar && policy.pti != crate::policy::Pti::Off {
+            return Err(KernelError::Unsupported {
+                policy: policy.name.clone(),
+                why: "RAR with PTI: the model does not mirror the RFC's second action for the \
+                      user PCID",
+            });
         }
         let spec = if policy.la57 == La57::On {
             if !features.la57 {
@@ -593,6 +627,13 @@ impl<O: Observer> Kernel<O> {
             page_alloc: (policy.unmap_flush != crate::policy::UnmapFlush::Off)
                 .then(|| Box::new(luf::PageAlloc::new(n))),
             global_asids: invlpgb::GlobalAsids::new(policy.pti != crate::policy::Pti::Off),
+            page_locks: spec
+                .raw()
+                .locks
+                .as_ref()
+                .filter(|_| config.mechanisms.is_on(Mechanism::PageLocks))
+                .map(|l| Box::new(page_locks::PageLocks::new(l, n))),
+            rar: spec.raw().rar.as_ref().filter(|_| policy.rar).map(rar::RarCosts::new),
             reclaim_cursor: 0,
             observer,
             essential_left: 0,
@@ -644,6 +685,8 @@ impl<O: Observer> Kernel<O> {
                 need_resched: false,
                 xpfo_pending: false,
                 disturbed: false,
+                rar_flush_on_load: false,
+                flush_irq_mark: 0,
                 acct: acct::Acct::new(idle, Cycles(0)),
                 cstate: idle::CpuIdle::default(),
                 cpumask_cycles: 0,
@@ -912,7 +955,10 @@ impl<O: Observer> Kernel<O> {
                 }
             }
             if let Some(m) = self.mms.iter().find(|m| m.ctx_id == f.ctx_id) {
-                asids.extend(m.global_asid.filter(|_| self.policy.invlpgb));
+                // With RAR a CPU outside the mask flushes the global PCID when it switches in.
+                let cpu = CpuId(c as u16);
+                let kept = self.policy.invlpgb || (self.policy.rar && m.cpumask.test(cpu));
+                asids.extend(m.global_asid.filter(|_| kept));
             }
         }
         asids.sort();

@@ -341,6 +341,7 @@ impl<O: Observer> Kernel<O> {
         }
         // In a guest without posted interrupts the vCPU first exits and has it injected.
         let mut cycles = self.costs.ipi_handler.cycles + self.guest_receive_cycles();
+        let invalidation = self.counters.broadcast.invalidation_cycles;
         match ipi {
             // flush_smp_call_function_queue(): every call queued so far runs in this one
             // interrupt. Calls queued from now on find the queue empty and send a new IPI.
@@ -351,6 +352,10 @@ impl<O: Observer> Kernel<O> {
             }
             Ipi::Call(csd, slot) => cycles = self.run_csd(cpu, csd, slot as usize, cycles),
             Ipi::Reschedule => {}
+        }
+        if self.counters.broadcast.invalidation_cycles != invalidation {
+            // The interrupt's entry and exit, once however many flushes it ran.
+            self.counters.broadcast.invalidation_cycles += self.costs.ipi_handler.cycles;
         }
         let from_user = !idle
             && self.cpus[c].switch.is_none()
@@ -383,7 +388,12 @@ impl<O: Observer> Kernel<O> {
         cycles += self.costs.cache_line_transfer.cycles;
         let call = match csd {
             Csd::Flush(call) => {
-                cycles += self.flush_tlb_func(cpu, call);
+                let func = self.flush_tlb_func(cpu, call);
+                cycles += func;
+                // The handler's share of invalidation: the csd's line and flush_tlb_func() (the
+                // interrupt's entry and exit are added once per interrupt).
+                self.counters.broadcast.invalidation_cycles +=
+                    func + self.costs.cache_line_transfer.cycles;
                 call
             }
             Csd::KernelFlush(call) => {
@@ -527,6 +537,10 @@ impl<O: Observer> Kernel<O> {
             Frame::MmapUnlock { write } => self.mmap_unlock_step(cpu, t, write),
             Frame::MmapDowngrade { cycles } => self.mmap_downgrade_step(cpu, t, cycles),
             Frame::VforkWait { child } => self.vfork_wait_step(cpu, t, child),
+            Frame::ZapFree { freed } => match self.zap_free_locks(cpu, freed) {
+                0 => Step::Next,
+                cycles => Step::Spend(cycles, Mode::Sys),
+            },
         }
     }
 
@@ -788,6 +802,7 @@ impl<O: Observer> Kernel<O> {
                 self.counters.page_faults += 1;
                 if new == Pte::Present && old != Pte::Present {
                     cycles += self.xpfo_fault(cpu, t, old);
+                    cycles += self.page_alloc_locks(cpu, cycles);
                 }
                 Step::Spend(cycles, Mode::Sys)
             }
@@ -914,6 +929,7 @@ impl<O: Observer> Kernel<O> {
                     false => Vec::new(),
                 };
                 let freed = !tables.is_empty();
+                let pages_freed = self.present_pages(mm, vma, 0, pages);
                 let splits = self.mms[mm.0 as usize].unmap_splits(vma)
                     && self.config.mechanisms.is_on(Mechanism::VmaMerge);
                 let (n, mut lo, mut hi) = self.zap(t, mm, vma, 0, pages);
@@ -928,6 +944,7 @@ impl<O: Observer> Kernel<O> {
                 let (cycles, unlock) =
                     if downgrade { (detach, Some(false)) } else { (detach + walk, lock) };
                 self.push_exit_unlocking(t, unlock);
+                self.push_zap_free(t, pages_freed);
                 if freed {
                     // pte_free_tlb() adds one page at the address of each freed table to the
                     // range: the region's start for its first 2 MiB, the block's start after.
@@ -946,12 +963,14 @@ impl<O: Observer> Kernel<O> {
             }
             Syscall::MadviseDontneed { vma, first, pages } => {
                 let tables = self.pt_reclaim_blocks(mm, vma, first, pages);
+                let pages_freed = self.present_pages(mm, vma, first, pages);
                 let (n, mut lo, mut hi) = self.zap(t, mm, vma, first, pages);
                 self.tables_freed(t, mm, &tables);
                 let cycles = self.costs.madvise.cycles
                     + self.zap_cycles(n)
                     + self.la57_checks(LA57_CHECKS_WALK);
                 self.push_exit_unlocking(t, lock);
+                self.push_zap_free(t, pages_freed);
                 if let (Some(&a), Some(&b)) = (tables.first(), tables.last()) {
                     // pte_free_tlb() adds one page at each freed table's block start.
                     (lo, hi) = (lo.min(a), hi.max(b + 1));
@@ -1095,6 +1114,23 @@ impl<O: Observer> Kernel<O> {
             .collect()
     }
 
+    /// Present pages (not the zero page, not shared COW pages) of `vma`'s `first..first+pages`:
+    /// the pages a zap frees.
+    fn present_pages(&self, mm: MmId, vma: VmaId, first: u64, pages: u64) -> u64 {
+        let Some(v) = self.mms[mm.0 as usize].vma(vma) else { return 0 };
+        let end = first.saturating_add(pages).min(v.pages());
+        v.ptes[first.min(end) as usize..end as usize].iter().filter(|&&p| p == Pte::Present).count()
+            as u64
+    }
+
+    /// Pushes `tlb_finish_mmu()`'s freeing of `freed` pages after the flush (its locks;
+    /// only with mechanism `page-locks` on a preset with `[locks]`).
+    fn push_zap_free(&mut self, t: TaskId, freed: u64) {
+        if self.page_locks.is_some() && freed > 0 {
+            self.push_frame(t, Frame::ZapFree { freed });
+        }
+    }
+
     pub(super) fn zap(
         &mut self,
         t: TaskId,
@@ -1153,6 +1189,7 @@ impl<O: Observer> Kernel<O> {
                     ck.tables_flush_gen(t, gen);
                 }
                 let since = self.queue.now();
+                self.cpus[c].flush_irq_mark = self.cpus[c].acct.inserted_total();
                 self.push_frame(
                     t,
                     Frame::Flush { req, phase: FlushPhase::Dispatch, gen, call: None, since },
@@ -1170,11 +1207,29 @@ impl<O: Observer> Kernel<O> {
                 let others = self.mms[req.mm.0 as usize].cpumask.any_but(cpu);
                 let loaded = self.cpus[c].tlb.loaded_mm == LoadedMm::Mm(req.mm);
                 let id = self.new_call(info, t);
-                if self.policy.invlpgb && self.mms[req.mm.0 as usize].global_asid.is_some() {
+                let global =
+                    self.global_asid_policy() && self.mms[req.mm.0 as usize].global_asid.is_some();
+                // RAR series: the trim is decided before the branch, and a trimming flush of a
+                // global-ASID mm goes by IPIs (RAR never clears a stale mm_cpumask bit).
+                let rar_trim = (self.policy.rar && self.policy.trim_cpumask)
+                    .then(|| self.should_trim_cpumask(req.mm));
+                if global && rar_trim != Some(true) {
                     // 6.15: broadcast, then IPIs only for CPUs still on a dynamic ASID.
-                    let mut cycles = read + self.broadcast_tlb_flush(cpu, id);
+                    let (mut cycles, rar_wait) = if self.policy.rar {
+                        self.rar_tlb_flush(cpu, id)
+                    } else {
+                        (self.broadcast_tlb_flush(cpu, id), 0)
+                    };
+                    cycles += read;
                     if self.asid_stragglers(req.mm) {
-                        cycles += self.native_flush_tlb_multi(cpu, id);
+                        cycles += rar_wait + self.native_flush_tlb_multi(cpu, id);
+                        self.push_frame(t, frame(FlushPhase::Wait, gen, Some(id)));
+                    } else if rar_wait > 0 {
+                        // RAR: the initiator spins on the targets' completion status; it ends
+                        // as an acknowledgement does.
+                        self.calls[id.0 as usize].pending = 1;
+                        let at = Cycles(self.queue.now().0 + cycles + rar_wait);
+                        self.push(at, Event::Ack { call: id });
                         self.push_frame(t, frame(FlushPhase::Wait, gen, Some(id)));
                     } else {
                         self.push_frame(t, frame(FlushPhase::Done, gen, Some(id)));
@@ -1184,7 +1239,7 @@ impl<O: Observer> Kernel<O> {
                 if others {
                     if self.policy.trim_cpumask {
                         self.calls[id.0 as usize].info.trim_cpumask =
-                            self.should_trim_cpumask(req.mm);
+                            rar_trim.unwrap_or_else(|| self.should_trim_cpumask(req.mm));
                     }
                     let mut cycles = read + self.flush_tlb_multi_or_defer(cpu, t, id, latr);
                     cycles += self.consider_global_asid(cpu, t, req.mm);
@@ -1215,6 +1270,13 @@ impl<O: Observer> Kernel<O> {
                     let waited = self.calls[id.0 as usize].pending;
                     debug_assert_eq!(waited, 0);
                 }
+                // The initiator's latency: from flush_tlb_mm_range()'s start to its return; its
+                // own invalidation time leaves out the interrupts it took meanwhile (counted
+                // where they are flushes: in their handlers).
+                let latency = self.queue.now().0.saturating_sub(since.0);
+                self.counters.broadcast.flush_latency_cycles.push(latency);
+                let irqs = self.cpus[c].acct.inserted_total() - self.cpus[c].flush_irq_mark;
+                self.counters.broadcast.invalidation_cycles += latency.saturating_sub(irqs);
                 let stack_waited = self.policy.flush_info == FlushInfo::Stack
                     && call.is_some_and(|_| self.mms[req.mm.0 as usize].cpumask.any_but(cpu));
                 if !stack_waited {

@@ -38,13 +38,21 @@ impl<O: Observer> Kernel<O> {
         if prev == next {
             // 6.15: the mm got a global ASID while this CPU ran it under a dynamic one: move
             // to the global ASID (no flush: INVLPGB keeps it current).
-            let global = self.mms[next.0 as usize].global_asid.filter(|_| self.policy.invlpgb);
+            let global =
+                self.mms[next.0 as usize].global_asid.filter(|_| self.global_asid_policy());
+            let rar = self.policy.rar;
             let st = &mut self.cpus[c].tlb;
             if let Some(g) = global {
-                if st.loaded_mm_asid == g {
-                    return SwitchBegin::Done;
+                if st.loaded_mm_asid != g {
+                    return SwitchBegin::Reload(NewAsid { asid: g, need_flush: false });
                 }
-                return SwitchBegin::Reload(NewAsid { asid: g, need_flush: false });
+                // RAR series: a lazy CPU coming back may have missed flushes. NOTE: the RFC
+                // compares ctxs[] generations indexed by the global ASID here; the model
+                // flushes the global PCID.
+                if rar && was_lazy {
+                    return SwitchBegin::Reload(NewAsid { asid: g, need_flush: true });
+                }
+                return SwitchBegin::Done;
             }
             // NOTE (4.13): without tlb_gen a lazy CPU that missed a flush was sent to init_mm by
             // the IPI itself, so coming back to the same mm never needs a flush.
@@ -65,6 +73,11 @@ impl<O: Observer> Kernel<O> {
         }
         st.loaded_mm = LoadedMm::Switching;
         let mut cycles = 0;
+        if next != MmId::INIT_MM {
+            // RAR series: a CPU outside the mask may have missed RAR flushes: flush at load.
+            self.cpus[c].rar_flush_on_load =
+                self.policy.rar && !self.mms[next.0 as usize].cpumask.test(cpu);
+        }
         if self.policy.lazy_cpumask {
             // 6.14 (209954cbc7d0): the old mm's bit stays; the new mm's bit is tested first and
             // set only if clear, so a CPU that comes back to an mm whose bit it kept writes
@@ -105,7 +118,12 @@ impl<O: Observer> Kernel<O> {
         let (ctx_id, next_tlb_gen, global) = (mm.ctx_id, mm.tlb_gen, mm.global_asid);
         let pcid = self.pcid;
         let st = &mut self.cpus[c].tlb;
-        let ns = forced.unwrap_or_else(|| st.choose_new_asid(ctx_id, next_tlb_gen, pcid, global));
+        let mut ns =
+            forced.unwrap_or_else(|| st.choose_new_asid(ctx_id, next_tlb_gen, pcid, global));
+        if std::mem::take(&mut self.cpus[c].rar_flush_on_load) && forced.is_none() {
+            ns.need_flush = true;
+        }
+        let st = &mut self.cpus[c].tlb;
         let cycles = if ns.need_flush {
             if ns.asid.is_dynamic() {
                 st.ctxs[usize::from(ns.asid.0)] =

@@ -15,6 +15,7 @@ pub const BUILTIN_PRESETS: &[(&str, &str)] = &[
     ("zen2", include_str!("../../../../presets/zen2.toml")),
     ("zen3", include_str!("../../../../presets/zen3.toml")),
     ("zen4", include_str!("../../../../presets/zen4.toml")),
+    ("milan", include_str!("../../../../presets/milan.toml")),
 ];
 
 /// Names of the built-in presets.

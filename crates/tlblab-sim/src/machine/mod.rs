@@ -5,6 +5,7 @@
 //! [`MachineSpec`] is the checked, ready-to-use form. Built-in presets are TOML files from the
 //! repository's `presets/` folder, embedded in the binary.
 
+pub mod broadcast;
 mod builtin;
 pub mod mitigations;
 pub mod nested;

@@ -467,6 +467,12 @@ pub struct RawMachine {
     /// socket.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topology: Option<super::topology::RawTopology>,
+    /// Intel RAR and its costs (`machine/broadcast.rs`); absent: the CPU has no RAR.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rar: Option<super::broadcast::RawRar>,
+    /// The page-freeing locks' hold times (`machine/broadcast.rs`); absent: no lock charged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locks: Option<super::broadcast::RawLocks>,
 }
 
 /// How an idle CPU waits (docs/kernel-model.md, "Idle states").
@@ -704,6 +710,7 @@ pub(crate) fn resolve_kernel_figures(raw: &mut RawMachine) -> Result<(), String>
             .resolve(mhz)
             .map_err(|e| format!("`[topology] cache_line_transfer_remote`: {e}"))?;
     }
+    super::broadcast::resolve(raw.rar.as_mut(), raw.locks.as_mut(), clock)?;
     if let Some(g) = raw.guest.as_mut() {
         for (name, figure) in g.figures_mut() {
             let Some(mhz) = clock else {

@@ -455,6 +455,7 @@ fn runs_are_deterministic() {
 }
 
 mod acct;
+mod broadcast;
 mod check;
 mod collapse;
 mod cpumask;
