@@ -62,7 +62,8 @@ pub enum Command {
     /// Internal: one configuration's process of `tlblab bench` (JSON requests on stdin).
     #[command(hide = true)]
     BenchWorker,
-    /// The main job: the five studies S1–S5 in simulation and, on Linux as root, the
+    /// The main job: the studies S1–S10 in simulation (S6–S10 at their quick settings), the
+    /// safety checker on their policies and the known-bad variants, and, on Linux as root, the
     /// microbenchmark scenarios measured on this machine with one of them traced and replayed;
     /// writes DIR/results.json (everything, raw samples included) and prints the key figures.
     ///
@@ -699,7 +700,7 @@ pub enum SimCommand {
         after_help = "Examples:\n  tlblab sim check -p bad-lazy-no-catch-up -s lazy-readers --cpus 3 --tasks 2 --pages 8 --iterations 20\n  tlblab sim check -p linux-6.18,linux-4.14 -s shared-writers --schedules 200 --format json -o check.json"
     )]
     Check(CheckArgs),
-    /// Run a built-in study (S1–S5): the kernel debates of studies.md, each a set of scenarios
+    /// Run a built-in study (S1–S10): the kernel debates of studies.md and what came after, each a set of scenarios
     /// on a machine preset under two or more policies, several seeds each.
     ///
     /// `tlblab sim study list` names the studies; `tlblab sim study s2` (or `s2-pcid`, `S2`) runs
@@ -1273,9 +1274,14 @@ interval excludes 1 (ratios need --seeds 2 or more). Each study has its own form
                  count, *…* = significant) and rt-latency (preemption-off max and p99)
   s5-xpfo        system and elapsed seconds, IPIs sent and received, full flushes, and the
                  exposure window (median, p99, max µs; censored windows)
+  s6-broadcast   an mmtests-style table per machine and measure over 1…N tasks of
+                 tlb_flush2 threads: loops/s, invalidation and lock-wait shares of CPU time,
+                 median flush latency
   s7-lazy-cpumask  hackbench seconds (processes and threads, sockets and pipes) and
                  tlb-flush2 ops/s (and per task), IPIs sent, mm_cpumask line transfers and
                  writes
+  s8-deferred    per part, speed, IPIs/op, the safety checker's verdict and the exposure
+                 (median, p99, max µs) side by side, then the usual measure table
   s9-pv-flush    one mmtests-style table per measure and curve (madvise-busy, tlb-flush2;
                  posted interrupts or not; overcommit 1×, 1.5×, 2×) over 4 … 64 vCPUs: the
                  scenario's metric, IPIs sent, PV flushes left to the host, steal %
@@ -1309,7 +1315,8 @@ Examples:
 #[derive(Debug, Args)]
 #[command(after_help = STUDY_AFTER_HELP)]
 pub struct StudyArgs {
-    /// The study: s1-pti, s2-pcid, s3-la57, s4-flush-info, s5-xpfo, s7-lazy-cpumask, s8-deferred, s9-pv-flush (or S1…S9), a
+    /// The study: s1-pti, s2-pcid, s3-la57, s4-flush-info, s5-xpfo, s6-broadcast, s7-lazy-cpumask,
+    /// s8-deferred, s9-pv-flush, s10-ceiling (or S1…S10), a
     /// comma-separated list of them (`s2,s4`: reported as `all` is), `all` to run them all, or
     /// `list` to name them.
     #[arg(value_name = "NAME")]

@@ -1,5 +1,5 @@
-//! The built-in studies of tlblab's simulator: S1–S5, the kernel debates of
-//! `studies.md`, each as parts (a scenario on a machine preset) run under two or more policies
+//! The built-in studies of tlblab's simulator: S1–S5, the kernel debates of `studies.md`, and
+//! S6–S10, the studies beyond them, each as parts (a scenario on a machine preset) run under two or more policies
 //! on the kernel model (`tlblab-kernel`), K seeds each.
 //!
 //! - [`study`]: the studies and the table of their settings, each with its reason;

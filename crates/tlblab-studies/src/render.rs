@@ -18,7 +18,7 @@ const WIDTH: usize = 100;
 /// `tlblab sim study list`.
 pub fn list() -> String {
     let mut out = String::from(
-        "Built-in studies (`tlblab sim study NAME`, NAME as below or S1…S5; `all` runs them all):\n",
+        "Built-in studies (`tlblab sim study NAME`, NAME as below or S1…S10; `all` runs them all):\n",
     );
     for s in STUDIES {
         let parts = s.parts(Size::Full);

@@ -129,7 +129,8 @@ impl Axis {
             Axis::MaxIpiDelay => Number(0, 1_000_000_000),
             Axis::DisturbEvery => Number(0, 1_000_000_000_000),
             Axis::Param(p) => match p {
-                Param::Iterations => Number(1, 1_000_000_000),
+                // Up to i64::MAX: a part whose window ends its runs (S6) sets it that high.
+                Param::Iterations => Number(1, i64::MAX as u64),
                 Param::Touch => Number(0, 1 << 20),
                 Param::Busy => Number(0, 4095),
                 Param::Tasks => Number(1, 4096),

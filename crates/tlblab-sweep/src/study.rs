@@ -8,7 +8,8 @@ use tlblab_kernel::workloads::StormOp;
 use tlblab_studies::{Size, Study};
 
 /// The spec of `study` at `size` (`tlblab sweep --print-study NAME`), or why a sweep spec
-/// cannot say what the study runs (a part that sets a guest preset's host: S9).
+/// cannot say what the study runs: a part that sets a guest preset's host (S9), hackbench's
+/// parameters (S7) or reports the safety checker's verdict (S8).
 pub fn spec_of(study: &Study, size: Size) -> Result<String, String> {
     if let Some(part) = study.parts(size).iter().find(|p| p.guest.is_some()) {
         return Err(format!(
@@ -18,6 +19,25 @@ pub fn spec_of(study: &Study, size: Size) -> Result<String, String> {
             part.guest.map(|g| g.label()).unwrap_or_default(),
             study.short
         ));
+    }
+    let defaults = tlblab_kernel::workloads::Params::default();
+    for part in study.parts(size) {
+        let p = &part.params;
+        let why = if (p.groups, p.fds, p.loops, p.datasize, p.pipe)
+            != (defaults.groups, defaults.fds, defaults.loops, defaults.datasize, defaults.pipe)
+        {
+            Some("sets hackbench's parameters (groups, fds, loops, datasize, pipe)")
+        } else if part.measures.iter().any(|m| m.checked()) {
+            Some("reports the safety checker's verdict beside its runs")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(format!(
+                "{} cannot be printed as a sweep spec: its part {:?} {why}, which a sweep has no axis or measure for; run it with `tlblab sim study {}`",
+                study.name, part.label, study.short
+            ));
+        }
     }
     let mut out = format!(
         "# {} ({}): {}\n# mirrors {}\nname = {:?}\nseeds = {}\nfirst_seed = 1\n",

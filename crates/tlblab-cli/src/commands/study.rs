@@ -1,4 +1,4 @@
-//! `tlblab sim study`: the built-in studies S1–S5 (crate `tlblab-studies`).
+//! `tlblab sim study`: the built-in studies S1–S10 (crate `tlblab-studies`).
 
 use crate::cli::StudyArgs;
 use crate::progress::Progress;

@@ -1,4 +1,4 @@
-//! `tlblab study`: the main job. The five studies in simulation; on Linux with root, the
+//! `tlblab study`: the main job. The ten studies in simulation (S6–S10 quick); on Linux with root, the
 //! microbenchmark scenarios measured on this machine, one of them traced and replayed, and the
 //! same scenarios simulated on a preset of this host; then `results.json` with everything.
 //!
