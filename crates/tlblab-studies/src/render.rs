@@ -114,56 +114,30 @@ pub fn study(r: &StudyReport) -> String {
             }
         }
     }
-    if r.layout == Layout::Broadcast {
+    if let Some(note) = layout_note(r.layout) {
         out.push('\n');
-        out += &wrap(
-            "",
-            "Loops/s: will-it-scale's total, pages per second over all tasks. Invalidation % CPU: the share of every CPU's busy time spent on TLB invalidation (initiators in flush_tlb_mm_range() including their waits, flush IPI handlers, RAR actions on their targets); lock wait % CPU: the share spent waiting for lruvec->lru_lock and zone->lock. A broadcast's gain at scale is bounded by what else serialises the path: where the invalidation share falls and the lock-wait share rises, the contention has moved to the LRU lock. +lru-drain is the pre-6.15 zap path (lru_add_drain() at every zap); INVLPGB and RAR act only once the mm has a global ASID (4 or more active CPUs, sampled on jiffies), so 1 to 3 tasks run as under IPIs.",
-            2,
-            WIDTH,
-        );
-    }
-    if r.layout == Layout::Deferred {
-        out.push('\n');
-        out += &wrap(
-            "",
-            &format!("Checker: each seed also runs {n} perturbed schedules with the safety checker on (IPIs up to 20,000 cycles late, a disturbance every 200,000 cycles per CPU, as `tlblab sim check` runs them); the verdict is the checker's over all of them: pass when no stale translation was used after the kernel promised it gone (a use inside a declared deferral's window is exposure, not a violation). Exposure windows: per deferred operation and exposed CPU, from the operation's completion to that CPU's catch-up (LATR: its next tick or context switch; migrc and LUF: the reuse of a page, or their other catch-ups), over the checked schedules; windows still open at the end are left out. A policy that declares no deferral has none. Replay a part's schedules with `tlblab sim check` and the part's settings, --schedules {n}×seeds.", n = crate::measure::CHECK_SCHEDULES_PER_SEED),
-            2,
-            WIDTH,
-        );
-    }
-    if r.layout == Layout::Xpfo {
-        out.push('\n');
-        out += &wrap(
-            "",
-            "Exposure window: for each page taken out of the kernel direct map, the time until the last CPU that could still use its stale kernel translation has flushed it (xpfo-sync: the last IPI handler's flush; xpfo-deferred: the last other CPU's full flush at its next mm switch). Censored: windows still open when the run ended, not in the percentiles. no-xpfo never unmaps, so a page's kernel mapping stays usable for its whole user lifetime.",
-            2,
-            WIDTH,
-        );
-    }
-    if r.layout == Layout::LazyCpumask {
-        out.push('\n');
-        out += &wrap(
-            "",
-            "cpumask line transfers: moves of an mm's mm_cpumask cache line between CPUs. Under 6.13 every switch between two mms clears this CPU's bit in the old mask and sets it in the new one (locked writes), so a mask whose mm runs on several CPUs moves with every switch; from 6.14 a switch only tests the bit (a shared read) and sets it if clear, and a stale bit is dropped by the first flush IPI that finds the CPU elsewhere (or, once a second per mm, by the trimming flush).",
-            2,
-            WIDTH,
-        );
-    }
-    if r.layout == Layout::PvFlush {
-        out.push('\n');
-        out += &wrap(
-            "",
-            "PV flush against native IPIs: with dedicated pCPUs (overcommit 1×) no vCPU is ever seen preempted, so kvm_flush_tlb_multi() sends the same IPIs as native_flush_tlb_multi() and the two policies agree. Above 1× the host preempts vCPUs for other threads' slices (steal): a native IPI to a preempted vCPU is handled, and acknowledged, only when the host runs it again, and the initiator waits that long; PV flush marks it instead (PV flushes left to host) and the host flushes its whole TLB at its next entry. Without posted interrupts a running target also exits to have each IPI injected.",
-            2,
-            WIDTH,
-        );
+        out += &wrap("", &note, 2, WIDTH);
     }
     if r.parts.iter().any(|p| p.explanation.is_some()) {
         out += &explanations(r);
     }
     out += &footer(r);
     out
+}
+
+/// The note a study's layout prints after its parts: what its own measures mean.
+fn layout_note(layout: Layout) -> Option<String> {
+    let note = match layout {
+        Layout::Broadcast => "Loops/s: will-it-scale's total, pages per second over all tasks. Invalidation % CPU: the share of every CPU's busy time spent on TLB invalidation (initiators in flush_tlb_mm_range() including their waits, flush IPI handlers, RAR actions on their targets); lock wait % CPU: the share spent waiting for lruvec->lru_lock and zone->lock. A broadcast's gain at scale is bounded by what else serialises the path: where the invalidation share falls and the lock-wait share rises, the contention has moved to the LRU lock. +lru-drain is the pre-6.15 zap path (lru_add_drain() at every zap); INVLPGB and RAR act only once the mm has a global ASID (4 or more active CPUs, sampled on jiffies), so 1 to 3 tasks run as under IPIs.".to_string(),
+        Layout::Deferred => format!("Checker: each seed also runs {n} perturbed schedules with the safety checker on (IPIs up to 20,000 cycles late, a disturbance every 200,000 cycles per CPU, as `tlblab sim check` runs them); the verdict is the checker's over all of them: pass when no stale translation was used after the kernel promised it gone (a use inside a declared deferral's window is exposure, not a violation). Exposure windows: per deferred operation and exposed CPU, from the operation's completion to that CPU's catch-up (LATR: its next tick or context switch; migrc and LUF: the reuse of a page, or their other catch-ups), over the checked schedules; windows still open at the end are left out. A policy that declares no deferral has none. Replay a part's schedules with `tlblab sim check` and the part's settings, --schedules {n}×seeds.", n = crate::measure::CHECK_SCHEDULES_PER_SEED),
+        Layout::Xpfo => "Exposure window: for each page taken out of the kernel direct map, the time until the last CPU that could still use its stale kernel translation has flushed it (xpfo-sync: the last IPI handler's flush; xpfo-deferred: the last other CPU's full flush at its next mm switch). Censored: windows still open when the run ended, not in the percentiles. no-xpfo never unmaps, so a page's kernel mapping stays usable for its whole user lifetime.".to_string(),
+        Layout::LazyCpumask => "cpumask line transfers: moves of an mm's mm_cpumask cache line between CPUs. Under 6.13 every switch between two mms clears this CPU's bit in the old mask and sets it in the new one (locked writes), so a mask whose mm runs on several CPUs moves with every switch; from 6.14 a switch only tests the bit (a shared read) and sets it if clear, and a stale bit is dropped by the first flush IPI that finds the CPU elsewhere (or, once a second per mm, by the trimming flush).".to_string(),
+        Layout::PvFlush => "PV flush against native IPIs: with dedicated pCPUs (overcommit 1×) no vCPU is ever seen preempted, so kvm_flush_tlb_multi() sends the same IPIs as native_flush_tlb_multi() and the two policies agree. Above 1× the host preempts vCPUs for other threads' slices (steal): a native IPI to a preempted vCPU is handled, and acknowledged, only when the host runs it again, and the initiator waits that long; PV flush marks it instead (PV flushes left to host) and the host flushes its whole TLB at its next entry. Without posted interrupts a running target also exits to have each IPI injected.".to_string(),
+        Layout::Pti | Layout::Pcid | Layout::La57 | Layout::FlushInfo | Layout::Ceiling => {
+            return None
+        }
+    };
+    Some(note)
 }
 
 fn header(r: &StudyReport) -> String {

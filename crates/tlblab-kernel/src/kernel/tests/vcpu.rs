@@ -23,15 +23,37 @@ fn vm(overcommit: f64, slice_us: u64, pv: bool) -> MachineSpec {
 const TICK: u64 = 230_000;
 
 fn kernel_of(spec: &MachineSpec, cpus: usize, seed: u64, off: &[Mechanism]) -> Kernel<TraceLog> {
+    kernel_under("linux-6.18", spec, cpus, seed, off)
+}
+
+/// [`kernel_of`] under the policy `policy`.
+fn kernel_under(
+    policy: &str,
+    spec: &MachineSpec,
+    cpus: usize,
+    seed: u64,
+    off: &[Mechanism],
+) -> Kernel<TraceLog> {
     let mechanisms = off.iter().fold(Mechanisms::all(), |s, &m| s.without(m));
     let config = KernelConfig::new(cpus, seed).with_mechanisms(mechanisms);
-    Kernel::new(spec, &Policy::named("linux-6.18").unwrap(), config, TraceLog::default()).unwrap()
+    Kernel::new(spec, &Policy::named(policy).unwrap(), config, TraceLog::default()).unwrap()
 }
 
 /// `rounds` one-page DONTNEEDs on CPU 0, each aimed at a sibling spinning on CPU 1; the kernel
 /// after the run.
 fn shootdowns(spec: &MachineSpec, seed: u64, off: &[Mechanism], rounds: usize) -> Kernel<TraceLog> {
-    let mut k = kernel_of(spec, 2, seed, off);
+    shootdowns_under("linux-6.18", spec, seed, rounds, off)
+}
+
+/// [`shootdowns`] under the policy `policy`.
+fn shootdowns_under(
+    policy: &str,
+    spec: &MachineSpec,
+    seed: u64,
+    rounds: usize,
+    off: &[Mechanism],
+) -> Kernel<TraceLog> {
+    let mut k = kernel_under(policy, spec, 2, seed, off);
     let mut steps = vec![Step::Mmap(2), Step::Store(0, 0, 2), Step::Compute(200_000)];
     for _ in 0..rounds {
         steps.extend([Step::Madvise(0, 0, 1), Step::Store(0, 0, 1), Step::Compute(20_000)]);
@@ -210,21 +232,7 @@ fn steal_is_the_hosts_share_and_the_accounting_holds() {
 fn without_pv_flush_in_the_guest_every_target_gets_its_ipi() {
     let rounds = 400;
     let spec = vm(2.0, 50, true);
-    let run = |policy: &str| {
-        let config = KernelConfig::new(2, 11);
-        let mut k =
-            Kernel::new(&spec, &Policy::named(policy).unwrap(), config, TraceLog::default())
-                .unwrap();
-        let mut steps = vec![Step::Mmap(2), Step::Store(0, 0, 2), Step::Compute(200_000)];
-        for _ in 0..rounds {
-            steps.extend([Step::Madvise(0, 0, 1), Step::Store(0, 0, 1), Step::Compute(20_000)]);
-        }
-        let main = k.spawn_process(script(steps), C0, true);
-        k.run_until(Cycles(50_000));
-        k.spawn_thread(main, script(vec![Step::Compute(1 << 40)]), C1, false);
-        assert!(k.run());
-        k
-    };
+    let run = |policy: &str| shootdowns_under(policy, &spec, 11, rounds, &[]);
     let native = run("linux-6.18+no-pv-flush");
     let r = native.report();
     let v = r.vcpu.expect("an overcommitted host reports its side");
@@ -237,10 +245,7 @@ fn without_pv_flush_in_the_guest_every_target_gets_its_ipi() {
     // The switch is the guest's: on a host that does not offer the feature, both agree.
     let no_offer = vm(2.0, 50, false);
     let report = |policy: &str| {
-        let config = KernelConfig::new(4, 5);
-        let mut k =
-            Kernel::new(&no_offer, &Policy::named(policy).unwrap(), config, TraceLog::default())
-                .unwrap();
+        let mut k = kernel_under(policy, &no_offer, 4, 5, &[]);
         let p = Params { iterations: 300, ..Params::default() };
         let s = scenario("madvise-busy").unwrap();
         s.install(&mut k, &p).unwrap();
