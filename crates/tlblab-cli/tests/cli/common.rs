@@ -128,7 +128,7 @@ pub fn undocumented<'a>(
 }
 
 /// Every mechanism, in `tlblab sim mechanisms` order.
-pub const MECHANISMS: [&str; 21] = [
+pub const MECHANISMS: [&str; 22] = [
     "guest",
     "idle-states",
     "csd-queue",
@@ -149,5 +149,6 @@ pub const MECHANISMS: [&str; 21] = [
     "mitigation-verw",
     "mitigation-rsb-fill",
     "mitigation-ibpb",
+    "page-locks",
     "vfork-wait",
 ];
