@@ -537,6 +537,9 @@ fn a_list_of_studies_is_reported_as_all_is() {
     let e = one_error(tlblab().args(["study", "--only", "s2,s42", "--out"]).arg(&out), 2);
     assert!(e.contains("unknown study \"s42\""), "{e}");
     assert!(!out.exists(), "nothing is written before the names are checked");
+    let e = one_error(tlblab().args(["study", "--only", " , ", "--out"]).arg(&out), 2);
+    assert!(e.contains("--only names no study (known: s1-pti (s1)"), "{e}");
+    assert!(!out.exists(), "nothing is written for an empty list either");
 }
 
 /// S8: speed, IPIs, the checker's verdict and the exposure side by side. LATR takes the IPIs

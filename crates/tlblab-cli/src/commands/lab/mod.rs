@@ -65,6 +65,13 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
             tlblab_studies::lookup(name)?;
         }
     }
+    if args.only.as_ref().is_some_and(|o| o.split(',').all(|n| n.trim().is_empty())) {
+        return Err(crate::commands::BadInput(format!(
+            "--only names no study (known: {})",
+            tlblab_studies::known_names()
+        ))
+        .into());
+    }
     // So is a bad --machine (`host` is built later, into DIR).
     if args.machine != crate::commands::HOST_PRESET {
         crate::commands::load_preset(&args.machine)?;
@@ -101,7 +108,7 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
     let steps: Vec<(String, String, bool, &str)> = match &args.only {
         Some(only) => vec![(
             "simulated studies".into(),
-            only.trim_end_matches(',').to_string(),
+            only.split(',').map(str::trim).filter(|n| !n.is_empty()).collect::<Vec<_>>().join(","),
             args.quick,
             "sim-studies.json",
         )],
