@@ -57,27 +57,13 @@ impl Program for Writer {
         // A round: write, wake each reader, wait for each answer, DONTNEED, count.
         let phase = self.step - n;
         self.step += 1;
-        match phase {
-            0 => Action::Touch(Touch {
-                vma,
-                first: 0,
-                pages: self.p.pages,
-                kind: AccessKind::Store,
-                cycles_per_page: self.p.cycles_per_page,
-            }),
-            i if i <= n => Action::Syscall(Syscall::EventfdWrite { fd: self.readers[i - 1].0 }),
-            i if i <= 2 * n => {
-                Action::Syscall(Syscall::EventfdRead { fd: self.readers[i - n - 1].1 })
-            }
-            i if i == 2 * n + 1 => {
-                Action::Syscall(Syscall::MadviseDontneed { vma, first: 0, pages: self.p.pages })
-            }
-            _ => {
-                self.step = n;
-                self.round += 1;
-                Action::Op
-            }
-        }
+        let dontneed = Syscall::MadviseDontneed { vma, first: 0, pages: self.p.pages };
+        let touch = (vma, self.p.pages, self.p.cycles_per_page);
+        round_step(phase, &self.readers, touch, dontneed).unwrap_or_else(|| {
+            self.step = n;
+            self.round += 1;
+            Action::Op
+        })
     }
 }
 
@@ -340,26 +326,34 @@ impl Program for Collapser {
         // A round: write the region's first page, wake and wait for each reader, collapse.
         let phase = self.step - started;
         self.step += 1;
-        match phase {
-            0 => Action::Touch(Touch {
-                vma,
-                first: 0,
-                pages: 1,
-                kind: AccessKind::Store,
-                cycles_per_page: self.p.cycles_per_page,
-            }),
-            i if i <= n => Action::Syscall(Syscall::EventfdWrite { fd: self.readers[i - 1].0 }),
-            i if i <= 2 * n => {
-                Action::Syscall(Syscall::EventfdRead { fd: self.readers[i - n - 1].1 })
-            }
-            i if i == 2 * n + 1 => {
-                Action::Syscall(Syscall::MadviseCollapse { vma, first: 0, pages: self.p.pages })
-            }
-            _ => {
+        let collapse = Syscall::MadviseCollapse { vma, first: 0, pages: self.p.pages };
+        round_step(phase, &self.readers, (vma, 1, self.p.cycles_per_page), collapse).unwrap_or_else(
+            || {
                 self.step = started;
                 self.round += 1;
                 Action::Op
-            }
-        }
+            },
+        )
     }
+}
+
+/// Step `phase` of a checker writer's round: write `touch` (the VMA, its first pages, the cycles
+/// per page), wake each reader, wait for each answer, then `change`, the operation the round is
+/// about; `None` once the round is over.
+fn round_step(
+    phase: usize,
+    readers: &[(EventFd, EventFd)],
+    (vma, pages, cycles_per_page): (VmaId, u64, u64),
+    change: Syscall,
+) -> Option<Action> {
+    let n = readers.len();
+    Some(match phase {
+        0 => {
+            Action::Touch(Touch { vma, first: 0, pages, kind: AccessKind::Store, cycles_per_page })
+        }
+        i if i <= n => Action::Syscall(Syscall::EventfdWrite { fd: readers[i - 1].0 }),
+        i if i <= 2 * n => Action::Syscall(Syscall::EventfdRead { fd: readers[i - n - 1].1 }),
+        i if i == 2 * n + 1 => Action::Syscall(change),
+        _ => return None,
+    })
 }
