@@ -90,3 +90,28 @@ pub use tlblab_pathcost;
 pub fn host_spec() -> Result<HostPreset, HostError> {
     build(&HostFacts::gather())
 }
+
+/// The host preset built from `facts` with the measured path `name` (a
+/// [`tlblab_pathcost::MEASURED_LOOPS`] name) scaled by `factor`: how `tlblab study` finds which
+/// share of a prediction comes from one measured loop (docs/host-preset.md, "Calibrated and
+/// predicted"). `None` when `name` was not measured (nothing to scale: its figures are copied).
+pub fn build_scaled(
+    facts: &HostFacts,
+    name: &str,
+    factor: f64,
+) -> Option<Result<HostPreset, HostError>> {
+    let mut facts = facts.clone();
+    let cached = match &mut facts.path_costs {
+        tlblab_env::Source::Available(cached) => cached,
+        tlblab_env::Source::Unavailable { .. } => return None,
+    };
+    match cached.costs.results.get_mut(name) {
+        Some(tlblab_pathcost::Outcome::Measured(m)) => {
+            m.median_ns *= factor;
+            m.p10_ns *= factor;
+            m.p90_ns *= factor;
+        }
+        _ => return None,
+    }
+    Some(build(&facts))
+}

@@ -531,3 +531,45 @@ fn mitigations_from_the_vulnerabilities_files_and_the_sequences() {
     let again = tlblab_sim::machine::MachineSpec::from_toml(&host.toml, "again").unwrap();
     assert_eq!(again.raw(), host.spec.raw());
 }
+
+/// `build_scaled`: one measurement scaled, every figure derived from it moves by the rules
+/// (`madvise = madvise_empty − null_syscall`), the facts are untouched, and a path that was not
+/// measured has nothing to scale.
+#[test]
+fn one_measurement_scaled_moves_the_figures_derived_from_it() {
+    use tlblab_host::build_scaled;
+    use tlblab_pathcost::{names, CacheKey, Cached, Measurement, Outcome, PathCosts};
+    let m = |ns: f64| Outcome::Measured(Measurement::of(&[ns, ns, ns], 3, 100).unwrap());
+    let results = [
+        (names::NULL_SYSCALL, m(100.0)),
+        (names::MADVISE_EMPTY, m(400.0)),
+        (names::MEMBARRIER_IPI, Outcome::Failed("no run delivered ≥ 0.99 IPIs per call".into())),
+    ];
+    let cached = Cached {
+        costs: PathCosts {
+            key: CacheKey::from_parts("", "6.18.44"),
+            cpus: vec![0, 1],
+            seconds: 1.0,
+            results: results.into_iter().map(|(n, o)| (n.to_owned(), o)).collect(),
+        },
+        file: None,
+        from_cache: false,
+        notes: vec![],
+    };
+    let mut f =
+        facts(dump("cpuid-kvm-emerald-rapids.txt"), Some("cpuinfo-kvm-emerald-rapids.txt"), "0-1");
+    f.path_costs = Source::Available(cached);
+    let before = f.clone();
+    let base = build(&f).unwrap();
+    let k = base.spec.kernel_costs().unwrap();
+    assert_eq!((k.syscall.written.ns, k.madvise.written.ns), (Some(100.0), Some(300.0)));
+    let scaled = build_scaled(&f, names::NULL_SYSCALL, 2.0).unwrap().unwrap();
+    let k = scaled.spec.kernel_costs().unwrap();
+    assert_eq!((k.syscall.written.ns, k.madvise.written.ns), (Some(200.0), Some(200.0)));
+    let scaled = build_scaled(&f, names::MADVISE_EMPTY, 1.1).unwrap().unwrap();
+    let k = scaled.spec.kernel_costs().unwrap();
+    assert_eq!((k.syscall.written.ns, k.madvise.written.ns), (Some(100.0), Some(340.0)));
+    assert_eq!(f, before);
+    assert!(build_scaled(&f, names::MEMBARRIER_IPI, 1.1).is_none());
+    assert!(build_scaled(&f, names::FORK_EXIT, 1.1).is_none());
+}

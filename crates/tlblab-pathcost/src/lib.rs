@@ -27,6 +27,7 @@
 
 pub mod cache;
 mod error;
+pub mod loops;
 pub mod measure;
 pub mod sequences;
 pub mod stats;
@@ -34,6 +35,7 @@ mod sys;
 
 pub use cache::{cached_or_measure_in, CacheKey, Cached};
 pub use error::PathCostError;
+pub use loops::{MeasuredLoop, MEASURED_LOOPS};
 pub use measure::{measure_all, Options};
 pub use stats::Measurement;
 

@@ -394,29 +394,42 @@ impl Report {
         if v["bench"]["schema"].is_string() && v["host_simulations"]["runs"].is_array() {
             let bench: tlblab_bench::BenchResults = from_value(name, schema, v["bench"].clone())?;
             let sims = v["host_simulations"]["runs"].as_array().cloned().unwrap_or_default();
-            let rows = bench
-                .configs
-                .iter()
-                .enumerate()
-                .map(|(i, c)| {
-                    let sim = sims.get(i).cloned().unwrap_or(Value::Null);
-                    let simulated: Vec<f64> = sim["result"]["policies"][0]["values"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(Value::as_f64)
-                        .collect();
-                    let note = sim["skipped"]
-                        .as_str()
-                        .or(sim["result"]["failed"].as_str())
-                        .or(sim["result"]["skipped"].as_str())
-                        .map(str::to_string);
+            let mut rows = host_rows(&bench, &sims);
+            // The predicted set: its bench files in order, their simulations after one another.
+            let predicted_sims =
+                v["host_simulations"]["predicted_runs"].as_array().cloned().unwrap_or_default();
+            let mut offset = 0;
+            for b in v["predicted_bench"].as_array().into_iter().flatten() {
+                if !b["schema"].is_string() {
+                    continue; // skipped or failed: the steps say why
+                }
+                let b: tlblab_bench::BenchResults = from_value(name, schema, b.clone())?;
+                let sims = predicted_sims.get(offset..).unwrap_or_default();
+                offset += b.configs.len();
+                rows.extend(host_rows(&b, sims));
+            }
+            let shapes = match v["host_simulations"]["shapes"].as_array() {
+                Some(_) => from_value(name, schema, v["host_simulations"]["shapes"].clone())?,
+                None => Vec::new(),
+            };
+            let peers = v["peers"]["runs"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|p| {
+                    let numbers = |key: &str| -> Vec<f64> {
+                        p[key].as_array().into_iter().flatten().filter_map(Value::as_f64).collect()
+                    };
+                    let name = p["name"].as_str().unwrap_or("?").to_string();
                     sections::lab::Row {
-                        name: c.config.key(),
-                        unit: c.config.unit.clone(),
-                        measured: c.values(),
-                        simulated,
-                        note,
+                        scenario: name.clone(),
+                        name,
+                        params: Default::default(),
+                        class: sections::lab::Class::Unclassified("a peer program".into()),
+                        unit: p["unit"].as_str().unwrap_or("").to_string(),
+                        measured: numbers("measured"),
+                        simulated: numbers("simulated"),
+                        note: p["note"].as_str().map(str::to_string),
                     }
                 })
                 .collect();
@@ -435,6 +448,8 @@ impl Report {
                     .collect(),
                 policy,
                 rows,
+                shapes,
+                peers,
                 seed: bench.method.seed,
             };
             self.inputs.push((name.to_string(), Input::Host(Box::new(host))));
@@ -733,4 +748,37 @@ fn from_value<T: DeserializeOwned>(
 ) -> Result<T, ReportError> {
     serde_path_to_error::deserialize(value)
         .map_err(|e| malformed(name, schema, e.path().to_string(), e.inner()))
+}
+
+/// The rows of measured configurations beside their simulations (`sims[i]` is `configs[i]`'s).
+fn host_rows(bench: &tlblab_bench::BenchResults, sims: &[Value]) -> Vec<sections::lab::Row> {
+    bench
+        .configs
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let sim = sims.get(i).cloned().unwrap_or(Value::Null);
+            let simulated: Vec<f64> = sim["result"]["policies"][0]["values"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_f64)
+                .collect();
+            let note = sim["skipped"]
+                .as_str()
+                .or(sim["result"]["failed"].as_str())
+                .or(sim["result"]["skipped"].as_str())
+                .map(str::to_string);
+            sections::lab::Row {
+                name: c.config.key(),
+                scenario: c.config.scenario.clone(),
+                params: c.config.params.clone(),
+                class: sections::lab::Class::from_json(&sim["calibration"]),
+                unit: c.config.unit.clone(),
+                measured: c.values(),
+                simulated,
+                note,
+            }
+        })
+        .collect()
 }

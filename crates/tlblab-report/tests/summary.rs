@@ -182,3 +182,76 @@ fn markdown_and_text_keep_to_their_width() {
     let text = every.render_text(80);
     assert!(!text.contains("**") && !text.contains("|---") && !text.contains("<svg"), "{text}");
 }
+
+/// Calibrated configurations are listed apart and not counted as evidence; the shapes are
+/// ratios of neighbouring configurations, simulated over measured (issue 28, item 1).
+#[test]
+fn only_predicted_configurations_count_and_shapes_compare_neighbours() {
+    let mut v = results();
+    let runs = v["host_simulations"]["runs"].as_array_mut().unwrap();
+    // madv-migrate: mostly the measured migrate loop; the other three predicted.
+    runs[0]["calibration"] = serde_json::json!({
+        "class": "calibrated", "largest": { "loop": "migrate", "share": 0.93 } });
+    for r in &mut runs[1..] {
+        r["calibration"] = serde_json::json!({ "class": "predicted", "largest": { "loop": "null_syscall", "share": 0.2 } });
+    }
+    // Twice the simulated value of the calibrated row: outside, but not evidence.
+    for x in runs[0]["result"]["policies"][0]["values"].as_array_mut().unwrap() {
+        *x = (x.as_f64().unwrap() * 2.0).into();
+    }
+    v["host_simulations"]["shapes"] = serde_json::json!([{
+        "name": "madvise-busy: busy 1 over busy 0",
+        "numerator": { "scenario": "madvise-busy", "params": { "busy": "1" } },
+        "denominator": { "scenario": "madvise-busy", "params": { "busy": "0" } },
+    }, {
+        "name": "a shape that did not run",
+        "numerator": { "scenario": "storm", "params": { "pages": "34" } },
+        "denominator": { "scenario": "storm", "params": { "pages": "32" } },
+    }]);
+    let mean = |i: usize, key: &str| -> f64 {
+        let xs: Vec<f64> = match key {
+            "measured" => v["bench"]["configs"][i]["runs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["value"].as_f64().unwrap())
+                .collect(),
+            _ => v["host_simulations"]["runs"][i]["result"]["policies"][0]["values"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .collect(),
+        };
+        xs.iter().sum::<f64>() / xs.len() as f64
+    };
+    let shape =
+        (mean(3, "simulated") / mean(2, "simulated")) / (mean(3, "measured") / mean(2, "measured"));
+    let report = report_of(v.clone());
+    let root = parse(&report.render_html()).unwrap();
+    let summary = root.find("section")[0].text();
+    let predicted_outside = (1..4)
+        .filter(|&i| ((mean(i, "simulated") / mean(i, "measured")) - 1.0).abs() > 0.25)
+        .count();
+    assert!(
+        summary.contains(&format!("{predicted_outside} of 3 predicted configurations outside")),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("Calibrated configurations (not evidence). 1 of 1 outside"),
+        "{summary}"
+    );
+    assert!(summary.contains("migrate 93%"), "{summary}");
+    let within = usize::from((shape - 1.0).abs() <= 0.15);
+    assert!(summary.contains(&format!("{within} of 1 shapes within ±15%")), "{summary}");
+    // The host section: the predicted table first, then the calibrated one, then the shapes
+    // (the one that did not run shows -).
+    let text = report.render_text(100);
+    let (p, c, s) = (
+        text.find("Predicted: no measured loop").unwrap(),
+        text.find("Calibrated: the value is mostly").unwrap(),
+        text.find("Shapes: ratios between").unwrap(),
+    );
+    assert!(p < c && c < s, "{text}");
+    assert!(text.contains(&format!("{:.2}", shape)), "{text}");
+}

@@ -61,7 +61,7 @@ fn without_the_live_part_the_studies_still_run_and_the_skips_say_why() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.lines().count() <= 5, "{stderr}");
     assert!(stderr.contains("tlblab: safety checks: 126 done"), "{stderr}");
-    assert!(stderr.contains("tlblab: live part: 4 skipped (--no-live)"), "{stderr}");
+    assert!(stderr.contains("tlblab: live part: 5 skipped (--no-live)"), "{stderr}");
     // The report says which parts did not run, and why.
     let page = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
     assert!(page.contains("Appendix: what ran") && page.contains("--no-live"));
@@ -108,6 +108,38 @@ fn with_root_every_scenario_is_measured_and_one_is_traced_and_replayed() {
         assert!(simulated.is_some_and(|m| m > 0.0), "{sim}");
     }
     assert!(dir.path().join("host.toml").is_file());
+    // Every simulated configuration is classified by scaling each measured loop in turn. The
+    // model's one-page MADV_DONTNEED is the measured dontneed_1 by construction (zap_batch is
+    // its remainder): madvise-busy --busy 0 is calibrated by that loop, nearly wholly.
+    let predicted = v["host_simulations"]["predicted_runs"].as_array().unwrap();
+    for sim in sims.iter().chain(predicted) {
+        let class = sim["calibration"]["class"].as_str().unwrap();
+        assert!(["calibrated", "predicted"].contains(&class), "{sim}");
+    }
+    let busy0 = sims.iter().find(|s| s["key"] == "madvise-busy --busy 0").expect("busy 0 ran");
+    assert_eq!(busy0["calibration"]["class"], "calibrated", "{busy0}");
+    assert_eq!(busy0["calibration"]["largest"]["loop"], "dontneed_1", "{busy0}");
+    assert!(busy0["calibration"]["largest"]["share"].as_f64().unwrap() > 0.8, "{busy0}");
+    // The predicted set ran (each group a bench of its own), and its configurations were
+    // simulated in the same order.
+    let groups = v["predicted_bench"].as_array().unwrap();
+    assert_eq!(groups.len(), 6);
+    let keys: Vec<String> = groups
+        .iter()
+        .flat_map(|g| g["configs"].as_array().unwrap().iter())
+        .map(|c| {
+            let p = c["config"]["params"].as_object().unwrap();
+            let mut key = c["config"]["scenario"].as_str().unwrap().to_string();
+            for (k, v) in p {
+                key += &format!(" --{k} {}", v.as_str().unwrap());
+            }
+            key
+        })
+        .collect();
+    let simulated: Vec<&str> = predicted.iter().map(|s| s["key"].as_str().unwrap()).collect();
+    assert_eq!(keys, simulated);
+    assert!(keys.iter().any(|k| k == "storm --busy 1 --op munmap --pages 34"), "{keys:?}");
+    assert!(dir.path().join("calibration/host-dontneed_1.toml").is_file());
 }
 
 fn report_fixture(name: &str) -> std::path::PathBuf {

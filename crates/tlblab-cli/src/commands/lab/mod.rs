@@ -7,6 +7,8 @@
 //! directory, so every step is exactly what a user would get from that command, and a step
 //! that fails or cannot run here is reported without stopping the others.
 
+mod calibration;
+mod predicted;
 mod steps;
 
 use crate::cli::LabArgs;
@@ -166,8 +168,14 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
     let (bench, trace, replay) = match &why_not {
         Some(why) => {
             let skipped = Outcome::Skipped(why.clone());
-            runner.begin_phase("live part", 4);
-            for step in ["live benchmarks", "trace", "trace report", "replay of the trace"] {
+            runner.begin_phase("live part", 5);
+            for step in [
+                "live benchmarks",
+                "live benchmarks, the predicted set",
+                "trace",
+                "trace report",
+                "replay of the trace",
+            ] {
                 runner.note_skipped(step, why);
             }
             runner.end_phase();
@@ -175,6 +183,7 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
         }
         None => {
             let bench = runner.bench(
+                "live benchmarks",
                 &bench_args(&live, cpus, &dir.join("bench.json"), &noise),
                 &dir.join("bench.json"),
             );
@@ -199,19 +208,48 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
         }
     };
 
-    // 5. The same configurations simulated on a preset of this machine.
+    // 4b. The predicted set: the same scenarios at parameters the host preset's calibration
+    // never ran, and the shapes between neighbours (docs/study-output.md, "Calibrated and
+    // predicted").
+    let predicted_bench = match &why_not {
+        Some(_) => Vec::new(), // noted with the rest of the live part
+        None => predicted::bench(&mut runner, &live, args.quick, dir, &noise),
+    };
+
+    // 5. The same configurations simulated on a preset of this machine, each classified as
+    // calibrated or predicted by scaling each measured loop in turn.
     let preset = if args.machine == crate::commands::HOST_PRESET {
         host_preset(dir)
     } else {
-        Ok((PathBuf::from(&args.machine), Vec::new()))
+        Ok(HostFiles { path: PathBuf::from(&args.machine), provenance: Vec::new(), scaled: vec![] })
     };
     let host_sims = match (&bench, preset) {
-        (Outcome::Done(bench), Ok((path, provenance))) => {
+        (Outcome::Done(bench), Ok(host)) => {
+            // Each configuration runs once on the host preset and once per scaled preset.
+            let runs = 1 + host.scaled.len();
             let configs = bench["configs"].as_array().map_or(0, Vec::len);
-            runner.begin_phase("simulation on the host preset", configs);
-            let sims = simulate_on_host(&mut runner, bench, &path, cpus, args.quick);
+            runner.begin_phase("simulation on the host preset", configs * runs);
+            let sims = simulate_on_host(&mut runner, bench, &host, cpus, args.quick);
             runner.end_phase();
-            json!({ "preset": path, "provenance": provenance, "runs": sims })
+            let predicted: Vec<Value> = predicted_bench.iter().filter_map(Outcome::done).collect();
+            let configs: usize =
+                predicted.iter().map(|b| b["configs"].as_array().map_or(0, Vec::len)).sum();
+            runner.begin_phase("simulation on the host preset, the predicted set", configs * runs);
+            let predicted_sims: Vec<Value> = predicted
+                .iter()
+                .flat_map(|b| simulate_on_host(&mut runner, b, &host, cpus, args.quick))
+                .collect();
+            runner.end_phase();
+            json!({
+                "preset": host.path,
+                "provenance": host.provenance,
+                "scaled_presets": host.scaled.iter()
+                    .map(|p| json!({ "loop": p.name, "preset": p.path }))
+                    .collect::<Vec<_>>(),
+                "runs": sims,
+                "predicted_runs": predicted_sims,
+                "shapes": predicted::shapes(),
+            })
         }
         (Outcome::Done(_), Err(e)) => {
             runner.note_skipped("simulation on the host preset", &format!("{e:#}"));
@@ -231,6 +269,7 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
         "sim_studies": studies.value(),
         "safety": safety,
         "bench": bench.value(),
+        "predicted_bench": predicted_bench.iter().map(Outcome::value).collect::<Vec<_>>(),
         "trace_report": trace.value(),
         "replay": replay.value(),
         "host_simulations": host_sims,
@@ -262,22 +301,37 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
     Ok(if runner.any_failed() { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
-/// Writes DIR/host.toml, this machine's preset; its path and provenance lines.
-fn host_preset(dir: &Path) -> Result<(PathBuf, Vec<String>)> {
-    let host = tlblab_host::host_spec()?;
+/// The preset the configurations are simulated on, and its variants with one measured loop
+/// scaled.
+struct HostFiles {
+    path: PathBuf,
+    provenance: Vec<String>,
+    /// Empty for a built-in preset: nothing of it was measured here.
+    scaled: Vec<calibration::ScaledPreset>,
+}
+
+/// Writes DIR/host.toml, this machine's preset, and DIR/calibration/host-LOOP.toml, the same
+/// with one measured loop scaled (the facts are gathered once: every preset comes from the
+/// same measurements).
+fn host_preset(dir: &Path) -> Result<HostFiles> {
+    let facts = tlblab_host::HostFacts::gather();
+    let host = tlblab_host::build(&facts)?;
     let path = dir.join("host.toml");
     write_file(&path, host.toml.as_bytes())
         .with_context(|| format!("writing {}", path.display()))?;
-    let lines = host.provenance_text().lines().map(str::to_string).collect();
-    Ok((path, lines))
+    let provenance = host.provenance_text().lines().map(str::to_string).collect();
+    let scaled = calibration::scaled_presets(&facts, dir)?;
+    Ok(HostFiles { path, provenance, scaled })
 }
 
 /// `tlblab sim run` of each measured configuration on the host preset, with the CPUs of this
-/// machine and the configuration's parameters; one entry per configuration.
+/// machine and the configuration's parameters; then its first seed again on each preset with
+/// one measured loop scaled, which classifies it (calibrated or predicted); one entry per
+/// configuration.
 fn simulate_on_host(
     runner: &mut Runner,
     bench: &Value,
-    preset: &Path,
+    host: &HostFiles,
     cpus: usize,
     quick: bool,
 ) -> Vec<Value> {
@@ -293,17 +347,43 @@ fn simulate_on_host(
                 "skipped": "the simulator has no model of this scenario" }));
             continue;
         }
-        let mut a: Vec<String> = ["sim", "run", "--machine"].map(String::from).into();
-        a.push(preset.display().to_string());
-        a.extend(["--cpus".into(), cpus.to_string(), "--scenario".into(), scenario.into()]);
-        a.extend(["--seeds".into(), if quick { "2" } else { "3" }.into(), "--json".into()]);
-        for (k, v) in params.as_object().into_iter().flatten() {
-            a.extend([format!("--{k}"), v.as_str().unwrap_or_default().to_string()]);
-        }
+        let sim_args = |preset: &Path, seeds: &str| -> Vec<String> {
+            let mut a: Vec<String> = ["sim", "run", "--machine"].map(String::from).into();
+            a.push(preset.display().to_string());
+            a.extend(["--cpus".into(), cpus.to_string(), "--scenario".into(), scenario.into()]);
+            a.extend(["--seeds".into(), seeds.into(), "--json".into()]);
+            for (k, v) in params.as_object().into_iter().flatten() {
+                a.extend([format!("--{k}"), v.as_str().unwrap_or_default().to_string()]);
+            }
+            a
+        };
         let name = format!("simulated on host: {}", config_name(cfg));
+        let a = sim_args(&host.path, if quick { "2" } else { "3" });
         let args: Vec<&str> = a.iter().map(String::as_str).collect();
         let outcome = runner.json_value_step(&name, &args);
-        out.push(json!({ "scenario": scenario, "params": params, "result": outcome.value() }));
+        let base = outcome.done().as_ref().and_then(calibration::first_value);
+        let mut scaled = Vec::new();
+        if base.is_some() {
+            for p in &host.scaled {
+                let a = sim_args(&p.path, "1");
+                let args: Vec<&str> = a.iter().map(String::as_str).collect();
+                let name = format!("{name}, {} +10%", p.name);
+                let value = runner.json_value_folded(&name, &args);
+                scaled.push((p.name, value.as_ref().and_then(calibration::first_value)));
+            }
+        }
+        let class = if host.scaled.is_empty() {
+            json!({ "class": "unclassified", "why": "a built-in preset: nothing was measured here" })
+        } else {
+            calibration::classify(base, &scaled)
+        };
+        out.push(json!({
+            "scenario": scenario,
+            "params": params,
+            "key": config_name(cfg),
+            "result": outcome.value(),
+            "calibration": class,
+        }));
     }
     out
 }

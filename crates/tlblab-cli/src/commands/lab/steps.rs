@@ -24,6 +24,14 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// The JSON of a step that ran.
+    pub fn done(&self) -> Option<Value> {
+        match self {
+            Outcome::Done(v) => Some(v.clone()),
+            _ => None,
+        }
+    }
+
     /// The step's JSON, or `{"skipped": why}` / `{"failed": why}`.
     pub fn value(&self) -> Value {
         match self {
@@ -176,15 +184,27 @@ impl Runner {
         self.run(name, args, None, |stdout| Ok(serde_json::from_slice(stdout)?))
     }
 
+    /// As [`Runner::json_value_step`], but a success is folded into the step before it (its
+    /// seconds added): the calibration's runs, hundreds of them, would bury the steps' table;
+    /// a failure stays a step of its own.
+    pub fn json_value_folded(&mut self, name: &str, args: &[&str]) -> Option<Value> {
+        let Outcome::Done(value) = self.json_value_step(name, args) else { return None };
+        let folded = self.steps.pop().expect("the step just recorded");
+        if let Some(before) = self.steps.last_mut() {
+            before.seconds += folded.seconds;
+        }
+        Some(value)
+    }
+
     /// `tlblab sim check …`, whose exit status 1 (violations found) is a result, not a failure.
     pub fn check_step(&mut self, name: &str, args: &[&str]) -> Outcome {
         self.run_accepting(name, args, None, &[0, 1], |stdout| Ok(serde_json::from_slice(stdout)?))
     }
 
     /// `tlblab bench …` writing its results to `out` itself.
-    pub fn bench(&mut self, args: &[String], out: &Path) -> Outcome {
+    pub fn bench(&mut self, name: &str, args: &[String], out: &Path) -> Outcome {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        self.run("live benchmarks", &args, Some(out), |_| read_json(out))
+        self.run(name, &args, Some(out), |_| read_json(out))
     }
 
     /// Records a short trace of madvise-busy, then its report.

@@ -1,0 +1,108 @@
+//! The one list of the loops the host preset measures: what each times, in words a reader of a
+//! report can check. A live configuration whose own loop is one of these, or whose predicted
+//! time comes mostly from one of them, is *calibrated*, not predicted (docs/host-preset.md,
+//! "Calibrated and predicted"): `tlblab study` finds out which by scaling each measurement in
+//! turn and simulating again ([`CALIBRATION_STEP`]).
+
+use crate::names;
+
+/// One measured loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MeasuredLoop {
+    /// Its measurement name ([`names`]).
+    pub name: &'static str,
+    /// One operation of the loop.
+    pub operation: &'static str,
+}
+
+/// How much `tlblab study` scales one measurement to find the share of a prediction that comes
+/// from it: +10%, large enough that the change is many cycles on every path, small enough that
+/// the scheduling of a multi-task run rarely changes order because of it.
+pub const CALIBRATION_STEP: f64 = 0.10;
+
+/// Above this share of its predicted time from one measured loop, a configuration is
+/// *calibrated*: most of the prediction is that loop timed alone ("most" is more than half).
+pub const CALIBRATED_SHARE: f64 = 0.5;
+
+/// Every loop the host preset measures, in measuring order ([`names::ALL`]).
+pub const MEASURED_LOOPS: [MeasuredLoop; 15] = [
+    MeasuredLoop { name: names::NULL_SYSCALL, operation: "getppid()" },
+    MeasuredLoop {
+        name: names::FAULT_ZERO,
+        operation: "first read of a fresh anonymous page (maps the zero page)",
+    },
+    MeasuredLoop {
+        name: names::FAULT_ANON,
+        operation: "first write of a fresh anonymous page (allocate, zero, map)",
+    },
+    MeasuredLoop {
+        name: names::MADVISE_EMPTY,
+        operation: "MADV_DONTNEED of 64 pages none of which is present (no zap, no flush)",
+    },
+    MeasuredLoop {
+        name: names::DONTNEED_ONE,
+        operation: "MADV_DONTNEED of one present page, its write untimed (one zap, one local \
+                    flush): the one-page madvise loop of madvise-busy --busy 0 and madvise-scale",
+    },
+    MeasuredLoop {
+        name: names::DONTNEED_SMALL,
+        operation: "MADV_DONTNEED of 64 present pages, their writes untimed (a full flush)",
+    },
+    MeasuredLoop {
+        name: names::DONTNEED_LARGE,
+        operation: "MADV_DONTNEED of 256 present pages, their writes untimed (a full flush): \
+                    munmap-threads' DONTNEED at its default 256 pages",
+    },
+    MeasuredLoop {
+        name: names::MMAP_MUNMAP,
+        operation: "mmap + munmap of 16 untouched pages (no zap, no flush)",
+    },
+    MeasuredLoop {
+        name: names::MUNMAP_SPLIT,
+        operation: "munmap of the untouched upper page of a 2-page VMA (__split_vma())",
+    },
+    MeasuredLoop {
+        name: names::THREAD_SWITCH,
+        operation: "one switch between two threads of one process on one CPU passing a token \
+                    through eventfds: pingpong's loop, between threads instead of processes",
+    },
+    MeasuredLoop {
+        name: names::MEMBARRIER_IPI,
+        operation: "membarrier(PRIVATE_EXPEDITED) with a sibling spinning on the other CPU",
+    },
+    MeasuredLoop {
+        name: names::MEMBARRIER_NO_IPI,
+        operation: "membarrier(PRIVATE_EXPEDITED) with the sibling blocked (no IPI)",
+    },
+    MeasuredLoop { name: names::VMEXIT_CPUID, operation: "CPUID leaf 0 (in a guest, a VM exit)" },
+    MeasuredLoop {
+        name: names::MIGRATE,
+        operation: "sched_setaffinity to the other CPU, alternating: madv-migrate's migration",
+    },
+    MeasuredLoop {
+        name: names::FORK_EXIT,
+        operation: "fork(); the child _exit(0)s; the parent waitpid()s",
+    },
+];
+
+/// The loop named `name`.
+pub fn measured_loop(name: &str) -> Option<&'static MeasuredLoop> {
+    MEASURED_LOOPS.iter().find(|l| l.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_list_is_every_measurement_in_measuring_order() {
+        let listed: Vec<&str> = MEASURED_LOOPS.iter().map(|l| l.name).collect();
+        assert_eq!(listed, names::ALL.to_vec());
+    }
+
+    #[test]
+    fn a_loop_is_found_by_name() {
+        assert_eq!(measured_loop("dontneed_1").map(|l| l.name), Some(names::DONTNEED_ONE));
+        assert!(measured_loop("pingpong").is_none());
+    }
+}
