@@ -14,11 +14,13 @@
 //! | `zap_batch` | `dontneed_1 − madvise_empty − zap_pte − F`, where `F` is the one-page local flush the model charges (`flush_tlb_mm_range` + `flush_tlb_func` + INVLPG at the host clock) | cycles |
 //! | `mmap`, `munmap` | `(mmap_munmap_untouched − 2 S) / 2` each | cycles |
 //! | `split_vma` | `munmap_split − S − munmap` | cycles |
-//! | `context_switch` + `wakeup` | `thread_switch − 2 S` (a switch with one eventfd write that wakes and one read that blocks), split in the nearest preset's proportion | cycles |
+//! | `wakeup` | `pipe_wake_local − pipe_write` (a 100-byte pipe write that wakes a reader blocked on its CPU, less the same write with nobody waiting) | cycles |
+//! | `context_switch` | `thread_switch − 2 S − wakeup` (a switch with one eventfd write that wakes and one read that blocks); without a measured wake-up, `thread_switch − 2 S` is split with `wakeup` in the nearest preset's proportion | cycles |
+//! | `pipe_op`, `socket_op` | `(pipe_pair − 2 S) / 2`, `(socket_pair − 2 S) / 2`: a 100-byte write and its read by one thread, no wake-up | cycles |
 //! | `migrate` | `migrate − S`; under a hypervisor less the target vCPU's wake-up that the guest model adds (3 × `vmexit_cpuid` + `ipi_latency` + `ipi_handler` + `context_switch`) | time |
 //! | `fork` + `exit` | `fork_exit`, split in the nearest preset's proportion | cycles |
-//! | `ipi_send` + `ipi_latency` + `ipi_handler` + `ipi_ack` | `membarrier_ipi − membarrier_no_ipi`, less 2 × `vmexit_cpuid` under a hypervisor (the exits the guest model adds to an IPI), split in the nearest preset's proportion | time |
-//! | `[guest] ipi_round_trip` | `membarrier_ipi − membarrier_no_ipi` | time |
+//! | `[guest] ipi_round_trip` | `ipi_call_remote − ipi_call_local` (a synchronous cross-CPU call, made by toggling a perf event on the other CPU, less the same call on the own CPU); if that was not measured, `membarrier_ipi − membarrier_no_ipi` | time |
+//! | `ipi_send` + `ipi_latency` + `ipi_handler` + `ipi_ack` | the round trip, less 2 × `vmexit_cpuid` under a hypervisor (the exits the guest model adds to an IPI), split in the nearest preset's proportion | time |
 //! | `[guest] vm_exit` | `vmexit_cpuid` (under a hypervisor only) | time |
 //!
 //! A figure whose measurement failed, or whose difference is not positive (noise), keeps the
@@ -206,27 +208,98 @@ pub fn derive(
         "thread_switch − 2 × null_syscall",
         Scales::Cycles,
     );
-    let parts =
-        [("context_switch", preset.context_switch.cycles), ("wakeup", preset.wakeup.cycles)];
-    split(&mut out.kernel, &switch, &parts);
+    // The wake-up measured alone (a pipe write that wakes a reader on its CPU, less the same
+    // write with nobody waiting) and the switch as the rest; else the preset's proportion.
+    let wake = (|| {
+        let (woke, woke_how) = input(costs, names::PIPE_WAKE_LOCAL)?;
+        let (write, write_how) = input(costs, names::PIPE_WRITE)?;
+        let rule = "pipe_wake_local − pipe_write";
+        let ns = positive(rule, woke - write)?;
+        Ok::<_, String>(Derived {
+            ns: round1(ns),
+            scales: Scales::Cycles,
+            how: format!("{rule}: {woke_how}; {write_how}"),
+            assumed_split: false,
+        })
+    })();
+    match (&switch, &wake) {
+        (Ok(sw), Ok(w)) => {
+            let rule = "thread_switch − 2 × null_syscall − wakeup";
+            let rest = positive(rule, sw.ns - w.ns).map(|ns| Derived {
+                ns: round1(ns),
+                scales: Scales::Cycles,
+                how: format!(
+                    "{rule}: {:.1} − {:.1} ns; {}; wakeup: {}",
+                    sw.ns, w.ns, sw.how, w.how
+                ),
+                assumed_split: false,
+            });
+            out.kernel.push(("context_switch", rest));
+            out.kernel.push(("wakeup", wake.clone()));
+        }
+        _ => {
+            let parts = [
+                ("context_switch", preset.context_switch.cycles),
+                ("wakeup", preset.wakeup.cycles),
+            ];
+            let why = wake.as_ref().err().map(|e| format!("wake-up not measured alone ({e})"));
+            split(
+                &mut out.kernel,
+                &switch.clone().map(|d| match &why {
+                    Some(w) => Derived { how: format!("{}; {w}", d.how), ..d },
+                    None => d,
+                }),
+                &parts,
+            );
+        }
+    }
+    out.kernel.push((
+        "pipe_op",
+        minus_syscall(
+            names::PIPE_PAIR,
+            2.0,
+            2.0,
+            "(pipe_pair − 2 × null_syscall) / 2 (a 100-byte write and its read, no wake-up)",
+            Scales::Cycles,
+        ),
+    ));
+    out.kernel.push((
+        "socket_op",
+        minus_syscall(
+            names::SOCKET_PAIR,
+            2.0,
+            2.0,
+            "(socket_pair − 2 × null_syscall) / 2 (a 100-byte write and its read, no wake-up)",
+            Scales::Cycles,
+        ),
+    ));
     out.kernel.push((
         "migrate",
         minus_syscall(names::MIGRATE, 1.0, 1.0, "migrate − null_syscall", Scales::Time),
     ));
     let fork = one(names::FORK_EXIT, Scales::Cycles, "fork_exit");
     split(&mut out.kernel, &fork, &[("fork", preset.fork.cycles), ("exit", preset.exit.cycles)]);
-    let ipi = (|| {
-        let (on, on_how) = input(costs, names::MEMBARRIER_IPI)?;
-        let (off, off_how) = input(costs, names::MEMBARRIER_NO_IPI)?;
-        let rule = "membarrier_ipi − membarrier_no_ipi";
-        let ns = positive(rule, on - off)?;
-        Ok(Derived {
+    // The round trip: a synchronous cross-CPU call made on demand (a perf event toggled on the
+    // other CPU) less the same call on the own CPU; else membarrier's, which IPIs only a CPU
+    // that runs a thread of the caller's mm at that moment (docs/calibration.md).
+    let pair = |remote: &str, local: &str| {
+        let (on, on_how) = input(costs, remote)?;
+        let (off, off_how) = input(costs, local)?;
+        let rule = format!("{remote} − {local}");
+        let ns = positive(&rule, on - off)?;
+        Ok::<_, String>(Derived {
             ns: round1(ns),
             scales: Scales::Time,
             how: format!("{rule}: {on_how}; {off_how}"),
             assumed_split: false,
         })
-    })();
+    };
+    let ipi = match pair(names::IPI_CALL_REMOTE, names::IPI_CALL_LOCAL) {
+        Ok(d) => Ok(d),
+        Err(call) => pair(names::MEMBARRIER_IPI, names::MEMBARRIER_NO_IPI)
+            .map(|d| Derived { how: format!("{}; the cross-CPU call: {call}", d.how), ..d })
+            .map_err(|mb| format!("{call}; {mb}")),
+    };
     if virtualised {
         out.vm_exit = Some(one(names::VMEXIT_CPUID, Scales::Time, "vmexit_cpuid"));
     }
@@ -236,8 +309,8 @@ pub fn derive(
     // four IPI pieces share what is left.
     let bare = match (&ipi, &out.vm_exit) {
         (Ok(rtt), Some(Ok(exit))) => {
-            let rule = "membarrier_ipi − membarrier_no_ipi − 2 × vmexit_cpuid (the send and \
-                        injection exits the guest model adds)";
+            let rule = "the round trip − 2 × vmexit_cpuid (the send and injection exits the \
+                        guest model adds)";
             positive(rule, rtt.ns - 2.0 * exit.ns).map(|ns| Derived {
                 ns: round1(ns),
                 scales: Scales::Time,
@@ -497,6 +570,58 @@ mod tests {
         assert_eq!(scales("ipi_latency"), Scales::Time);
         // On bare metal there is no VM exit to record.
         assert!(derive(&c, &skylake(), false, &flush100()).vm_exit.is_none());
+        // Without the cross-CPU call the round trip is membarrier's, and says why.
+        let rtt = d.ipi_round_trip.clone().unwrap().unwrap();
+        assert!(rtt.how.contains("ipi_call_remote not measured"), "{}", rtt.how);
+        assert!(ns(&d, "pipe_op").unwrap_err().contains("pipe_pair not measured"));
+    }
+
+    /// The same worked example with the cross-CPU call, the wake-up alone and the message
+    /// pairs measured.
+    #[test]
+    fn call_ipi_wake_up_and_channel_pairs() {
+        let c = costs(&[
+            (names::NULL_SYSCALL, m(100.0)),
+            (names::THREAD_SWITCH, m(1_200.0)),
+            (names::MEMBARRIER_IPI, Outcome::Failed("no run delivered".into())),
+            (names::IPI_CALL_REMOTE, m(20_000.0)),
+            (names::IPI_CALL_LOCAL, m(1_500.0)),
+            (names::PIPE_WRITE, m(700.0)),
+            (names::PIPE_WAKE_LOCAL, m(950.0)),
+            (names::PIPE_PAIR, m(1_000.0)),
+            (names::SOCKET_PAIR, m(1_600.0)),
+            (names::VMEXIT_CPUID, m(8_000.0)),
+            (names::MIGRATE, m(40_100.0)),
+        ]);
+        let d = derive(&c, &skylake(), true, &flush100());
+        // 950 − 700; the switch is the rest of 1,200 − 200.
+        assert_eq!(ns(&d, "wakeup"), Ok(250.0));
+        assert_eq!(ns(&d, "context_switch"), Ok(750.0));
+        // (1,000 − 200) / 2 and (1,600 − 200) / 2.
+        assert_eq!(ns(&d, "pipe_op"), Ok(400.0));
+        assert_eq!(ns(&d, "socket_op"), Ok(700.0));
+        // 20,000 − 1,500 = 18,500 ns, membarrier's failure notwithstanding; less 2 × 8,000 =
+        // 2,500 ns split 800 : 2,000 : 1,200 : 800.
+        assert_eq!(d.ipi_round_trip.clone().unwrap().map(|d| d.ns), Ok(18_500.0));
+        assert_eq!(ns(&d, "ipi_send"), Ok(416.7));
+        assert_eq!(ns(&d, "ipi_latency"), Ok(1_041.7));
+        assert_eq!(ns(&d, "ipi_handler"), Ok(625.0));
+        assert_eq!(ns(&d, "ipi_ack"), Ok(416.7));
+        // 40,000 less 3 × 8,000 + 1,041.7 + 625 + 750 (the measured switch) = 13,583.3.
+        assert_eq!(ns(&d, "migrate"), Ok(13_583.3));
+        let how = |name| d.kernel.iter().find(|(n, _)| *n == name).unwrap().1.clone().unwrap();
+        assert!(!how("wakeup").assumed_split && !how("context_switch").assumed_split);
+        assert!(how("ipi_send").assumed_split);
+        // A wake-up that is not positive leaves the preset's proportion, with the reason.
+        let mut noisy = c.clone();
+        noisy.results.insert(names::PIPE_WAKE_LOCAL.into(), m(600.0));
+        let d = derive(&noisy, &skylake(), true, &flush100());
+        assert_eq!(ns(&d, "wakeup"), Ok(220.3));
+        assert!(how_of(&d, "wakeup").contains("wake-up not measured alone"));
+    }
+
+    fn how_of(d: &Derivation, name: &str) -> String {
+        d.kernel.iter().find(|(n, _)| *n == name).unwrap().1.clone().unwrap().how
     }
 
     #[test]

@@ -12,6 +12,11 @@
 //! | `thread_switch` | per switch: two threads of this process on one CPU pass a token through eventfds (same mm) |
 //! | `membarrier_ipi` | `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` with a sibling thread spinning on the other CPU: one IPI round trip; runs that delivered fewer than 0.99 `CAL` interrupts per call are dropped |
 //! | `membarrier_no_ipi` | the same with the sibling blocked in `read()`: no IPI, the syscall alone |
+//! | `ipi_call_remote` | `PERF_EVENT_IOC_ENABLE`/`_DISABLE`, alternately, of a software perf event bound to the other CPU, where a sibling spins: `smp_call_function_single(…, wait = 1)`, one synchronous IPI round trip; runs that delivered fewer than 0.99 `CAL` interrupts per call are dropped |
+//! | `ipi_call_local` | the same with the event on the own CPU: the function called directly, no IPI |
+//! | `pipe_pair`, `socket_pair` | a 100-byte `write()` into a pipe (an `AF_UNIX` stream socket pair) and its `read()`, one thread: no wake-up |
+//! | `pipe_write` | a 100-byte pipe `write()` timed alone, nobody waiting (its read untimed) |
+//! | `pipe_wake_local`, `pipe_wake_remote` | the same write timed alone while a `SCHED_BATCH` reader is blocked in `read()` on the own (other) CPU: the write's wake-up; runs where the reader did not block before every write are dropped |
 //! | `vmexit_cpuid` | `CPUID` leaf 0 (`std::arch::x86_64::__cpuid`): in a guest, a VM-exit round trip |
 //! | `migrate` | `sched_setaffinity` to the other CPU (alternating), checked with `sched_getcpu` |
 //! | `fork_exit` | `fork()`; the child `_exit(0)`s; the parent `waitpid`s |
@@ -69,6 +74,21 @@ pub mod names {
     pub const MEMBARRIER_IPI: &str = "membarrier_ipi";
     /// `membarrier` with a blocked sibling: no IPI.
     pub const MEMBARRIER_NO_IPI: &str = "membarrier_no_ipi";
+    /// A perf event on the other CPU enabled or disabled: a synchronous cross-CPU call (one
+    /// IPI round trip).
+    pub const IPI_CALL_REMOTE: &str = "ipi_call_remote";
+    /// The same on the own CPU: the function called directly, no IPI.
+    pub const IPI_CALL_LOCAL: &str = "ipi_call_local";
+    /// A 100-byte pipe write and its read, one thread, no wake-up.
+    pub const PIPE_PAIR: &str = "pipe_pair";
+    /// A 100-byte AF_UNIX stream socket write and its read, one thread, no wake-up.
+    pub const SOCKET_PAIR: &str = "socket_pair";
+    /// A 100-byte pipe write timed alone, no reader waiting.
+    pub const PIPE_WRITE: &str = "pipe_write";
+    /// The same write waking a reader blocked on the same CPU.
+    pub const PIPE_WAKE_LOCAL: &str = "pipe_wake_local";
+    /// The same write waking a reader blocked on the other CPU.
+    pub const PIPE_WAKE_REMOTE: &str = "pipe_wake_remote";
     /// `CPUID`.
     pub const VMEXIT_CPUID: &str = "vmexit_cpuid";
     /// `sched_setaffinity` to the other CPU.
@@ -76,7 +96,7 @@ pub mod names {
     /// `fork` + `_exit` + `waitpid`.
     pub const FORK_EXIT: &str = "fork_exit";
     /// Every name, in measuring order.
-    pub const ALL: [&str; 15] = [
+    pub const ALL: [&str; 22] = [
         NULL_SYSCALL,
         FAULT_ZERO,
         FAULT_ANON,
@@ -87,8 +107,15 @@ pub mod names {
         MMAP_MUNMAP,
         MUNMAP_SPLIT,
         THREAD_SWITCH,
+        IPI_CALL_REMOTE,
+        IPI_CALL_LOCAL,
         MEMBARRIER_IPI,
         MEMBARRIER_NO_IPI,
+        PIPE_PAIR,
+        SOCKET_PAIR,
+        PIPE_WRITE,
+        PIPE_WAKE_LOCAL,
+        PIPE_WAKE_REMOTE,
         VMEXIT_CPUID,
         MIGRATE,
         FORK_EXIT,

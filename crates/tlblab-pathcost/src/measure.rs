@@ -28,13 +28,14 @@ pub struct Options {
 }
 
 impl Default for Options {
-    /// 5 ms runs, 21 timed runs (31 for IPIs), a 20 s budget: about 4 s on this project's VM.
+    /// 5 ms runs, 21 timed runs (31 for IPIs), a 30 s budget: about 8 s on this project's VM
+    /// when it is quiet, 16 s with both vCPUs busy.
     fn default() -> Options {
         Options {
             min_run: Duration::from_millis(5),
             runs: 21,
             remote_runs: 31,
-            budget: Duration::from_secs(20),
+            budget: Duration::from_secs(30),
         }
     }
 }
@@ -81,6 +82,7 @@ fn measure_on_this_thread(opts: &Options) -> (Vec<usize>, BTreeMap<String, Outco
     if let Err(e) = pin(local) {
         return (cpus, failed_all(&e));
     }
+    let call_measured = std::cell::Cell::new(false);
     let mut put = |name: &str, f: &mut dyn FnMut() -> Result<Measurement, String>| {
         let outcome = if started.elapsed() > opts.budget {
             Outcome::Failed(format!("skipped: the {:?} budget was spent", opts.budget))
@@ -151,11 +153,30 @@ fn measure_on_this_thread(opts: &Options) -> (Vec<usize>, BTreeMap<String, Outco
         })
     });
     put(names::THREAD_SWITCH, &mut || thread_switch(opts, local));
-    put(names::MEMBARRIER_IPI, &mut || {
-        let remote = need2("an IPI round trip")?;
-        // A sibling preempted on a busy machine receives no IPI: try again with a new one.
+    put(names::IPI_CALL_REMOTE, &mut || {
+        let remote = need2("a cross-CPU call")?;
         let mut failures = Vec::new();
         for _ in 0..IPI_ATTEMPTS {
+            match call_ipi(opts, remote, remote, true) {
+                Ok(m) => {
+                    call_measured.set(true);
+                    return Ok(m);
+                }
+                // No perf event: trying again will not help.
+                Err(e) if e.starts_with("perf_event_open") => return Err(e),
+                Err(e) => failures.push(e),
+            }
+        }
+        Err(failures.join("; "))
+    });
+    put(names::IPI_CALL_LOCAL, &mut || call_ipi(opts, local, remote.unwrap_or(local), false));
+    put(names::MEMBARRIER_IPI, &mut || {
+        let remote = need2("an IPI round trip")?;
+        // A sibling preempted on a busy machine receives no IPI: try again with a new one
+        // (once only when the cross-CPU call measured the round trip already).
+        let attempts = if call_measured.get() { 1 } else { IPI_ATTEMPTS };
+        let mut failures = Vec::new();
+        for _ in 0..attempts {
             match membarrier(opts, remote, true) {
                 Ok(mut m) => {
                     if !failures.is_empty() {
@@ -171,6 +192,14 @@ fn measure_on_this_thread(opts: &Options) -> (Vec<usize>, BTreeMap<String, Outco
         Err(failures.join("; "))
     });
     put(names::MEMBARRIER_NO_IPI, &mut || membarrier(opts, need2("the IPI baseline")?, false));
+    put(names::PIPE_PAIR, &mut || pipe_pair(opts));
+    put(names::SOCKET_PAIR, &mut || socket_pair(opts));
+    put(names::PIPE_WRITE, &mut || pipe_wake(opts, local, None));
+    put(names::PIPE_WAKE_LOCAL, &mut || pipe_wake(opts, local, Some((local, local))));
+    put(names::PIPE_WAKE_REMOTE, &mut || {
+        let remote = need2("a cross-CPU wake-up")?;
+        pipe_wake(opts, local, Some((remote, remote)))
+    });
     put(names::VMEXIT_CPUID, &mut || simple(opts, 1 << 22, &mut cpuid_loop));
     put(names::MIGRATE, &mut || migrate(opts, local, need2("a migration")?));
     put(names::FORK_EXIT, &mut || {
@@ -377,7 +406,9 @@ impl Sibling {
 /// `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` with a sibling thread spinning on `remote`
 /// (one IPI round trip per call: runs that did not deliver ≥ [`DELIVERED`] IPIs per call, as
 /// counted in the `CAL` row of `/proc/interrupts`, are dropped), or blocked there (no IPI: the
-/// syscall alone).
+/// syscall alone). NOTE: `membarrier_private_expedited()` IPIs only the CPUs whose current task
+/// uses the caller's mm; a sibling that is runnable but waiting behind other tasks of its CPU
+/// receives nothing (docs/calibration.md, "Why membarrier sent no IPI here").
 fn membarrier(opts: &Options, remote: usize, spin: bool) -> Result<Measurement, String> {
     sys::membarrier(sys::MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED)
         .map_err(|e| format!("membarrier register: {e}"))?;
@@ -390,53 +421,268 @@ fn membarrier(opts: &Options, remote: usize, spin: bool) -> Result<Measurement, 
         }
         Ok(t.elapsed())
     };
-    let result = (|| {
-        let ops = calibrate(opts.min_run, 1 << 22, &mut run)?;
-        run(ops)?;
-        let mut kept = Vec::new();
-        let mut delivered = Vec::new();
-        let mut all = Vec::new();
-        let (loops, since) = (sibling.progress.load(Ordering::Relaxed), Instant::now());
-        for _ in 0..opts.remote_runs {
-            let before = call_ipis(remote);
-            let took = run(ops)?;
-            let after = call_ipis(remote);
-            let per_op = took.as_nanos() as f64 / ops as f64;
-            let ipis = match (before, after) {
-                (Ok(b), Ok(a)) => a.saturating_sub(b) as f64 / ops as f64,
-                (Err(e), _) | (_, Err(e)) => return Err(e),
-            };
-            all.push(ipis);
-            if !spin || ipis >= DELIVERED {
-                kept.push(per_op);
-                delivered.push(ipis);
-            }
-        }
-        let rate = (sibling.progress.load(Ordering::Relaxed) - loops) as f64
+    let (loops, since) = (sibling.progress.load(Ordering::Relaxed), Instant::now());
+    let progress = Arc::clone(&sibling.progress);
+    let none = |median: f64| {
+        let rate = (progress.load(Ordering::Relaxed) - loops) as f64
             / since.elapsed().as_secs_f64().max(1e-9)
             / 1e6;
-        let mut m = Measurement::of(&kept, opts.remote_runs, ops).ok_or_else(|| {
-            format!(
-                "no run delivered ≥ {DELIVERED} IPIs per call to CPU {remote} (median {:.2}) \
-                 while the spinning sibling made {rate:.0} loops/µs there (0: it was not \
-                 running; more: the kernel sent no IPI to a running thread of this mm)",
-                crate::stats::percentile(&all, 0.5).unwrap_or(0.0)
-            )
-        })?;
-        m.ipis_per_op = crate::stats::percentile(&delivered, 0.5);
-        if spin && kept.len() < opts.remote_runs {
-            m.note = Some(format!(
-                "{} of {} runs dropped: fewer than {DELIVERED} IPIs per call delivered",
-                opts.remote_runs - kept.len(),
-                opts.remote_runs
-            ));
-        }
-        Ok(m)
-    })();
+        format!(
+            "no run delivered ≥ {DELIVERED} IPIs per call to CPU {remote} (median {median:.2}) \
+             while the spinning sibling made {rate:.0} loops/µs there (0: it was not running; \
+             more: it shared its CPU with other tasks, or the kernel sent no IPI to a running \
+             thread of this mm)"
+        )
+    };
+    let result = counted(opts, remote, spin, 1 << 22, &mut run, &none);
     let stopped = sibling.stop();
     let m = result?;
     stopped?;
     Ok(m)
+}
+
+/// Runs `run` as [`simple`] does but with `opts.remote_runs` timed runs, counting around each
+/// the function-call IPIs (`CAL` row of `/proc/interrupts`) that `cpu` receives; with
+/// `require`, only runs that delivered ≥ [`DELIVERED`] per operation are kept (`none` says why
+/// there is no such run, given the median delivered). The median delivered per operation of
+/// the kept runs is recorded either way.
+fn counted(
+    opts: &Options,
+    cpu: usize,
+    require: bool,
+    max_ops: u64,
+    run: &mut Run,
+    none: &dyn Fn(f64) -> String,
+) -> Result<Measurement, String> {
+    let ops = calibrate(opts.min_run, max_ops, run)?;
+    run(ops)?;
+    let mut kept = Vec::new();
+    let mut delivered = Vec::new();
+    let mut all = Vec::new();
+    for _ in 0..opts.remote_runs {
+        let before = call_ipis(cpu)?;
+        let took = run(ops)?;
+        let after = call_ipis(cpu)?;
+        let per_op = took.as_nanos() as f64 / ops as f64;
+        let ipis = after.saturating_sub(before) as f64 / ops as f64;
+        all.push(ipis);
+        if !require || ipis >= DELIVERED {
+            kept.push(per_op);
+            delivered.push(ipis);
+        }
+    }
+    let mut m = Measurement::of(&kept, opts.remote_runs, ops)
+        .ok_or_else(|| none(crate::stats::percentile(&all, 0.5).unwrap_or(0.0)))?;
+    m.ipis_per_op = crate::stats::percentile(&delivered, 0.5);
+    if require && kept.len() < opts.remote_runs {
+        m.note = Some(format!(
+            "{} of {} runs dropped: fewer than {DELIVERED} IPIs per call delivered",
+            opts.remote_runs - kept.len(),
+            opts.remote_runs
+        ));
+    }
+    Ok(m)
+}
+
+/// A cross-CPU function call on demand: `PERF_EVENT_IOC_ENABLE` and `_DISABLE`, alternately, of
+/// a software perf event bound to `target` ([`sys::CpuEvent`]); each `ioctl` runs the perf
+/// core's enable or disable function on `target` through `smp_call_function_single(…, wait =
+/// 1)`, whose initiator spins until the target has run it. With `remote` (`target` is the
+/// other CPU, where a sibling spins so that the target vCPU is running, as a shootdown's
+/// targets are) every run must deliver ≥ [`DELIVERED`] `CAL` interrupts per call to `watch`;
+/// on the own CPU the function is called directly (no IPI) and `watch`'s count shows none.
+fn call_ipi(
+    opts: &Options,
+    target: usize,
+    watch: usize,
+    remote: bool,
+) -> Result<Measurement, String> {
+    let event = sys::CpuEvent::open(target).map_err(|e| {
+        format!(
+            "perf_event_open of a software event on CPU {target}: {e} (needs CAP_PERFMON or \
+             root, or kernel.perf_event_paranoid ≤ 0)"
+        )
+    })?;
+    let sibling = if remote { Some(Sibling::start(target, true)?) } else { None };
+    let mut run = |ops: u64| -> Result<Duration, String> {
+        let t = Instant::now();
+        for _ in 0..ops {
+            event.toggle().map_err(|e| format!("ioctl(PERF_EVENT_IOC_ENABLE/DISABLE): {e}"))?;
+        }
+        Ok(t.elapsed())
+    };
+    let none = |median: f64| {
+        format!(
+            "no run delivered ≥ {DELIVERED} function-call IPIs per call to CPU {target} \
+             (median {median:.2})"
+        )
+    };
+    let result = counted(opts, watch, remote, 1 << 20, &mut run, &none);
+    if let Some(s) = sibling {
+        s.stop()?;
+    }
+    result
+}
+
+/// hackbench's message size (`--datasize` default, rt-tests `hackbench.c`).
+pub const MESSAGE: usize = 100;
+
+/// One `write()` of [`MESSAGE`] bytes into a pipe and one `read()` of them back, by one thread:
+/// the reader never sleeps, so there is no wake-up (the pipe is empty before each write, so
+/// `pipe_write()` calls its wake-up on an empty wait queue).
+fn pipe_pair(opts: &Options) -> Result<Measurement, String> {
+    let (r, w) = nix::unistd::pipe().map_err(|e| format!("pipe: {e}"))?;
+    let msg = [0x5a_u8; MESSAGE];
+    let mut back = [0_u8; MESSAGE];
+    simple(opts, 1 << 22, &mut |ops| {
+        let t = Instant::now();
+        for _ in 0..ops {
+            let n = nix::unistd::write(&w, &msg).map_err(|e| format!("pipe write: {e}"))?;
+            let m = nix::unistd::read(&r, &mut back).map_err(|e| format!("pipe read: {e}"))?;
+            if n != MESSAGE || m != MESSAGE {
+                return Err(format!("pipe: wrote {n} and read {m} of {MESSAGE} bytes"));
+            }
+        }
+        Ok(t.elapsed())
+    })
+}
+
+/// As [`pipe_pair`] over an `AF_UNIX` `SOCK_STREAM` socket pair (hackbench's default
+/// transport): a write to one end, a read from the other.
+fn socket_pair(opts: &Options) -> Result<Measurement, String> {
+    use std::io::{Read, Write};
+    let (a, b) = std::os::unix::net::UnixStream::pair().map_err(|e| format!("socketpair: {e}"))?;
+    let msg = [0x5a_u8; MESSAGE];
+    let mut back = [0_u8; MESSAGE];
+    simple(opts, 1 << 22, &mut |ops| {
+        let t = Instant::now();
+        for _ in 0..ops {
+            let n = (&a).write(&msg).map_err(|e| format!("socket write: {e}"))?;
+            let m = (&b).read(&mut back).map_err(|e| format!("socket read: {e}"))?;
+            if n != MESSAGE || m != MESSAGE {
+                return Err(format!("socket: wrote {n} and read {m} of {MESSAGE} bytes"));
+            }
+        }
+        Ok(t.elapsed())
+    })
+}
+
+/// The `write()` of one [`MESSAGE`] into a pipe by a thread on `writer`, timed alone. With
+/// `reader = Some((cpu, watch))` a thread on `cpu` is blocked in `read()` on it, so the write
+/// wakes it (`pipe_write()` → `wake_up_interruptible_sync_poll()` → `try_to_wake_up()`). On the
+/// writer's CPU the reader is `SCHED_BATCH`, which a wake-up never makes preempt its waker, so
+/// the write returns before the reader runs; on another CPU it keeps the normal policy (so as
+/// not to wait there behind other tasks). The reader answers on a second pipe, which the writer
+/// reads untimed, then yields once (untimed) so that a reader on its own CPU blocks again
+/// before the next write; runs are sized by this whole round. Runs in which the reader did not
+/// block once per write (its `voluntary_ctxt_switches`) are dropped; `watch`'s `CAL` count is
+/// recorded (a wake-up of an idle remote CPU queues the task there by IPI). With `None` there
+/// is no reader: the writer reads its message back, untimed (the write alone).
+fn pipe_wake(
+    opts: &Options,
+    writer: usize,
+    reader: Option<(usize, usize)>,
+) -> Result<Measurement, String> {
+    let (r, w) = nix::unistd::pipe().map_err(|e| format!("pipe: {e}"))?;
+    let msg = [0x5a_u8; MESSAGE];
+    let mut back = [0_u8; MESSAGE];
+    let Some((cpu, watch)) = reader else {
+        return simple(opts, 1 << 22, &mut |ops| {
+            let mut took = Duration::ZERO;
+            for _ in 0..ops {
+                let t = Instant::now();
+                let n = nix::unistd::write(&w, &msg).map_err(|e| format!("pipe write: {e}"))?;
+                took += t.elapsed();
+                let m = nix::unistd::read(&r, &mut back).map_err(|e| format!("pipe read: {e}"))?;
+                if n != MESSAGE || m != MESSAGE {
+                    return Err(format!("pipe: wrote {n} and read {m} of {MESSAGE} bytes"));
+                }
+            }
+            Ok(took)
+        });
+    };
+    let (reply_r, reply_w) = nix::unistd::pipe().map_err(|e| format!("pipe: {e}"))?;
+    let tid = Arc::new(AtomicU64::new(0));
+    let t2 = Arc::clone(&tid);
+    let partner = std::thread::spawn(move || -> Result<(), String> {
+        pin(cpu)?;
+        if cpu == writer {
+            sys::set_batch().map_err(|e| format!("sched_setscheduler(SCHED_BATCH): {e}"))?;
+        }
+        t2.store(nix::unistd::gettid().as_raw() as u64, Ordering::Release);
+        let mut buf = [0_u8; MESSAGE];
+        loop {
+            let n = nix::unistd::read(&r, &mut buf).map_err(|e| format!("pipe read: {e}"))?;
+            if n == 0 || buf[0] == 0 {
+                return Ok(());
+            }
+            nix::unistd::write(&reply_w, &[1]).map_err(|e| format!("pipe write: {e}"))?;
+        }
+    });
+    let t = Instant::now();
+    while tid.load(Ordering::Acquire) == 0 && t.elapsed() < Duration::from_secs(1) {
+        std::thread::yield_now();
+    }
+    let status = format!("/proc/self/task/{}/status", tid.load(Ordering::Acquire));
+    // The writes are timed; the whole round (the reader's turn included) sizes the runs.
+    let wall = std::cell::Cell::new(Duration::ZERO);
+    let run = |ops: u64| -> Result<Duration, String> {
+        let mut took = Duration::ZERO;
+        let mut one = [0_u8; 1];
+        let started = Instant::now();
+        for _ in 0..ops {
+            let t = Instant::now();
+            nix::unistd::write(&w, &msg).map_err(|e| format!("pipe write: {e}"))?;
+            took += t.elapsed();
+            nix::unistd::read(&reply_r, &mut one).map_err(|e| format!("pipe read: {e}"))?;
+            nix::sched::sched_yield().map_err(|e| format!("sched_yield: {e}"))?;
+        }
+        wall.set(started.elapsed());
+        Ok(took)
+    };
+    let result = (|| -> Result<Measurement, String> {
+        let ops = calibrate(opts.min_run, 1 << 20, &mut |ops| {
+            run(ops)?;
+            Ok(wall.get())
+        })?;
+        run(ops)?;
+        let (mut kept, mut ipis) = (Vec::new(), Vec::new());
+        for _ in 0..opts.runs {
+            let (sleeps, cal) = (voluntary_switches(&status)?, call_ipis(watch)?);
+            let took = run(ops)?;
+            let slept = voluntary_switches(&status)?.saturating_sub(sleeps) as f64 / ops as f64;
+            if slept >= DELIVERED {
+                kept.push(took.as_nanos() as f64 / ops as f64);
+                ipis.push(call_ipis(watch)?.saturating_sub(cal) as f64 / ops as f64);
+            }
+        }
+        let mut m = Measurement::of(&kept, opts.runs, ops).ok_or_else(|| {
+            format!("in no run did the reader on CPU {cpu} block before every write")
+        })?;
+        m.ipis_per_op = crate::stats::percentile(&ipis, 0.5);
+        if kept.len() < opts.runs {
+            m.note = Some(format!(
+                "{} of {} runs dropped: the reader was not blocked before every write",
+                opts.runs - kept.len(),
+                opts.runs
+            ));
+        }
+        Ok(m)
+    })();
+    let _ = nix::unistd::write(&w, &[0_u8; MESSAGE]);
+    let joined = partner.join().map_err(|_| "the reader thread panicked".to_owned())?;
+    let m = result?;
+    joined?;
+    Ok(m)
+}
+
+/// `voluntary_ctxt_switches` of the thread whose `/proc/…/status` is at `path`.
+fn voluntary_switches(path: &str) -> Result<u64, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| format!("{path} has no voluntary_ctxt_switches"))
 }
 
 /// `sched_setaffinity` to the other CPU and back, alternately; one operation is one migration.

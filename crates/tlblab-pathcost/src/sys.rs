@@ -1,5 +1,6 @@
 //! The crate's only unsafe code: a private anonymous mapping touched page by page, `madvise`,
-//! `mmap`/`munmap` of an untouched region, `fork` + `_exit`, and `membarrier`.
+//! `mmap`/`munmap` of an untouched region, `fork` + `_exit`, `membarrier`, a CPU-bound perf
+//! event toggled by `ioctl`, and `sched_setscheduler`.
 //!
 //! The invariants: an [`Anon`] owns its mapping (unmapped on drop, touched only within its
 //! pages); no Rust reference ever points into it; a forked child calls only `_exit`.
@@ -153,4 +154,95 @@ pub(crate) fn membarrier(cmd: libc::c_int) -> Result<(), Errno> {
     let r =
         unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0 as libc::c_uint, 0 as libc::c_int) };
     Errno::result(r).map(drop)
+}
+
+/// `perf_event_attr` up to `config1` (`PERF_ATTR_SIZE_VER0`, 64 bytes: the kernel accepts any
+/// published size and zero-fills the rest), from Linux UAPI `linux/perf_event.h`.
+#[repr(C)]
+#[derive(Default)]
+struct PerfEventAttr {
+    kind: u32,
+    size: u32,
+    config: u64,
+    sample_period: u64,
+    sample_type: u64,
+    read_format: u64,
+    /// The bit field; bit 0 is `disabled`.
+    flags: u64,
+    wakeup_events: u32,
+    bp_type: u32,
+    config1: u64,
+}
+
+/// `PERF_TYPE_SOFTWARE`.
+const PERF_TYPE_SOFTWARE: u32 = 1;
+/// `PERF_COUNT_SW_DUMMY`: counts nothing; scheduling it in and out is list work only.
+const PERF_COUNT_SW_DUMMY: u64 = 9;
+/// `PERF_EVENT_IOC_ENABLE`, `_IO('$', 0)`.
+const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
+/// `PERF_EVENT_IOC_DISABLE`, `_IO('$', 1)`.
+const PERF_EVENT_IOC_DISABLE: libc::c_ulong = 0x2401;
+/// `PERF_FLAG_FD_CLOEXEC`.
+const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
+
+/// A software perf event bound to one CPU (any task), created disabled. Enabling or disabling
+/// it runs `event_function_call()` → `cpu_function_call()` →
+/// `smp_call_function_single(cpu, …, wait = 1)` (kernel/events/core.c): on another CPU one
+/// synchronous call-function IPI round trip, on the caller's own CPU the same function called
+/// directly with interrupts off. Needs `CAP_PERFMON` (or root) or `perf_event_paranoid` ≤ 0.
+pub(crate) struct CpuEvent {
+    fd: std::os::fd::OwnedFd,
+    enabled: std::cell::Cell<bool>,
+}
+
+impl CpuEvent {
+    /// Opens the event on `cpu`.
+    pub(crate) fn open(cpu: usize) -> Result<CpuEvent, Errno> {
+        use std::os::fd::FromRawFd;
+        let attr = PerfEventAttr {
+            kind: PERF_TYPE_SOFTWARE,
+            size: std::mem::size_of::<PerfEventAttr>() as u32,
+            config: PERF_COUNT_SW_DUMMY,
+            flags: 1, // disabled
+            ..PerfEventAttr::default()
+        };
+        let cpu = libc::c_int::try_from(cpu).map_err(|_| Errno::EINVAL)?;
+        // SAFETY: `attr` is a valid, initialised perf_event_attr of the size it states, read
+        // by the kernel during the call only; pid −1 with a CPU is a CPU-wide event.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_perf_event_open,
+                &attr as *const PerfEventAttr,
+                -1 as libc::pid_t,
+                cpu,
+                -1 as libc::c_int,
+                PERF_FLAG_FD_CLOEXEC,
+            )
+        };
+        let fd = Errno::result(fd)?;
+        // SAFETY: a new descriptor the kernel just gave us, owned by nothing else.
+        let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as libc::c_int) };
+        Ok(CpuEvent { fd, enabled: std::cell::Cell::new(false) })
+    }
+
+    /// Enables the event if it is disabled, else disables it: one cross-CPU call either way
+    /// (enabling an enabled event, or disabling a disabled one, returns without a call).
+    pub(crate) fn toggle(&self) -> Result<(), Errno> {
+        use std::os::fd::AsRawFd;
+        let request =
+            if self.enabled.get() { PERF_EVENT_IOC_DISABLE } else { PERF_EVENT_IOC_ENABLE };
+        // SAFETY: an ioctl without argument on our own perf descriptor.
+        let r = unsafe { libc::ioctl(self.fd.as_raw_fd(), request as _, 0) };
+        Errno::result(r)?;
+        self.enabled.set(!self.enabled.get());
+        Ok(())
+    }
+}
+
+/// Makes the calling thread `SCHED_BATCH` (nice 0): a task woken with this policy never
+/// preempts the waker (`check_preempt_wakeup_fair()`), so a wake-up can be timed alone.
+pub(crate) fn set_batch() -> Result<(), Errno> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: pid 0 is the calling thread; `param` is valid for the call.
+    Errno::result(unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) }).map(drop)
 }

@@ -31,6 +31,9 @@ fn live_measurement_is_plausible() {
     assert!(ns(names::DONTNEED_SMALL).unwrap() < ns(names::DONTNEED_LARGE).unwrap());
     assert!(ns(names::MADVISE_EMPTY).unwrap() > syscall * 0.5);
     assert!(ns(names::THREAD_SWITCH).unwrap() > syscall);
+    // A write and a read are two system calls and more.
+    assert!(ns(names::PIPE_PAIR).unwrap() > syscall);
+    assert!(ns(names::SOCKET_PAIR).unwrap() > syscall);
     assert!(ns(names::FORK_EXIT).unwrap() > ns(names::THREAD_SWITCH).unwrap());
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     if costs.cpus.len() < 2 || cpus < 2 {
@@ -41,5 +44,10 @@ fn live_measurement_is_plausible() {
     assert!(ns(names::MIGRATE).unwrap() > syscall);
     if let (Ok(ipi), Ok(base)) = (ns(names::MEMBARRIER_IPI), ns(names::MEMBARRIER_NO_IPI)) {
         assert!(base < ipi, "the IPI round trip ({ipi}) costs more than its baseline ({base})");
+    }
+    // Kept runs delivered an IPI per call (the filter); a perf event needs privileges.
+    match costs.get(names::IPI_CALL_REMOTE) {
+        Ok(m) => assert!(m.ipis_per_op.unwrap() >= 0.99, "{m:?}"),
+        Err(why) => eprintln!("no cross-CPU call: {why}"),
     }
 }

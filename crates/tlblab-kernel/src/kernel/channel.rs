@@ -88,11 +88,6 @@ pub(crate) struct Channel {
     stats: ChannelStats,
 }
 
-/// The work of one pipe or socket read or write besides the system call, the line transfer
-/// and any wake-up: the lock, a 100-byte copy, the buffer bookkeeping. Assumption
-/// (UNVERIFIED): no preset measures it; the same under every policy.
-const CHANNEL_OP_CYCLES: u64 = 400;
-
 impl Channel {
     fn empty(&self) -> bool {
         self.bufs.is_empty()
@@ -154,10 +149,16 @@ impl<O: Observer> Kernel<O> {
     /// The channel's line comes to `cpu` (a transfer if another CPU touched it last), and the
     /// operation's own work.
     fn channel_op(&mut self, cpu: CpuId, ch: ChannelId) -> u64 {
-        let line = &mut self.channels[ch.0 as usize].line;
-        let moved = line.is_some_and(|c| c != cpu.0);
-        *line = Some(cpu.0);
-        CHANNEL_OP_CYCLES + if moved { self.costs.cache_line_transfer.cycles } else { 0 }
+        let c = &mut self.channels[ch.0 as usize];
+        let moved = c.line.is_some_and(|l| l != cpu.0);
+        c.line = Some(cpu.0);
+        // The work besides the system call, the line transfer and any wake-up: the preset's
+        // `pipe_op` or `socket_op` (the same under every policy).
+        let op = match c.kind {
+            ChannelKind::Pipe { .. } => self.costs.pipe_op.cycles,
+            ChannelKind::Socket { .. } => self.costs.socket_op.cycles,
+        };
+        op + if moved { self.costs.cache_line_transfer.cycles } else { 0 }
     }
 
     /// Whether CPU `c` runs nothing and has nothing queued (`available_idle_cpu()`).
