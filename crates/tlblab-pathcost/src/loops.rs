@@ -25,7 +25,7 @@ pub const CALIBRATION_STEP: f64 = 0.10;
 pub const CALIBRATED_SHARE: f64 = 0.5;
 
 /// Every loop the host preset measures, in measuring order ([`names::ALL`]).
-pub const MEASURED_LOOPS: [MeasuredLoop; 15] = [
+pub const MEASURED_LOOPS: [MeasuredLoop; 22] = [
     MeasuredLoop { name: names::NULL_SYSCALL, operation: "getppid()" },
     MeasuredLoop {
         name: names::FAULT_ZERO,
@@ -67,12 +67,41 @@ pub const MEASURED_LOOPS: [MeasuredLoop; 15] = [
                     through eventfds: pingpong's loop, between threads instead of processes",
     },
     MeasuredLoop {
+        name: names::IPI_CALL_REMOTE,
+        operation: "a perf event bound to the other CPU enabled or disabled: one synchronous \
+                    cross-CPU call (an IPI round trip, the initiator spinning as in a shootdown)",
+    },
+    MeasuredLoop {
+        name: names::IPI_CALL_LOCAL,
+        operation: "the same on the own CPU: the function called directly, no IPI",
+    },
+    MeasuredLoop {
         name: names::MEMBARRIER_IPI,
         operation: "membarrier(PRIVATE_EXPEDITED) with a sibling spinning on the other CPU",
     },
     MeasuredLoop {
         name: names::MEMBARRIER_NO_IPI,
         operation: "membarrier(PRIVATE_EXPEDITED) with the sibling blocked (no IPI)",
+    },
+    MeasuredLoop {
+        name: names::PIPE_PAIR,
+        operation: "a 100-byte pipe write and its read by the same thread (no wake-up)",
+    },
+    MeasuredLoop {
+        name: names::SOCKET_PAIR,
+        operation: "a 100-byte AF_UNIX stream socket write and its read by the same thread",
+    },
+    MeasuredLoop {
+        name: names::PIPE_WRITE,
+        operation: "a 100-byte pipe write alone, no reader waiting",
+    },
+    MeasuredLoop {
+        name: names::PIPE_WAKE_LOCAL,
+        operation: "the same write waking a reader blocked on the same CPU",
+    },
+    MeasuredLoop {
+        name: names::PIPE_WAKE_REMOTE,
+        operation: "the same write waking a reader blocked on the other CPU (recorded, not used)",
     },
     MeasuredLoop { name: names::VMEXIT_CPUID, operation: "CPUID leaf 0 (in a guest, a VM exit)" },
     MeasuredLoop {
