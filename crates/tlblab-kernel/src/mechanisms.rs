@@ -242,14 +242,24 @@ impl Mechanism {
 impl Mechanism {
     /// Whether the mechanism has anything to act on in runs of `policies` on `spec`:
     /// [`Mechanism::present_on`], and for XPFO's mechanisms a policy with XPFO (without one
-    /// they have no event to act on, so `--explain` need not run them off).
+    /// they have no event to act on, so `--explain` need not run them off); for
+    /// `tlbstate-lines` a policy whose flushes skip lazy CPUs through a condition function
+    /// (4.20+: before, every CPU of the mask was called and nothing was read).
     pub fn present_for<'a>(
         self,
         spec: &MachineSpec,
         mut policies: impl Iterator<Item = &'a crate::Policy>,
     ) -> bool {
-        let xpfo = matches!(self, Mechanism::XpfoEvents | Mechanism::XpfoDirectMap4k);
-        self.present_on(spec) && (!xpfo || policies.any(|p| p.xpfo != crate::policy::Xpfo::Off))
+        self.present_on(spec)
+            && match self {
+                Mechanism::XpfoEvents | Mechanism::XpfoDirectMap4k => {
+                    policies.any(|p| p.xpfo != crate::policy::Xpfo::Off)
+                }
+                Mechanism::TlbstateLines => {
+                    policies.any(|p| p.lazy == crate::policy::LazyMode::SkipLazy)
+                }
+                _ => true,
+            }
     }
 }
 
