@@ -72,7 +72,8 @@ impl CpuMask {
     }
 }
 
-/// Who holds an mm's `mm_cpumask` line (MESI-like: one modified owner, or shared copies).
+/// Who holds a cache line (MESI-like: one modified owner, or shared copies): an mm's
+/// `mm_cpumask` line, or a CPU's TLB-state lines (mechanism `tlbstate-lines`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct CpumaskLine {
     /// The CPU that wrote it last, while nobody has read it since.
@@ -81,7 +82,8 @@ pub struct CpumaskLine {
     pub(crate) sharers: Vec<u16>,
 }
 
-/// Transfers of `mm_cpumask` lines over a run.
+/// Writes, reads and transfers of a kind of cache line (`mm_cpumask`, or the CPUs'
+/// TLB-state lines) over a run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct CpumaskStats {
     /// Locked bit sets and clears.
@@ -92,6 +94,13 @@ pub struct CpumaskStats {
     pub transfers: u64,
     /// Of those, moves that crossed sockets.
     pub remote_transfers: u64,
+}
+
+impl CpumaskStats {
+    /// Nothing was counted.
+    pub fn is_empty(&self) -> bool {
+        *self == CpumaskStats::default()
+    }
 }
 
 #[cfg(test)]

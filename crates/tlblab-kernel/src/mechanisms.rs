@@ -66,6 +66,11 @@ mechanisms! {
         "smp_call_function_many's csd queue (a csd per target, an IPI only to an empty queue, one interrupt runs every queued call, the initiator waits for each csd in turn)",
         "docs/kernel-model.md, \"How time is modelled\" (IPIs and cross-CPU calls)",
         "one IPI per call per target carrying its call, no csd write, the wait ends ipi_ack after the last target";
+    /// The remote reads of other CPUs' TLB state in the IPI loop (`kernel/tlbstate_line.rs`).
+    TlbstateLines => "tlbstate-lines",
+        "a flush initiator's condition function reads each CPU's cpu_tlbstate_shared.is_lazy line (4.20+) and, 6.14+, its cpu_tlbstate.loaded_mm line, which that CPU rewrites at each mm load and each flush of ASID slot 0 or 1: a cache-line transfer per CPU of the mask, one after another",
+        "docs/kernel-model.md, \"Reading other CPUs' TLB state\"",
+        "the condition function is free (the model before this mechanism)";
     /// The fixed cost of an mmu_gather that frees pages (`kernel/run.rs`, `zap_cycles`).
     ZapBatch => "zap-batch",
         "once per mmu_gather that cleared a present PTE: lru_add_drain() and tlb_finish_mmu()'s batched free of the pages (kernel.zap_batch)",
@@ -187,6 +192,7 @@ impl Mechanism {
             Mechanism::Guest => crate::kernel::guest::Guest::from_spec(spec).is_some(),
             Mechanism::IdleStates => spec.raw().idle.is_some(),
             Mechanism::CsdQueue
+            | Mechanism::TlbstateLines
             | Mechanism::MmapLock
             | Mechanism::WorkingSet
             | Mechanism::Mlp
@@ -236,14 +242,24 @@ impl Mechanism {
 impl Mechanism {
     /// Whether the mechanism has anything to act on in runs of `policies` on `spec`:
     /// [`Mechanism::present_on`], and for XPFO's mechanisms a policy with XPFO (without one
-    /// they have no event to act on, so `--explain` need not run them off).
+    /// they have no event to act on, so `--explain` need not run them off); for
+    /// `tlbstate-lines` a policy whose flushes skip lazy CPUs through a condition function
+    /// (4.20+: before, every CPU of the mask was called and nothing was read).
     pub fn present_for<'a>(
         self,
         spec: &MachineSpec,
         mut policies: impl Iterator<Item = &'a crate::Policy>,
     ) -> bool {
-        let xpfo = matches!(self, Mechanism::XpfoEvents | Mechanism::XpfoDirectMap4k);
-        self.present_on(spec) && (!xpfo || policies.any(|p| p.xpfo != crate::policy::Xpfo::Off))
+        self.present_on(spec)
+            && match self {
+                Mechanism::XpfoEvents | Mechanism::XpfoDirectMap4k => {
+                    policies.any(|p| p.xpfo != crate::policy::Xpfo::Off)
+                }
+                Mechanism::TlbstateLines => {
+                    policies.any(|p| p.lazy == crate::policy::LazyMode::SkipLazy)
+                }
+                _ => true,
+            }
     }
 }
 

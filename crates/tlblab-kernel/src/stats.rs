@@ -194,6 +194,11 @@ pub struct KernelReport {
     pub mmap_lock: MmapLockStats,
     /// `mm_cpumask` writes, reads and cache-line transfers (docs/kernel-model.md).
     pub cpumask: crate::cpumask::CpumaskStats,
+    /// The CPUs' `cpu_tlbstate` / `cpu_tlbstate_shared` lines: their stores, flush
+    /// initiators' reads of them and the transfers (mechanism `tlbstate-lines`; left out of
+    /// JSON when nothing touched them).
+    #[serde(skip_serializing_if = "crate::cpumask::CpumaskStats::is_empty")]
+    pub tlbstate: crate::cpumask::CpumaskStats,
     /// XPFO's unmaps and exposure windows (`None` without XPFO).
     pub xpfo: Option<XpfoReport>,
     /// `tlb:tlb_flush` events by reason name.
@@ -253,6 +258,7 @@ impl KernelReport {
             luf_catch_ups: counters.luf_catch_ups,
             mmap_lock: counters.mmap_lock,
             cpumask: counters.cpumask,
+            tlbstate: counters.tlbstate,
             xpfo: k.xpfo_report(),
             tlb_flush: TlbFlushReason::ALL
                 .iter()

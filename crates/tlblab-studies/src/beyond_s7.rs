@@ -69,7 +69,14 @@ pub(crate) fn parts(size: Size) -> Vec<Part> {
         },
         settings_why: "studies.md S7: will-it-scale tlb_flush2_threads with 104 threads, one per CPU (will-it-scale binds task i to CPU i). Representative window: 512 iterations per thread, two passes over the 1 MiB region, so each thread's loop includes a munmap and a fresh mmap (with mmap_lock taken for write) besides the per-page store, MADV_DONTNEED and flush of the other 103 CPUs; will-it-scale's own figure is a per-second rate of this same steady loop. NOTE: trimming acts at most once a second per mm, from a second after the mm was created, and this window is far shorter, so linux-6.18 and its no-trim variant can only differ by chance here — as in the first second of a real run; here every CPU runs the mm throughout, so no bit is stale anyway",
         policies: policies(),
-        measures: vec![ScenarioMetric, OpsPerTaskPerSecond, IpisSent, CpumaskLineTransfers, CpumaskWrites],
+        measures: vec![
+            ScenarioMetric,
+            OpsPerTaskPerSecond,
+            IpisSent,
+            CpumaskLineTransfers,
+            CpumaskWrites,
+            TlbstateLineTransfers,
+        ],
     });
     parts
 }

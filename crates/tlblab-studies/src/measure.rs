@@ -88,6 +88,10 @@ pub enum Measure {
     CpumaskLineTransfers,
     /// Locked `mm_cpumask` bit sets and clears, every mm together.
     CpumaskWrites,
+    /// Moves of the CPUs' `cpu_tlbstate` / `cpu_tlbstate_shared` lines: flush initiators'
+    /// reads of another CPU's lines and the owners' stores after such reads (mechanism
+    /// `tlbstate-lines`).
+    TlbstateLineTransfers,
     /// will-it-scale's per-thread figure: operations per second per task (the tasks that did
     /// any), higher is better.
     OpsPerTaskPerSecond,
@@ -174,6 +178,7 @@ impl Measure {
         Measure::CheckExposureMaxUs,
         Measure::CpumaskLineTransfers,
         Measure::CpumaskWrites,
+        Measure::TlbstateLineTransfers,
         Measure::OpsPerTaskPerSecond,
         Measure::FlushCostUs,
         Measure::FullFlushRequests,
@@ -251,6 +256,7 @@ impl Measure {
             Measure::CheckExposureMaxUs => "check_exposure_max_us",
             Measure::CpumaskLineTransfers => "cpumask_line_transfers",
             Measure::CpumaskWrites => "cpumask_writes",
+            Measure::TlbstateLineTransfers => "tlbstate_line_transfers",
             Measure::OpsPerTaskPerSecond => "ops_per_task_per_second",
             Measure::FlushCostUs => "flush_cost_us",
             Measure::FullFlushRequests => "full_flush_requests",
@@ -296,6 +302,7 @@ impl Measure {
             Measure::CheckExposureMaxUs => "user exposure max µs",
             Measure::CpumaskLineTransfers => "cpumask line transfers",
             Measure::CpumaskWrites => "cpumask writes",
+            Measure::TlbstateLineTransfers => "tlbstate line transfers",
             Measure::OpsPerTaskPerSecond => "ops/s per task",
             Measure::FlushCostUs => "flush cost µs",
             Measure::FullFlushRequests => "full-flush requests",
@@ -356,6 +363,7 @@ impl Measure {
             | Measure::CheckExposedUses
             | Measure::CpumaskLineTransfers
             | Measure::CpumaskWrites
+            | Measure::TlbstateLineTransfers
             | Measure::OpsPerTaskPerSecond => 0,
         }
     }
@@ -461,6 +469,7 @@ impl Measure {
             }
             Measure::CpumaskLineTransfers => Ok(r.cpumask.transfers as f64),
             Measure::CpumaskWrites => Ok(r.cpumask.writes as f64),
+            Measure::TlbstateLineTransfers => Ok(r.tlbstate.transfers as f64),
             Measure::OpsPerTaskPerSecond => {
                 let tasks = r.tasks.iter().filter(|t| t.ops > 0).count();
                 if tasks == 0 || r.elapsed_cycles == 0 {
@@ -552,6 +561,7 @@ impl Measure {
             Measure::CheckExposureMaxUs => "longest user-mapping exposure window over the checked schedules, µs",
             Measure::CpumaskLineTransfers => "moves of mm_cpumask cache lines between CPUs: locked bit sets and clears, and reads (the 6.14 test before a set, flush initiators' mask scans), that found the line in another CPU's cache; every mm together (docs/kernel-model.md)",
             Measure::CpumaskWrites => "locked mm_cpumask bit sets and clears (switches, and 6.14's clear by a flush IPI on a CPU that left the mm), every mm together",
+            Measure::TlbstateLineTransfers => "moves of the CPUs' cpu_tlbstate (loaded_mm) and cpu_tlbstate_shared (is_lazy) cache lines: a flush initiator's condition function reading another CPU's line that CPU rewrote since, and the owner's store after such reads (mechanism tlbstate-lines; docs/kernel-model.md)",
             Measure::OpsPerTaskPerSecond => "operations per second per task that did any (will-it-scale's per-thread ops)",
             Measure::FlushCostUs => "a replayed trace's flush cost: the initiators' flushing system calls, the receivers' IPI handlers and the refill of the working set after the flushes, each the replay's cycles minus its twin's (the same run flushing nothing), in µs",
             Measure::FullFlushRequests => "a replayed trace's requests flushed in full: ranges above the ceiling, and requests recorded as full (censored)",

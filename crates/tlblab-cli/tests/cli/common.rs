@@ -128,10 +128,11 @@ pub fn undocumented<'a>(
 }
 
 /// Every mechanism, in `tlblab sim mechanisms` order.
-pub const MECHANISMS: [&str; 22] = [
+pub const MECHANISMS: [&str; 23] = [
     "guest",
     "idle-states",
     "csd-queue",
+    "tlbstate-lines",
     "zap-batch",
     "mmap-lock",
     "working-set",

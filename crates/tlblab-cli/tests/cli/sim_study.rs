@@ -322,6 +322,19 @@ fn s7_quick_is_deterministic_and_follows_the_cpumask_rules() {
     }
     let flush2 = part(&r, "tlb-flush2, 104 threads");
     assert!(values(flush2, "linux-6.13", "ipis_sent").iter().all(|&v| v > 0.0));
+    // Mechanism tlbstate-lines: 6.13's tlb_is_not_lazy() reads is_lazy lines that stay put
+    // while the threads run; 6.18's should_flush_tlb() reads every other CPU's loaded_mm line,
+    // rewritten by its handler of the previous flush: a transfer per CPU and flush, and fewer
+    // pages per thread per second.
+    let old = values(flush2, "linux-6.13", "tlbstate_line_transfers");
+    let new = values(flush2, "linux-6.18", "tlbstate_line_transfers");
+    for (o, n) in old.iter().zip(&new) {
+        assert!(*n > 10.0 * o, "6.18 {n} vs 6.13 {o} transfers");
+    }
+    let per_task = |p| values(flush2, p, "ops_per_task_per_second");
+    for (o, n) in per_task("linux-6.13").iter().zip(per_task("linux-6.18")) {
+        assert!(n < *o, "6.18 {n} vs 6.13 {o} pages per thread per second");
+    }
 }
 
 /// docs/sim-output.md names every field of the study JSON.

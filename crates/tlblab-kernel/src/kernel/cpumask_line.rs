@@ -9,13 +9,14 @@
 //! writer and the readers since.
 
 use super::Kernel;
+use crate::cpumask::CpumaskLine;
 use crate::ids::MmId;
 use crate::observer::Observer;
 use tlblab_types::CpuId;
 
 impl<O: Observer> Kernel<O> {
     /// The socket of CPU `c` (0 on a preset without `[topology]`).
-    fn socket(&self, c: u16) -> u32 {
+    pub(super) fn socket(&self, c: u16) -> u32 {
         self.spec
             .raw()
             .topology
@@ -23,11 +24,9 @@ impl<O: Observer> Kernel<O> {
             .map_or(0, |t| t.socket_of(usize::from(c), self.cpus.len()))
     }
 
-    /// The cycles of one line move.
-    fn cpumask_transfer(&mut self, remote: bool) -> u64 {
-        self.counters.cpumask.transfers += 1;
+    /// The cycles of one line move (not counted: the caller counts it as its line's).
+    pub(super) fn line_transfer_cycles(&self, remote: bool) -> u64 {
         if remote {
-            self.counters.cpumask.remote_transfers += 1;
             let t = self.spec.raw().topology.as_ref().expect("remote implies a topology");
             t.cache_line_transfer_remote.cycles
         } else {
@@ -35,55 +34,71 @@ impl<O: Observer> Kernel<O> {
         }
     }
 
-    /// A locked bit set or clear in `mm`'s `mm_cpumask` by `cpu`; returns its cycles beyond the
-    /// instruction (the line's move, if any).
-    pub(crate) fn cpumask_write(&mut self, cpu: CpuId, mm: MmId) -> u64 {
-        self.counters.cpumask.writes += 1;
-        let line = &self.mms[mm.0 as usize].cpumask_line;
-        let me = cpu.0;
+    /// A locked write of `line` by CPU `me`: `Some(remote)` when the line must move (the RFO
+    /// must reach every other holder: remote if any is on another socket), `None` when `me`
+    /// holds it alone or nobody does. The line is `me`'s, exclusively, afterwards.
+    pub(super) fn line_write(&self, line: &mut CpumaskLine, me: u16) -> Option<bool> {
         let exclusive = match line.owner {
             Some(o) => o == me,
             None => line.sharers.iter().all(|&s| s == me),
         };
-        let holders: Vec<u16> = line.owner.iter().chain(&line.sharers).copied().collect();
-        let cycles = if exclusive || holders.is_empty() {
-            0
+        let holders = line.owner.iter().chain(&line.sharers);
+        let moved = if exclusive || line.owner.is_none() && line.sharers.is_empty() {
+            None
         } else {
-            // The RFO must reach every other holder: remote if any is on another socket.
             let mine = self.socket(me);
-            let remote = holders.iter().any(|&h| h != me && self.socket(h) != mine);
-            self.cpumask_transfer(remote)
+            Some(holders.copied().any(|h| h != me && self.socket(h) != mine))
         };
-        let line = &mut self.mms[mm.0 as usize].cpumask_line;
         line.owner = Some(me);
         line.sharers.clear();
-        cycles
+        moved
+    }
+
+    /// A read of `line` by CPU `me`: `Some(remote)` when a shared copy must come from another
+    /// cache (from the nearest holder: remote only if none is on `me`'s socket), `None` when
+    /// `me` holds it already or nobody does. `me` holds a shared copy afterwards.
+    pub(super) fn line_read(&self, line: &mut CpumaskLine, me: u16) -> Option<bool> {
+        if line.owner == Some(me) || line.sharers.contains(&me) {
+            return None;
+        }
+        let holders: Vec<u16> = line.owner.iter().chain(&line.sharers).copied().collect();
+        let moved = (!holders.is_empty()).then(|| {
+            let mine = self.socket(me);
+            holders.iter().all(|&h| self.socket(h) != mine)
+        });
+        if let Some(o) = line.owner.take() {
+            line.sharers.push(o);
+        }
+        line.sharers.push(me);
+        moved
+    }
+
+    /// The cycles of one `mm_cpumask` line move, counted.
+    fn cpumask_transfer(&mut self, remote: bool) -> u64 {
+        self.counters.cpumask.transfers += 1;
+        if remote {
+            self.counters.cpumask.remote_transfers += 1;
+        }
+        self.line_transfer_cycles(remote)
+    }
+
+    /// A locked bit set or clear in `mm`'s `mm_cpumask` by `cpu`; returns its cycles beyond the
+    /// instruction (the line's move, if any).
+    pub(crate) fn cpumask_write(&mut self, cpu: CpuId, mm: MmId) -> u64 {
+        self.counters.cpumask.writes += 1;
+        let mut line = std::mem::take(&mut self.mms[mm.0 as usize].cpumask_line);
+        let moved = self.line_write(&mut line, cpu.0);
+        self.mms[mm.0 as usize].cpumask_line = line;
+        moved.map_or(0, |remote| self.cpumask_transfer(remote))
     }
 
     /// A read of `mm`'s `mm_cpumask` by `cpu`; returns the cycles of the line's move, if any.
     pub(crate) fn cpumask_read(&mut self, cpu: CpuId, mm: MmId) -> u64 {
         self.counters.cpumask.reads += 1;
-        let line = &self.mms[mm.0 as usize].cpumask_line;
-        let me = cpu.0;
-        if line.owner == Some(me) || line.sharers.contains(&me) {
-            return 0;
-        }
-        let holders: Vec<u16> = line.owner.iter().chain(&line.sharers).copied().collect();
-        let cycles = if holders.is_empty() {
-            0
-        } else {
-            // A shared copy comes from the nearest holder: remote only if none is on this
-            // CPU's socket.
-            let mine = self.socket(me);
-            let remote = holders.iter().all(|&h| self.socket(h) != mine);
-            self.cpumask_transfer(remote)
-        };
-        let line = &mut self.mms[mm.0 as usize].cpumask_line;
-        if let Some(o) = line.owner.take() {
-            line.sharers.push(o);
-        }
-        line.sharers.push(me);
-        cycles
+        let mut line = std::mem::take(&mut self.mms[mm.0 as usize].cpumask_line);
+        let moved = self.line_read(&mut line, cpu.0);
+        self.mms[mm.0 as usize].cpumask_line = line;
+        moved.map_or(0, |remote| self.cpumask_transfer(remote))
     }
 
     /// The cpumask cycles a switch accumulated on `cpu` (taken by whoever spends them).

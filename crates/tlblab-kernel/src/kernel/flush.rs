@@ -246,8 +246,15 @@ impl<O: Observer> Kernel<O> {
             && (info.new_tlb_gen == local_tlb_gen + 1 || !gen_rule)
             && info.new_tlb_gen == mm_tlb_gen;
         self.cpus[c].tlb.ctxs[slot].tlb_gen = mm_tlb_gen;
+        // ctxs[0] and ctxs[1] share cpu_tlbstate's first line with loaded_mm, which flush
+        // initiators read (mechanism tlbstate-lines).
+        let stored = if super::tlbstate_line::ctx_in_first_line(asid) {
+            self.tlbstate_write(cpu, super::tlbstate_line::Line::Tlbstate)
+        } else {
+            0
+        };
         self.deferral_progress(cpu);
-        let cycles = self.flush_and_trace(cpu, asid, &info, partial, reason, cycles);
+        let cycles = self.flush_and_trace(cpu, asid, &info, partial, reason, cycles) + stored;
         self.debug_assert_invariants(cpu);
         cycles
     }
@@ -338,15 +345,8 @@ impl<O: Observer> Kernel<O> {
     pub(crate) fn native_flush_tlb_multi(&mut self, cpu: CpuId, call: CallId) -> u64 {
         let info = self.calls[call.0 as usize].info;
         let mm = info.mm.expect("mm flushes: the mm's cpumask");
-        if self.pv_tlb_flush() {
-            // kvm_flush_tlb_multi() first (kernel/vcpu.rs), on a copy of the mask.
-            let mut mask = self.mms[mm.0 as usize].cpumask.clone();
-            self.kvm_flush_tlb_multi(cpu, &mut mask);
-            let (targets, local) = self.flush_targets(cpu, &info, &mask);
-            return self.flush_multi(cpu, call, &targets, local);
-        }
-        let (targets, local) = self.flush_targets(cpu, &info, &self.mms[mm.0 as usize].cpumask);
-        self.flush_multi(cpu, call, &targets, local)
+        let mask = self.mms[mm.0 as usize].cpumask.clone();
+        self.native_flush_tlb_multi_mask(cpu, call, &mask)
     }
 
     /// `native_flush_tlb_multi(cpumask, info)` with an explicit mask (a reclaim batch's).
@@ -358,13 +358,26 @@ impl<O: Observer> Kernel<O> {
     ) -> u64 {
         let info = self.calls[call.0 as usize].info;
         if self.pv_tlb_flush() {
+            // kvm_flush_tlb_multi() first (kernel/vcpu.rs), on a copy of the mask.
             let mut mask = mask.clone();
             self.kvm_flush_tlb_multi(cpu, &mut mask);
-            let (targets, local) = self.flush_targets(cpu, &info, &mask);
-            return self.flush_multi(cpu, call, &targets, local);
+            return self.flush_mask(cpu, call, &info, &mask);
         }
-        let (targets, local) = self.flush_targets(cpu, &info, mask);
-        self.flush_multi(cpu, call, &targets, local)
+        self.flush_mask(cpu, call, &info, mask)
+    }
+
+    /// `on_each_cpu_cond_mask()` / `on_each_cpu_mask()` over `mask`: pick the targets, read
+    /// what the condition function reads of each CPU (mechanism `tlbstate-lines`), send.
+    fn flush_mask(
+        &mut self,
+        cpu: CpuId,
+        call: CallId,
+        info: &FlushTlbInfo,
+        mask: &crate::cpumask::CpuMask,
+    ) -> u64 {
+        let (targets, local) = self.flush_targets(cpu, info, mask);
+        let reads = self.cond_func_reads(cpu, info, mask, &targets);
+        self.flush_multi_after(cpu, call, &targets, local, &reads)
     }
 
     /// The CPUs of `mask` to interrupt, and whether the initiator flushes itself.
@@ -386,6 +399,19 @@ impl<O: Observer> Kernel<O> {
         targets: &[CpuId],
         local: bool,
     ) -> u64 {
+        self.flush_multi_after(cpu, call, targets, local, &Default::default())
+    }
+
+    /// [`Kernel::flush_multi`] with the condition function's reads of each CPU: those before
+    /// a target delay its csd and IPI, those after the last target the local flush.
+    fn flush_multi_after(
+        &mut self,
+        cpu: CpuId,
+        call: CallId,
+        targets: &[CpuId],
+        local: bool,
+        reads: &super::tlbstate_line::CondReads,
+    ) -> u64 {
         let info = self.calls[call.0 as usize].info;
         self.counters.vmstat.nr_tlb_remote_flush += 1;
         self.trace(cpu, TlbFlushReason::RemoteSendIpi, info.send_ipi_pages());
@@ -393,7 +419,15 @@ impl<O: Observer> Kernel<O> {
         if local && !self.policy.concurrent_local_flush {
             cycles += self.flush_tlb_func(cpu, call);
         }
-        cycles += self.send_call_ipis(cpu, call, targets, cycles, super::Csd::Flush(call));
+        cycles += self.send_call_ipis_after(
+            cpu,
+            call,
+            targets,
+            cycles,
+            super::Csd::Flush(call),
+            &reads.before,
+        );
+        cycles += reads.after;
         if local && self.policy.concurrent_local_flush {
             cycles += self.flush_tlb_func(cpu, call);
         }

@@ -37,6 +37,7 @@ mod rar;
 mod reclaim;
 mod run;
 mod switch;
+mod tlbstate_line;
 mod vcpu;
 mod xpfo;
 
@@ -351,8 +352,12 @@ struct PerCpu {
     acct: acct::Acct,
     /// Its idle state.
     cstate: idle::CpuIdle,
-    /// Cycles of `mm_cpumask` line transfers of the switch under way, not yet spent.
+    /// Cycles of `mm_cpumask` line transfers of the switch under way, not yet spent (and of
+    /// its own TLB-state lines: mechanism `tlbstate-lines`).
     cpumask_cycles: u64,
+    /// Who holds its `cpu_tlbstate` and `cpu_tlbstate_shared` lines (mechanism
+    /// `tlbstate-lines`).
+    tlbstate_lines: tlbstate_line::TlbstateLines,
 }
 
 /// The counters the kernel keeps.
@@ -383,6 +388,9 @@ pub(crate) struct Counters {
     pub mmap_lock: crate::stats::MmapLockStats,
     /// `mm_cpumask` writes, reads and cache-line transfers.
     pub cpumask: crate::cpumask::CpumaskStats,
+    /// Stores to the CPUs' own `cpu_tlbstate` / `cpu_tlbstate_shared` lines, flush initiators'
+    /// reads of other CPUs' lines, and their transfers (mechanism `tlbstate-lines`).
+    pub tlbstate: crate::cpumask::CpumaskStats,
     /// Broadcast invalidation, flush latencies and the page-freeing locks (study S6).
     pub broadcast: crate::stats::BroadcastStats,
 }
@@ -690,6 +698,7 @@ impl<O: Observer> Kernel<O> {
                 acct: acct::Acct::new(idle, Cycles(0)),
                 cstate: idle::CpuIdle::default(),
                 cpumask_cycles: 0,
+                tlbstate_lines: Default::default(),
             });
             k.enter_idle(cpu, Cycles(0));
             // Each CPU's tick phase is drawn from the seed: the one source of variation between

@@ -201,8 +201,13 @@ impl<O: Observer> Kernel<O> {
                 Some(mm) => {
                     let xpfo = self.xpfo_switch_flush(cpu);
                     let (phase, cycles) = match self.switch_mm_begin(cpu, mm) {
-                        switch::SwitchBegin::Done => (SwitchPhase::Finish, 0),
-                        switch::SwitchBegin::Reload(ns) => (SwitchPhase::Load(Some(ns)), 0),
+                        // The TLB-state stores of these paths (mechanism tlbstate-lines).
+                        switch::SwitchBegin::Done => {
+                            (SwitchPhase::Finish, self.take_cpumask_cycles(cpu))
+                        }
+                        switch::SwitchBegin::Reload(ns) => {
+                            (SwitchPhase::Load(Some(ns)), self.take_cpumask_cycles(cpu))
+                        }
                         switch::SwitchBegin::Switching => {
                             let checks = self.la57_checks(LA57_CHECKS_SWITCH_MM);
                             let ibpb = self.cond_mitigation(cpu, mm);
@@ -1328,6 +1333,21 @@ impl<O: Observer> Kernel<O> {
         offset: u64,
         csd: Csd,
     ) -> u64 {
+        self.send_call_ipis_after(cpu, call, targets, offset, csd, &[])
+    }
+
+    /// [`Kernel::send_call_ipis`] where the initiator first spends `before[i]` cycles (the
+    /// condition function's reads, mechanism `tlbstate-lines`) ahead of target `i`'s csd; an
+    /// empty `before` is none.
+    pub(super) fn send_call_ipis_after(
+        &mut self,
+        cpu: CpuId,
+        call: CallId,
+        targets: &[CpuId],
+        offset: u64,
+        csd: Csd,
+        before: &[u64],
+    ) -> u64 {
         // smp_call_function_many_cond(): for each target, lock and fill its csd and add it to
         // the target's call_single_queue (a remote cache line: `cache_line_transfer`); only a
         // target whose queue was empty needs an IPI (an APIC ICR write: `ipi_send`). The IPIs
@@ -1338,8 +1358,9 @@ impl<O: Observer> Kernel<O> {
         let now = self.queue.now().0 + offset;
         let mut sent = 0;
         let mut k_sent = 0;
-        for &target in targets {
+        for (i, &target) in targets.iter().enumerate() {
             let t = usize::from(target.0);
+            sent += before.get(i).copied().unwrap_or(0);
             let slot = self.calls[call.0 as usize].done.len();
             let ipi = if queue {
                 sent += self.costs.cache_line_transfer.cycles;

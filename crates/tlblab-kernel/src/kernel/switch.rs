@@ -9,6 +9,7 @@
 //! - [`Kernel::switch_mm_load`]: read the new mm's `tlb_gen`, `choose_new_asid()`, write CR3;
 //! - [`Kernel::switch_mm_end`]: store the new `loaded_mm` and `loaded_mm_asid`.
 
+use super::tlbstate_line::Line;
 use super::Kernel;
 use crate::ids::{Asid, MmId};
 use crate::observer::{Observer, TlbFlushReason, TLB_FLUSH_ALL};
@@ -35,44 +36,22 @@ impl<O: Observer> Kernel<O> {
         let prev = st.loaded_mm.mm().expect("switch_mm while already switching");
         let was_lazy = st.is_lazy;
         st.is_lazy = false;
+        // 5.13+: is_lazy is written only when it changes (mechanism tlbstate-lines).
+        let mut cycles = if was_lazy { self.tlbstate_write(cpu, Line::Shared) } else { 0 };
         if prev == next {
-            // 6.15: the mm got a global ASID while this CPU ran it under a dynamic one: move
-            // to the global ASID (no flush: INVLPGB keeps it current).
-            let global =
-                self.mms[next.0 as usize].global_asid.filter(|_| self.global_asid_policy());
-            let rar = self.policy.rar;
-            let st = &mut self.cpus[c].tlb;
-            if let Some(g) = global {
-                if st.loaded_mm_asid != g {
-                    return SwitchBegin::Reload(NewAsid { asid: g, need_flush: false });
-                }
-                // RAR series: a lazy CPU coming back may have missed flushes. NOTE: the RFC
-                // compares ctxs[] generations indexed by the global ASID here; the model
-                // flushes the global PCID.
-                if rar && was_lazy {
-                    return SwitchBegin::Reload(NewAsid { asid: g, need_flush: true });
-                }
-                return SwitchBegin::Done;
+            let r = self.switch_same_mm(cpu, next, was_lazy);
+            if matches!(r, SwitchBegin::Reload(_)) {
+                // The reload stores the ASID slot and loaded_mm.
+                cycles += self.tlbstate_write(cpu, Line::Tlbstate);
             }
-            // NOTE (4.13): without tlb_gen a lazy CPU that missed a flush was sent to init_mm by
-            // the IPI itself, so coming back to the same mm never needs a flush.
-            if !self.policy.tlb_gen || !was_lazy {
-                return SwitchBegin::Done;
-            }
-            // KNOWN BAD (Defect::LazyNoCatchUp): the skipped flushes are never done.
-            if self.policy.defect == Some(crate::policy::Defect::LazyNoCatchUp) {
-                return SwitchBegin::Done;
-            }
-            // Back from lazy mode to the mm still loaded: catch up if flushes were skipped.
-            let asid = st.loaded_mm_asid;
-            let next_tlb_gen = self.mms[next.0 as usize].tlb_gen;
-            if st.ctxs[usize::from(asid.0)].tlb_gen == next_tlb_gen {
-                return SwitchBegin::Done;
-            }
-            return SwitchBegin::Reload(NewAsid { asid, need_flush: true });
+            self.cpus[c].cpumask_cycles += cycles;
+            return r;
         }
+        // LOADED_MM_SWITCHING, then loaded_mm, loaded_mm_asid and last_user_mm_spec: the
+        // first line of cpu_tlbstate (mechanism tlbstate-lines).
+        cycles += self.tlbstate_write(cpu, Line::Tlbstate);
+        let st = &mut self.cpus[c].tlb;
         st.loaded_mm = LoadedMm::Switching;
-        let mut cycles = 0;
         if next != MmId::INIT_MM {
             // RAR series: a CPU outside the mask may have missed RAR flushes: flush at load.
             self.cpus[c].rar_flush_on_load =
@@ -103,6 +82,45 @@ impl<O: Observer> Kernel<O> {
         }
         self.cpus[c].cpumask_cycles += cycles;
         SwitchBegin::Switching
+    }
+
+    /// `switch_mm_irqs_off()` to the mm already loaded (a thread of the same process, or the
+    /// mm kept while lazy).
+    fn switch_same_mm(&mut self, cpu: CpuId, next: MmId, was_lazy: bool) -> SwitchBegin {
+        let c = usize::from(cpu.0);
+        // 6.15: the mm got a global ASID while this CPU ran it under a dynamic one: move
+        // to the global ASID (no flush: INVLPGB keeps it current).
+        let global = self.mms[next.0 as usize].global_asid.filter(|_| self.global_asid_policy());
+        let rar = self.policy.rar;
+        let st = &mut self.cpus[c].tlb;
+        if let Some(g) = global {
+            if st.loaded_mm_asid != g {
+                return SwitchBegin::Reload(NewAsid { asid: g, need_flush: false });
+            }
+            // RAR series: a lazy CPU coming back may have missed flushes. NOTE: the RFC
+            // compares ctxs[] generations indexed by the global ASID here; the model
+            // flushes the global PCID.
+            if rar && was_lazy {
+                return SwitchBegin::Reload(NewAsid { asid: g, need_flush: true });
+            }
+            return SwitchBegin::Done;
+        }
+        // NOTE (4.13): without tlb_gen a lazy CPU that missed a flush was sent to init_mm by
+        // the IPI itself, so coming back to the same mm never needs a flush.
+        if !self.policy.tlb_gen || !was_lazy {
+            return SwitchBegin::Done;
+        }
+        // KNOWN BAD (Defect::LazyNoCatchUp): the skipped flushes are never done.
+        if self.policy.defect == Some(crate::policy::Defect::LazyNoCatchUp) {
+            return SwitchBegin::Done;
+        }
+        // Back from lazy mode to the mm still loaded: catch up if flushes were skipped.
+        let asid = st.loaded_mm_asid;
+        let next_tlb_gen = self.mms[next.0 as usize].tlb_gen;
+        if st.ctxs[usize::from(asid.0)].tlb_gen == next_tlb_gen {
+            return SwitchBegin::Done;
+        }
+        SwitchBegin::Reload(NewAsid { asid, need_flush: true })
     }
 
     /// The second part: read `tlb_gen`, choose the ASID (unless `forced`), write CR3 and fire
@@ -155,11 +173,12 @@ impl<O: Observer> Kernel<O> {
     pub(crate) fn switch_mm_irqs_off(&mut self, cpu: CpuId, next: MmId) -> u64 {
         let xpfo = self.xpfo_switch_flush(cpu);
         xpfo + match self.switch_mm_begin(cpu, next) {
-            SwitchBegin::Done => 0,
+            SwitchBegin::Done => self.take_cpumask_cycles(cpu),
             SwitchBegin::Reload(ns) => {
+                let stored = self.take_cpumask_cycles(cpu);
                 let (asid, cycles) = self.switch_mm_load(cpu, next, Some(ns));
                 self.switch_mm_end(cpu, next, asid);
-                cycles
+                stored + cycles
             }
             SwitchBegin::Switching => {
                 let cpumask = self.take_cpumask_cycles(cpu);
@@ -185,7 +204,7 @@ impl<O: Observer> Kernel<O> {
             LazyMode::SwitchToInitMm if self.pcid => self.switch_mm_irqs_off(cpu, MmId::INIT_MM),
             _ => {
                 self.cpus[c].tlb.is_lazy = true;
-                0
+                self.tlbstate_write(cpu, Line::Shared)
             }
         }
     }

@@ -471,6 +471,7 @@ mod mitigations;
 mod munmap;
 mod process;
 mod reclaim;
+mod tlbstate;
 mod vcpu;
 mod xpfo;
 
