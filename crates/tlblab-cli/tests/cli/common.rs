@@ -128,7 +128,7 @@ pub fn undocumented<'a>(
 }
 
 /// Every mechanism, in `tlblab sim mechanisms` order.
-pub const MECHANISMS: [&str; 22] = [
+pub const MECHANISMS: [&str; 24] = [
     "guest",
     "idle-states",
     "csd-queue",
@@ -150,5 +150,7 @@ pub const MECHANISMS: [&str; 22] = [
     "mitigation-rsb-fill",
     "mitigation-ibpb",
     "page-locks",
+    "lock-irqs-off",
+    "lru-list-lines",
     "vfork-wait",
 ];
