@@ -162,6 +162,16 @@ mechanisms! {
         "lruvec->lru_lock and zone->lock, shared by every CPU: per-CPU lru_add batches drained under the LRU lock, page frees through per-CPU pcp lists to the zone under its lock, lru_add_drain() in the zap path before 6.15; FIFO spinlocks whose waits and line transfers are counted ([locks])",
         "docs/kernel-model.md, \"Page-freeing locks\"",
         "no lock: page allocation and freeing cost only their path figures, as a preset without [locks]";
+    /// Interrupts off around the page-freeing locks (`kernel/page_locks.rs`).
+    LockIrqsOff => "lock-irqs-off",
+        "spin_lock_irqsave() on lruvec->lru_lock and zone->lock: interrupts off while a CPU waits for and holds either lock, so a flush IPI reaching it waits for the release; each section a step of its own where the kernel takes it (the pre-6.15 lru_add_drain() at the zap's start)",
+        "docs/kernel-model.md, \"How time is modelled\" (Page-freeing locks)",
+        "lock sections inside the steps that reach them, interrupts on (the model before this mechanism)";
+    /// The LRU list's cache lines written under the lock (`kernel/page_locks.rs`).
+    LruListLines => "lru-list-lines",
+        "the LRU list's own cache lines under lruvec->lru_lock: a folio added at the head writes the old first folio's line, a folio taken off reads its own line and writes its two neighbours', each a cache-line transfer when another CPU wrote it last (a list of who added each folio and who last wrote it)",
+        "docs/kernel-model.md, \"How time is modelled\" (Page-freeing locks)",
+        "each folio costs lru_folio only, on lines the holder is taken to own (the model before this mechanism)";
     /// vfork()'s suspension of the parent until the child execs or exits (`kernel/process.rs`).
     VforkWait => "vfork-wait",
         "vfork()/posix_spawn() put the parent to sleep until the child execs or exits (wait_for_vfork_done()), a block and a wake-up per child",
@@ -200,6 +210,8 @@ impl Mechanism {
             | Mechanism::XpfoDirectMap4k
             | Mechanism::VforkWait => true,
             Mechanism::PageLocks => spec.raw().locks.is_some(),
+            Mechanism::LockIrqsOff => spec.raw().locks.is_some(),
+            Mechanism::LruListLines => spec.raw().locks.is_some(),
             Mechanism::ZapBatch => spec.kernel_costs().is_some_and(|k| k.zap_batch.cycles > 0),
             Mechanism::VmaMerge => spec.kernel_costs().is_some_and(|k| k.split_vma.cycles > 0),
             Mechanism::NestedPaging => spec.nested().is_some(),

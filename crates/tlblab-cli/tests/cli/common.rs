@@ -128,7 +128,7 @@ pub fn undocumented<'a>(
 }
 
 /// Every mechanism, in `tlblab sim mechanisms` order.
-pub const MECHANISMS: [&str; 23] = [
+pub const MECHANISMS: [&str; 25] = [
     "guest",
     "idle-states",
     "csd-queue",
@@ -151,5 +151,7 @@ pub const MECHANISMS: [&str; 23] = [
     "mitigation-rsb-fill",
     "mitigation-ibpb",
     "page-locks",
+    "lock-irqs-off",
+    "lru-list-lines",
     "vfork-wait",
 ];

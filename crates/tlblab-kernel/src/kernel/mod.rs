@@ -237,6 +237,11 @@ enum Frame {
     /// `tlb_finish_mmu()`'s freeing of `freed` pages after its flush: the page-freeing locks
     /// (`kernel/page_locks.rs`).
     ZapFree { freed: u64 },
+    /// A section of the page-freeing locks as a step of its own, interrupts off (mechanism
+    /// `lock-irqs-off`, `kernel/page_locks.rs`).
+    PageLock { op: page_locks::LockOp },
+    /// `spin_unlock_irqrestore()` after a page-lock section: interrupts on again.
+    IrqsRestore,
 }
 
 /// Entry, body, exit of a kernel entry.

@@ -30,8 +30,12 @@
 //! them (what `tlb_flush2` does: each thread faults and frees its own page); process exit's
 //! teardown takes no lock here.
 
-use super::Kernel;
+use super::run::Step;
+use super::{Frame, Kernel, Mode};
+use crate::ids::TaskId;
+use crate::mechanisms::Mechanism;
 use crate::observer::Observer;
+use std::collections::VecDeque;
 use tlblab_sim::machine::broadcast::RawLocks;
 use tlblab_types::CpuId;
 
@@ -49,6 +53,18 @@ pub(crate) const PCP_BATCH: u32 = 63;
 /// below it either way.
 pub(crate) const PCP_HIGH: u32 = 6 * PCP_BATCH;
 
+/// A section of the locks that runs as a step of its own with interrupts off (mechanism
+/// `lock-irqs-off`); the zap's free after its flush is [`Frame::ZapFree`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LockOp {
+    /// The end of an anonymous fault: `rmqueue_bulk()` when the pcp list is empty, and
+    /// `folio_add_lru()` moving a full batch onto the LRU.
+    Alloc,
+    /// The pre-6.15 `lru_add_drain()` at the start of a zap (`zap_page_range_single()`,
+    /// `unmap_region()`), before its flush.
+    Drain,
+}
+
 /// One of the two locks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum LockId {
@@ -65,6 +81,15 @@ struct SpinLock {
     owner: Option<u16>,
 }
 
+/// A folio on the LRU list (mechanism `lru-list-lines`): the CPU that added it, and the CPU
+/// that last wrote the cache line of its `lru` links (its own, or a neighbour's list
+/// operation).
+#[derive(Clone, Copy, Debug)]
+struct LruEntry {
+    owner: u16,
+    writer: u16,
+}
+
 /// The locks, the per-CPU batches and lists, and the hold times (cycles).
 #[derive(Clone, Debug)]
 pub(crate) struct PageLocks {
@@ -79,6 +104,9 @@ pub(crate) struct PageLocks {
     lru_dead: Vec<u32>,
     /// Pages on each CPU's `pcp` list.
     pcp: Vec<u32>,
+    /// The anonymous LRU list, head (newest) first (mechanism `lru-list-lines`; empty when
+    /// off). NOTE: only the scenario's own folios: the rest of the LRU sits behind them.
+    lru_list: VecDeque<LruEntry>,
 }
 
 impl PageLocks {
@@ -93,6 +121,7 @@ impl PageLocks {
             lru_batch: vec![0; n],
             lru_dead: vec![0; n],
             pcp: vec![0; n],
+            lru_list: VecDeque::new(),
         }
     }
 }
@@ -116,6 +145,97 @@ impl<O: Observer> Kernel<O> {
         };
         s.add(wait, moved + hold);
         total
+    }
+
+    /// Whether lock sections run as steps of their own with interrupts off (mechanism
+    /// `lock-irqs-off`, with the locks present).
+    pub(super) fn lock_irqs_off(&self) -> bool {
+        self.page_locks.is_some() && self.config.mechanisms.is_on(Mechanism::LockIrqsOff)
+    }
+
+    /// A step of `cycles` in lock sections on `cpu` for task `t`. With `lock-irqs-off` the CPU
+    /// has interrupts off throughout (`spin_lock_irqsave()`: from the request, spinning
+    /// included, to `spin_unlock_irqrestore()`), so an IPI that reaches it meanwhile waits for
+    /// the release ([`Frame::IrqsRestore`]).
+    /// NOTE: the few instructions between two sections of one path (unlock, then the zone
+    /// lock's relock) are taken to run with interrupts off too.
+    pub(super) fn lock_step(&mut self, cpu: CpuId, t: TaskId, cycles: u64) -> Step {
+        if cycles == 0 {
+            return Step::Next;
+        }
+        let c = usize::from(cpu.0);
+        if self.lock_irqs_off() && !self.cpus[c].irqs_off {
+            self.cpus[c].irqs_off = true;
+            self.push_frame(t, Frame::IrqsRestore);
+        }
+        Step::Spend(cycles, Mode::Sys)
+    }
+
+    /// The step of `op` on `cpu` for task `t` (mechanism `lock-irqs-off`).
+    pub(super) fn page_lock_step(&mut self, cpu: CpuId, t: TaskId, op: LockOp) -> Step {
+        let cycles = match op {
+            LockOp::Alloc => self.page_alloc_locks(cpu, 0),
+            LockOp::Drain => self.lru_batch_drain(cpu, 0),
+        };
+        self.lock_step(cpu, t, cycles)
+    }
+
+    /// `lruvec_add_folio()` of `n` folios of `cpu` at the LRU list's head (mechanism
+    /// `lru-list-lines`): the first one's `list_add()` writes the old first folio's `lru.prev`,
+    /// a transfer when another CPU wrote that line last; the rest link to `cpu`'s own. Returns
+    /// the extra hold cycles.
+    fn lru_list_add(&mut self, cpu: CpuId, n: u32) -> u64 {
+        let transfer = self.costs.cache_line_transfer.cycles;
+        if n == 0 || !self.config.mechanisms.is_on(Mechanism::LruListLines) {
+            return 0;
+        }
+        let Some(pl) = self.page_locks.as_deref_mut() else { return 0 };
+        let mut cycles = 0;
+        if let Some(first) = pl.lru_list.front_mut() {
+            if first.writer != cpu.0 {
+                cycles += transfer;
+            }
+            first.writer = cpu.0;
+        }
+        for _ in 0..n {
+            pl.lru_list.push_front(LruEntry { owner: cpu.0, writer: cpu.0 });
+        }
+        cycles
+    }
+
+    /// `lruvec_del_folio()` of `cpu`'s `n` most recently added folios (mechanism
+    /// `lru-list-lines`): each `list_del()` reads the folio's own line (its links), then
+    /// writes its two neighbours' (`prev->next`, `next->prev`; the list head's line is in the
+    /// per-acquisition figure). The own line is a transfer when another CPU wrote it last (a
+    /// neighbour's operation did); the two stores to the neighbours overlap (store misses in
+    /// flight together), so they cost one transfer when either neighbour's line is remote.
+    /// Returns the extra hold cycles.
+    fn lru_list_del(&mut self, cpu: CpuId, n: u32) -> u64 {
+        let transfer = self.costs.cache_line_transfer.cycles;
+        if n == 0 || !self.config.mechanisms.is_on(Mechanism::LruListLines) {
+            return 0;
+        }
+        let Some(pl) = self.page_locks.as_deref_mut() else { return 0 };
+        let list = &mut pl.lru_list;
+        let mut cycles = 0;
+        for _ in 0..n {
+            let Some(i) = list.iter().position(|e| e.owner == cpu.0) else { break };
+            if list[i].writer != cpu.0 {
+                cycles += transfer;
+            }
+            let mut remote = false;
+            for j in [i.checked_sub(1), Some(i + 1)].into_iter().flatten() {
+                if let Some(e) = list.get_mut(j) {
+                    remote |= e.writer != cpu.0;
+                    e.writer = cpu.0;
+                }
+            }
+            if remote {
+                cycles += transfer;
+            }
+            list.remove(i);
+        }
+        cycles
     }
 
     /// A new anonymous page on `cpu` (`alloc_anon_folio()` + `folio_add_lru()`), from `offset`
@@ -152,9 +272,11 @@ impl<O: Observer> Kernel<O> {
             return 0;
         }
         let (lock, folio) = (pl.lru_lock, pl.lru_folio);
-        let mut cycles = self.lock_section(cpu, LockId::Lru, offset, lock + u64::from(n) * folio);
+        let lines = self.lru_list_add(cpu, n);
+        let hold = lock + u64::from(n) * folio + lines;
+        let mut cycles = self.lock_section(cpu, LockId::Lru, offset, hold);
         if dead > 0 {
-            let hold = lock + u64::from(dead) * folio;
+            let hold = lock + u64::from(dead) * folio + self.lru_list_del(cpu, dead);
             cycles += self.lock_section(cpu, LockId::Lru, offset + cycles, hold);
             cycles += self.pcp_free(cpu, dead, offset + cycles);
         }
@@ -196,6 +318,7 @@ impl<O: Observer> Kernel<O> {
         let on_lru = freed - in_batch;
         if on_lru > 0 {
             let hold = pl.lru_lock + u64::from(on_lru) * pl.lru_folio;
+            let hold = hold + self.lru_list_del(cpu, on_lru);
             cycles += self.lock_section(cpu, LockId::Lru, cycles, hold);
             cycles += self.pcp_free(cpu, on_lru, cycles);
         }

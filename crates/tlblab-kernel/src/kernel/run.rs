@@ -542,10 +542,15 @@ impl<O: Observer> Kernel<O> {
             Frame::MmapUnlock { write } => self.mmap_unlock_step(cpu, t, write),
             Frame::MmapDowngrade { cycles } => self.mmap_downgrade_step(cpu, t, cycles),
             Frame::VforkWait { child } => self.vfork_wait_step(cpu, t, child),
-            Frame::ZapFree { freed } => match self.zap_free_locks(cpu, freed) {
-                0 => Step::Next,
-                cycles => Step::Spend(cycles, Mode::Sys),
-            },
+            Frame::ZapFree { freed } => {
+                let cycles = self.zap_free_locks(cpu, freed);
+                self.lock_step(cpu, t, cycles)
+            }
+            Frame::PageLock { op } => self.page_lock_step(cpu, t, op),
+            Frame::IrqsRestore => {
+                self.irqs_on(cpu);
+                Step::Next
+            }
         }
     }
 
@@ -807,7 +812,11 @@ impl<O: Observer> Kernel<O> {
                 self.counters.page_faults += 1;
                 if new == Pte::Present && old != Pte::Present {
                     cycles += self.xpfo_fault(cpu, t, old);
-                    cycles += self.page_alloc_locks(cpu, cycles);
+                    if self.lock_irqs_off() {
+                        self.push_frame(t, Frame::PageLock { op: page_locks::LockOp::Alloc });
+                    } else {
+                        cycles += self.page_alloc_locks(cpu, cycles);
+                    }
                 }
                 Step::Spend(cycles, Mode::Sys)
             }
@@ -831,7 +840,15 @@ impl<O: Observer> Kernel<O> {
         match phase {
             Phase::Entry => {
                 let lock = call.as_ref().and_then(|c| self.mmap_lock_for(c));
+                let zaps =
+                    matches!(call, Some(Syscall::MadviseDontneed { .. } | Syscall::Munmap { .. }));
                 self.push_frame(t, Frame::Syscall { call, phase: Phase::Body });
+                if zaps && self.policy.lru_drain_on_zap && self.lock_irqs_off() {
+                    // Before 6.15 the zap starts with lru_add_drain(), ahead of its flush.
+                    // NOTE: munmap's is taken here, under the write lock, rather than after
+                    // the detach and downgrade (once per munmap).
+                    self.push_frame(t, Frame::PageLock { op: page_locks::LockOp::Drain });
+                }
                 if let Some(write) = lock {
                     self.push_frame(t, Frame::MmapLock { write });
                 }
