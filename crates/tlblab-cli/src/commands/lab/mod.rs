@@ -7,6 +7,7 @@
 //! directory, so every step is exactly what a user would get from that command, and a step
 //! that fails or cannot run here is reported without stopping the others.
 
+mod peers;
 mod steps;
 
 use crate::cli::LabArgs;
@@ -205,6 +206,7 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
     } else {
         Ok((PathBuf::from(&args.machine), Vec::new()))
     };
+    let peer_machine = preset.as_ref().ok().map(|(path, _)| path.clone());
     let host_sims = match (&bench, preset) {
         (Outcome::Done(bench), Ok((path, provenance))) => {
             let configs = bench["configs"].as_array().map_or(0, Vec::len);
@@ -218,6 +220,12 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
             json!({ "skipped": format!("{e:#}") })
         }
         (other, _) => other.value(),
+    };
+
+    // 6. The peers as real programs (rt-tests' hackbench) beside their simulated twins.
+    let peers = match &why_not {
+        None => peers::peers(&mut runner, args.quick, cpus, peer_machine.as_deref()),
+        Some(why) => json!({ "skipped": why }),
     };
 
     let results = json!({
@@ -234,6 +242,7 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
         "trace_report": trace.value(),
         "replay": replay.value(),
         "host_simulations": host_sims,
+        "peers": peers,
     });
     let path = dir.join("results.json");
     write_json(&path, &results)?;
