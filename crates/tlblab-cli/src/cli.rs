@@ -51,9 +51,9 @@ pub enum Command {
     /// 95% bootstrap interval of the change, and the verdict: improved / regressed / no
     /// significant change). With no scenario, every scenario runs at its defaults (those this
     /// machine has too few CPUs for are skipped, with the reason). Per run it records
-    /// /proc/interrupts TLB and CAL deltas per CPU, page faults and context switches,
-    /// tlb:tlb_flush counts by reason and CPU (when tracefs is writable: needs root), and PMU
-    /// dTLB misses where perf_event_open offers them. Ctrl-C stops cleanly and keeps the runs
+    /// /proc/interrupts TLB and CAL deltas per CPU, page faults and context switches, PMU dTLB
+    /// misses where perf_event_open offers them, and with --trace tlb:tlb_flush counts by
+    /// reason and CPU (when tracefs is writable: needs root; recording costs time per flush). Ctrl-C stops cleanly and keeps the runs
     /// finished so far. docs/bench-output.md describes the result file.
     #[command(
         after_help = "Examples:\n  tlblab bench --list\n  sudo env PATH=$PATH tlblab bench madvise-busy --busy 0,1 --runs 20\n  tlblab bench pingpong --touch 0,512 -o pingpong.json --save-baseline before\n  tlblab bench storm --op munmap,mprotect --format json > storm.json"
@@ -481,9 +481,14 @@ pub struct BenchArgs {
     /// Noise threshold in percent: smaller changes are never called significant.
     #[arg(long, default_value_t = 1.0, value_name = "PCT")]
     pub noise: f64,
-    /// Do not enable the tlb:tlb_flush tracepoint during runs (recording each flush costs
-    /// time; the interrupt and fault counters stay).
-    #[arg(long)]
+    /// Record the tlb:tlb_flush tracepoint during the measured runs, for its counts by reason
+    /// and CPU (needs root and tracefs). Off by default: recording costs time on every flush
+    /// (about 11% of tlb-flush2's time here), so untraced runs are the kernel's own time and
+    /// compare with the peers' programs.
+    #[arg(long, overrides_with = "no_trace")]
+    pub trace: bool,
+    /// Do not record tlb:tlb_flush (the default); the interrupt and fault counters stay.
+    #[arg(long, overrides_with = "trace")]
     pub no_trace: bool,
     /// Trace buffer per CPU, KiB (runs that flush more than it holds report lost events).
     #[arg(long, default_value_t = 16384, value_name = "KIB")]

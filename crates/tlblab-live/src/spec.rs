@@ -192,7 +192,7 @@ static SCENARIOS: [LiveScenarioInfo; 8] = [
     },
     LiveScenarioInfo {
         name: "tlb-flush2",
-        description: "will-it-scale tlb_flush2: --tasks tasks (threads of one process or forked processes, --mode), task i on CPU i mod N, each with 1 MiB of private anonymous memory: per page { write it; madvise(MADV_DONTNEED) it; read it back (0, the zero page) }, then munmap and map it again; an op is a page; reports ops/s summed over tasks",
+        description: "will-it-scale tlb_flush2: --tasks tasks (threads of one process or forked processes, --mode), task i on CPU i mod N, each with 1 MiB of private anonymous memory: per page { write it; madvise(MADV_DONTNEED) it; read it back (0, the zero page) }, then munmap and map it again (a VMA of its own; a written page past a one-page hole above it keeps its page table, as will-it-scale's neighbours do); an op is a page; reports ops/s summed over tasks, as will-it-scale's per-second total (docs/workloads.md)",
         unit: Unit::OpsPerSecond,
         fixed_work: false,
         params: &["--tasks", "--mode"],

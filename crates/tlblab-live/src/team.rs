@@ -67,8 +67,11 @@ pub(crate) enum Work {
     MmapRounds { pages: usize },
     /// will-it-scale's `tlb_flush2`: per page of a `pages`-page region, { write it;
     /// `MADV_DONTNEED` it; read it back, which must give 0 }, one operation each; after the last
-    /// page, `munmap` the region and map it again. One more page right above the region, written
-    /// once at setup, keeps the page table in use, as will-it-scale's neighbouring mappings do.
+    /// page, `munmap` the region and map it again. One more page in the region's 2 MiB, written
+    /// once at setup, keeps the page table in use, as will-it-scale's neighbouring mappings do;
+    /// it lies one page above the region, not right beside it, so that the two never merge into
+    /// one VMA (will-it-scale's region never merges either: its neighbours are other kinds of
+    /// mapping), and each munmap removes a VMA rather than splitting one.
     TlbFlush2 { pages: usize },
     /// Spin in user space until stopped, without PAUSE (so a vCPU stays in guest mode).
     Spin,
@@ -145,10 +148,11 @@ fn task_main(
         Work::Echo { touch, .. } => touch,
         Work::MmapRounds { .. } | Work::Spin | Work::TlbFlush2 { .. } => 0,
     };
-    // tlb_flush2: the anchor page above the region (written), and the region, untouched.
+    // tlb_flush2: the anchor page (written) past a one-page hole above the region, and the
+    // region, untouched.
     let (_anchor, mut flush2) = match setup.work {
         Work::TlbFlush2 { pages } => {
-            let anchor = match Region::map_fixed(setup.addr + pages * page_size(), 1) {
+            let anchor = match Region::map_fixed(setup.addr + (pages + 1) * page_size(), 1) {
                 Ok(r) => r,
                 Err(e) => return fail(Stage::Map, e),
             };

@@ -131,6 +131,39 @@ fn tlb_flush2_counts_pages_across_its_remaps() {
     assert_eq!(s.ops, 300 * (cpus() as u64 + 1));
 }
 
+/// The mappings of this process that start in `[lo, hi)`, as (start, end) byte addresses.
+fn own_mappings(lo: usize, hi: usize) -> Vec<(usize, usize)> {
+    std::fs::read_to_string("/proc/self/maps")
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let (a, b) = l.split_whitespace().next()?.split_once('-')?;
+            Some((usize::from_str_radix(a, 16).ok()?, usize::from_str_radix(b, 16).ok()?))
+        })
+        .filter(|&(a, _)| (lo..hi).contains(&a))
+        .collect()
+}
+
+#[test]
+fn tlb_flush2_region_is_a_vma_of_its_own_beside_the_page_that_keeps_its_page_table() {
+    // will-it-scale's 1 MiB region never merges with a neighbour (they are libraries, stacks'
+    // guard pages: other kinds of mapping), so its munmap removes a VMA rather than splitting
+    // one; and its 2 MiB holds other mappings, so the munmap frees no page table. Ours: the
+    // region, a one-page hole, the written anchor page, all in one 2 MiB block.
+    let _g = serial();
+    let p = LiveParams { tasks: Some(1), mode: Some(Mode::Threads), ..Default::default() };
+    let mut prepared = prepare(&spec("tlb-flush2", p), &Placement::default()).unwrap();
+    let base = prepared.address_base();
+    // A run of 300 pages: the region was unmapped and mapped again once.
+    prepared.run(RunLength::Ops(300)).unwrap();
+    let page = 4096;
+    assert_eq!(
+        own_mappings(base, base + (1 << 30)),
+        [(base, base + (1 << 20)), (base + (1 << 20) + page, base + (1 << 20) + 2 * page)]
+    );
+    assert_eq!(base % (2 << 20), 0, "region and anchor share the 2 MiB block at {base:#x}");
+}
+
 #[test]
 fn pthread_mmap_does_its_fixed_work_whatever_the_run_length() {
     let _g = serial();

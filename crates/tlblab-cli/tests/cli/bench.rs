@@ -29,7 +29,7 @@ fn madvise_busy_measures_the_shootdown_with_counters_and_a_verdict() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("busy.json");
     let out = tlblab()
-        .args(["bench", "madvise-busy", "--busy", "0,1", "--json", "-o"])
+        .args(["bench", "madvise-busy", "--busy", "0,1", "--trace", "--json", "-o"])
         .arg(&file)
         .args(SHORT)
         .output()
@@ -207,7 +207,7 @@ fn ctrl_c_stops_cleanly_and_keeps_the_finished_runs() {
     let file = dir.path().join("long.json");
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_tlblab"))
         .args(["bench", "madvise-busy", "--busy", "0", "--runs", "1000", "--run-ms", "50"])
-        .args(["--warmup-ms", "0", "--no-overhead", "-q", "-o"])
+        .args(["--warmup-ms", "0", "--no-overhead", "--trace", "-q", "-o"])
         .arg(&file)
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -301,7 +301,7 @@ fn cpus_place_the_measuring_task_first_in_the_order_given() {
         return;
     }
     let out = tlblab()
-        .args(["bench", "madvise-busy", "--busy", "0", "--cpus", "1,0", "--json"])
+        .args(["bench", "madvise-busy", "--busy", "0", "--cpus", "1,0", "--trace", "--json"])
         .args(SHORT)
         .output()
         .unwrap();

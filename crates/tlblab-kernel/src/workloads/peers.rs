@@ -17,11 +17,13 @@
 //! on CPUs 1…N; µs per iteration.
 //!
 //! Both map one more page first, written once, as the live programs do (the live `tlb-flush2`
-//! puts it right above the region, where will-it-scale's region has other mappings in its
-//! 2 MiB; `storm` right below), so that a munmap need not free the page table. The model's
-//! `mmap` places every new region below the last one and never reuses a hole, so after the first
-//! pass the regions leave the anchor's 2 MiB and their munmaps free a page table each time
-//! (the flush is then also sent to lazy CPUs); docs/workloads.md says so.
+//! puts it one page above the region, in the region's 2 MiB, where will-it-scale's region has
+//! other mappings, and not adjacent, so that the two never merge into one VMA, as
+//! will-it-scale's region never does; `storm` right below, merged), so that a munmap need not
+//! free the page table. The model's `mmap` places every new region below the last one and never
+//! reuses a hole, so after the first pass the regions leave the anchor's 2 MiB and their munmaps
+//! free a page table each time (the flush is then also sent to lazy CPUs); docs/workloads.md
+//! says so.
 
 use super::{mapped, store, Params, Region, Spin};
 use crate::kernel::Kernel;

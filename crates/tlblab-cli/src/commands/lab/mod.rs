@@ -8,6 +8,7 @@
 //! that fails or cannot run here is reported without stopping the others.
 
 mod calibration;
+mod peers;
 mod predicted;
 mod steps;
 
@@ -223,6 +224,7 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
     } else {
         Ok(HostFiles { path: PathBuf::from(&args.machine), provenance: Vec::new(), scaled: vec![] })
     };
+    let peer_machine = preset.as_ref().ok().map(|host| host.path.clone());
     let host_sims = match (&bench, preset) {
         (Outcome::Done(bench), Ok(host)) => {
             // Each configuration runs once on the host preset and once per scaled preset.
@@ -258,6 +260,12 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
         (other, _) => other.value(),
     };
 
+    // 6. The peers as real programs (rt-tests' hackbench) beside their simulated twins.
+    let peers = match &why_not {
+        None => peers::peers(&mut runner, args.quick, cpus, peer_machine.as_deref()),
+        Some(why) => json!({ "skipped": why }),
+    };
+
     let results = json!({
         "schema": SCHEMA,
         "tlblab_version": env!("CARGO_PKG_VERSION"),
@@ -273,6 +281,7 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
         "trace_report": trace.value(),
         "replay": replay.value(),
         "host_simulations": host_sims,
+        "peers": peers,
     });
     let path = dir.join("results.json");
     write_json(&path, &results)?;

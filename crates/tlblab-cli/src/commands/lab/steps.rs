@@ -201,6 +201,18 @@ impl Runner {
         self.run_accepting(name, args, None, &[0, 1], |stdout| Ok(serde_json::from_slice(stdout)?))
     }
 
+    /// Runs another program, `program ARGS` (a peer benchmark), keeping what `take` makes of
+    /// its standard output; an exit status other than 0 is a failure.
+    pub fn program_step(
+        &mut self,
+        name: &str,
+        program: &Path,
+        args: &[&str],
+        take: impl FnOnce(&[u8]) -> Result<Value>,
+    ) -> Outcome {
+        self.run_program(Some(program), name, args, None, &[0], take)
+    }
+
     /// `tlblab bench …` writing its results to `out` itself.
     pub fn bench(&mut self, name: &str, args: &[String], out: &Path) -> Outcome {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -273,9 +285,23 @@ impl Runner {
         ok: &[i32],
         take: impl FnOnce(&[u8]) -> Result<Value>,
     ) -> Outcome {
+        self.run_program(None, name, args, file, ok, take)
+    }
+
+    /// Runs `program ARGS` (`None`: this executable, `tlblab`); an exit status outside `ok` is
+    /// a failure.
+    fn run_program(
+        &mut self,
+        program: Option<&Path>,
+        name: &str,
+        args: &[&str],
+        file: Option<&Path>,
+        ok: &[i32],
+        take: impl FnOnce(&[u8]) -> Result<Value>,
+    ) -> Outcome {
         let spinner = self.spinner(name);
         let start = Instant::now();
-        let mut command = Command::new(&self.exe);
+        let mut command = Command::new(program.unwrap_or(&self.exe));
         command.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         if spinner.is_some() {
             // The child reports k/N as lines, which turn the spinner into a bar with an ETA.
@@ -304,6 +330,9 @@ impl Runner {
         if let Some(s) = spinner {
             s.finish_and_clear();
         }
+        let shown = program
+            .and_then(Path::file_name)
+            .map_or("tlblab".into(), |n| n.to_string_lossy().into_owned());
         let (status, reason) = match &outcome {
             Outcome::Done(_) => ("done", None),
             Outcome::Skipped(w) => ("skipped", Some(w.clone())),
@@ -330,7 +359,7 @@ impl Runner {
             name: name.into(),
             status,
             reason,
-            command: Some(format!("tlblab {}", args.join(" "))),
+            command: Some(format!("{shown} {}", args.join(" "))),
             seconds,
             file: file.map(Path::to_path_buf),
         });
