@@ -23,10 +23,14 @@ pub(super) struct ScaledPreset {
     pub path: PathBuf,
 }
 
-/// Writes `DIR/calibration/host-NAME.toml` for every measured loop (a loop that was not
-/// measured has nothing to scale and is left out); the list, in [`MEASURED_LOOPS`] order.
+/// Writes `DIR/calibration/host-NAME.toml` for every measured loop that `base` (the host
+/// preset built from `facts`) uses: a loop that was not measured has nothing to scale, and one
+/// whose scaling leaves the preset as it was (recorded, not used: e.g. membarrier once the
+/// perf-event IPI was measured) has share 0 by construction. The list, in [`MEASURED_LOOPS`]
+/// order.
 pub(super) fn scaled_presets(
     facts: &tlblab_host::HostFacts,
+    base: &tlblab_host::HostPreset,
     dir: &Path,
 ) -> Result<Vec<ScaledPreset>> {
     let folder = dir.join("calibration");
@@ -37,6 +41,9 @@ pub(super) fn scaled_presets(
             continue;
         };
         let host = host.with_context(|| format!("the host preset with {} scaled", l.name))?;
+        if host.spec.raw() == base.spec.raw() {
+            continue;
+        }
         let path = folder.join(format!("host-{}.toml", l.name));
         write_file(&path, host.toml.as_bytes())
             .with_context(|| format!("writing {}", path.display()))?;

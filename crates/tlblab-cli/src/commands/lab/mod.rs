@@ -329,7 +329,7 @@ fn host_preset(dir: &Path) -> Result<HostFiles> {
     write_file(&path, host.toml.as_bytes())
         .with_context(|| format!("writing {}", path.display()))?;
     let provenance = host.provenance_text().lines().map(str::to_string).collect();
-    let scaled = calibration::scaled_presets(&facts, dir)?;
+    let scaled = calibration::scaled_presets(&facts, &host, dir)?;
     Ok(HostFiles { path, provenance, scaled })
 }
 
