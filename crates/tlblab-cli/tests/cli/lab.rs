@@ -110,14 +110,15 @@ fn with_root_every_scenario_is_measured_and_one_is_traced_and_replayed() {
     assert!(dir.path().join("host.toml").is_file());
     // Every simulated configuration is classified by scaling each measured loop in turn. The
     // model's one-page MADV_DONTNEED is the measured dontneed_1 by construction (zap_batch is
-    // its remainder): madvise-busy --busy 0 is calibrated by that loop, nearly wholly.
+    // its remainder): madvise-busy --busy 0's prediction moves with that loop.
     let predicted = v["host_simulations"]["predicted_runs"].as_array().unwrap();
     for sim in sims.iter().chain(predicted) {
         let class = sim["calibration"]["class"].as_str().unwrap();
         assert!(["calibrated", "predicted"].contains(&class), "{sim}");
     }
     // (Only when zap_batch was derived from the measurement: on a busy machine a noisy
-    // dontneed_1 can fall back to the copied figure, and then no loop is most of it.)
+    // dontneed_1 can fall back to the copied figure. Whether it is *most* of the value depends
+    // on the measured fault against the measured DONTNEED, so only its presence is asserted.)
     let busy0 = sims.iter().find(|s| s["key"] == "madvise-busy --busy 0").expect("busy 0 ran");
     let zap_batch_measured = v["host_simulations"]["provenance"]
         .as_array()
@@ -125,8 +126,8 @@ fn with_root_every_scenario_is_measured_and_one_is_traced_and_replayed() {
         .iter()
         .any(|l| l.as_str().unwrap().starts_with("[measured] kernel.zap_batch "));
     if zap_batch_measured {
-        assert_eq!(busy0["calibration"]["class"], "calibrated", "{busy0}");
-        assert_eq!(busy0["calibration"]["largest"]["loop"], "dontneed_1", "{busy0}");
+        let share = busy0["calibration"]["shares"]["dontneed_1"].as_f64().unwrap();
+        assert!(share > 0.1, "{busy0}");
     }
     // The predicted set ran (each group a bench of its own), and its configurations were
     // simulated in the same order.
