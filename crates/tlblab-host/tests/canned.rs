@@ -43,6 +43,28 @@ fn facts(cpuid: CpuidDump, cpuinfo: Option<&str>, online: &str) -> HostFacts {
     }
 }
 
+/// The Emerald Rapids KVM guest's facts with these kernel-path measurements (no cache file).
+fn emerald_rapids_vm_measuring<const N: usize>(
+    results: [(&str, tlblab_pathcost::Outcome); N],
+) -> HostFacts {
+    use tlblab_pathcost::{CacheKey, Cached, PathCosts};
+    let cached = Cached {
+        costs: PathCosts {
+            key: CacheKey::from_parts("", "6.18.44-fc-v657"),
+            cpus: vec![0, 1],
+            seconds: 4.0,
+            results: results.into_iter().map(|(n, o)| (n.to_owned(), o)).collect(),
+        },
+        file: None,
+        from_cache: false,
+        notes: vec![],
+    };
+    let mut f =
+        facts(dump("cpuid-kvm-emerald-rapids.txt"), Some("cpuinfo-kvm-emerald-rapids.txt"), "0-1");
+    f.path_costs = Source::Available(cached);
+    f
+}
+
 fn tlb<'a>(host: &'a HostPreset, name: &str) -> &'a RawTlb {
     let tlbs = &host.spec.raw().tlb;
     tlbs.iter().find(|t| t.name == name).unwrap_or_else(|| {
@@ -471,7 +493,7 @@ fn measured_kernel_paths_and_the_guest_section() {
 /// same as without the section.
 #[test]
 fn mitigations_from_the_vulnerabilities_files_and_the_sequences() {
-    use tlblab_pathcost::{names, sequences, CacheKey, Cached, Measurement, Outcome, PathCosts};
+    use tlblab_pathcost::{names, sequences, Measurement, Outcome};
     let m =
         |ns: f64| Outcome::Measured(Measurement::of(&[ns * 0.98, ns, ns * 1.03], 3, 100).unwrap());
     let results = [
@@ -488,20 +510,7 @@ fn mitigations_from_the_vulnerabilities_files_and_the_sequences() {
         (sequences::UNTRAIN_RET, m(21.0)),
         (sequences::RSB_FILL, Outcome::Failed("interrupted".into())),
     ];
-    let cached = Cached {
-        costs: PathCosts {
-            key: CacheKey::from_parts("", "6.18.44-fc-v657"),
-            cpus: vec![0, 1],
-            seconds: 4.0,
-            results: results.into_iter().map(|(n, o)| (n.to_owned(), o)).collect(),
-        },
-        file: None,
-        from_cache: false,
-        notes: vec![],
-    };
-    let mut f =
-        facts(dump("cpuid-kvm-emerald-rapids.txt"), Some("cpuinfo-kvm-emerald-rapids.txt"), "0-1");
-    f.path_costs = Source::Available(cached);
+    let mut f = emerald_rapids_vm_measuring(results);
     let without = build(&f).unwrap();
     assert!(without.spec.raw().mitigations.is_none());
     f.vulnerabilities = Source::Available(
@@ -538,27 +547,14 @@ fn mitigations_from_the_vulnerabilities_files_and_the_sequences() {
 #[test]
 fn one_measurement_scaled_moves_the_figures_derived_from_it() {
     use tlblab_host::build_scaled;
-    use tlblab_pathcost::{names, CacheKey, Cached, Measurement, Outcome, PathCosts};
+    use tlblab_pathcost::{names, Measurement, Outcome};
     let m = |ns: f64| Outcome::Measured(Measurement::of(&[ns, ns, ns], 3, 100).unwrap());
     let results = [
         (names::NULL_SYSCALL, m(100.0)),
         (names::MADVISE_EMPTY, m(400.0)),
         (names::MEMBARRIER_IPI, Outcome::Failed("no run delivered ≥ 0.99 IPIs per call".into())),
     ];
-    let cached = Cached {
-        costs: PathCosts {
-            key: CacheKey::from_parts("", "6.18.44"),
-            cpus: vec![0, 1],
-            seconds: 1.0,
-            results: results.into_iter().map(|(n, o)| (n.to_owned(), o)).collect(),
-        },
-        file: None,
-        from_cache: false,
-        notes: vec![],
-    };
-    let mut f =
-        facts(dump("cpuid-kvm-emerald-rapids.txt"), Some("cpuinfo-kvm-emerald-rapids.txt"), "0-1");
-    f.path_costs = Source::Available(cached);
+    let f = emerald_rapids_vm_measuring(results);
     let before = f.clone();
     let base = build(&f).unwrap();
     let k = base.spec.kernel_costs().unwrap();

@@ -101,6 +101,14 @@ impl CpumaskStats {
     pub fn is_empty(&self) -> bool {
         *self == CpumaskStats::default()
     }
+
+    /// Counts one move of the line, `remote` when it crossed sockets.
+    pub(crate) fn count_transfer(&mut self, remote: bool) {
+        self.transfers += 1;
+        if remote {
+            self.remote_transfers += 1;
+        }
+    }
 }
 
 #[cfg(test)]

@@ -75,10 +75,7 @@ impl<O: Observer> Kernel<O> {
 
     /// The cycles of one `mm_cpumask` line move, counted.
     fn cpumask_transfer(&mut self, remote: bool) -> u64 {
-        self.counters.cpumask.transfers += 1;
-        if remote {
-            self.counters.cpumask.remote_transfers += 1;
-        }
+        self.counters.cpumask.count_transfer(remote);
         self.line_transfer_cycles(remote)
     }
 

@@ -78,10 +78,7 @@ impl<O: Observer> Kernel<O> {
 
     /// The cycles of one move of a TLB-state line, counted.
     fn tlbstate_transfer(&mut self, remote: bool) -> u64 {
-        self.counters.tlbstate.transfers += 1;
-        if remote {
-            self.counters.tlbstate.remote_transfers += 1;
-        }
+        self.counters.tlbstate.count_transfer(remote);
         self.line_transfer_cycles(remote)
     }
 

@@ -73,7 +73,7 @@ impl Class {
     }
 
     /// The loop and share, in words: `dontneed_1 93%`.
-    fn share_text(&self) -> String {
+    pub fn share_text(&self) -> String {
         match self {
             Class::Predicted { largest: Some((by, share)) } | Class::Calibrated { by, share } => {
                 format!("{by} {:.0}%", share * 100.0)

@@ -400,11 +400,10 @@ fn host_check(doc: &mut Document, h: &HostComparison) {
                 cells.push(flag);
             } else {
                 cells.push(match &r.class {
-                    Class::Calibrated { by, share }
-                    | Class::Predicted { largest: Some((by, share)) } => {
-                        format!("{by} {:.0}%", share * 100.0).into()
+                    Class::Unclassified(_) | Class::Predicted { largest: None } => {
+                        cell("-", Tone::Missing)
                     }
-                    _ => cell("-", Tone::Missing),
+                    class => class.share_text().into(),
                 });
             }
             table.row(cells);
