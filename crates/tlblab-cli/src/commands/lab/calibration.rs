@@ -52,11 +52,6 @@ pub(super) fn scaled_presets(
     Ok(out)
 }
 
-/// The first seed's value of a `sim run --json` result (its first policy).
-pub(super) fn first_value(result: &Value) -> Option<f64> {
-    result["policies"][0]["values"][0].as_f64()
-}
-
 /// The share of `base`'s value that moves with each scaled loop (`scaled`: the loop and the
 /// first seed's value on its preset), the largest, and the class. `None` without a base value.
 pub(super) fn classify(base: Option<f64>, scaled: &[(&str, Option<f64>)]) -> Value {

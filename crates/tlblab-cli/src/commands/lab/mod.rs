@@ -233,7 +233,7 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
             runner.begin_phase("simulation on the host preset", configs * runs);
             let sims = simulate_on_host(&mut runner, bench, &host, cpus, args.quick);
             runner.end_phase();
-            let predicted: Vec<Value> = predicted_bench.iter().filter_map(Outcome::done).collect();
+            let predicted: Vec<&Value> = predicted_bench.iter().filter_map(Outcome::done).collect();
             let configs: usize =
                 predicted.iter().map(|b| b["configs"].as_array().map_or(0, Vec::len)).sum();
             runner.begin_phase("simulation on the host preset, the predicted set", configs * runs);
@@ -356,29 +356,28 @@ fn simulate_on_host(
                 "skipped": "the simulator has no model of this scenario" }));
             continue;
         }
-        let sim_args = |preset: &Path, seeds: &str| -> Vec<String> {
-            let mut a: Vec<String> = ["sim", "run", "--machine"].map(String::from).into();
-            a.push(preset.display().to_string());
-            a.extend(["--cpus".into(), cpus.to_string(), "--scenario".into(), scenario.into()]);
-            a.extend(["--seeds".into(), seeds.into(), "--json".into()]);
-            for (k, v) in params.as_object().into_iter().flatten() {
-                a.extend([format!("--{k}"), v.as_str().unwrap_or_default().to_string()]);
-            }
-            a
+        let options: Vec<String> = params
+            .as_object()
+            .into_iter()
+            .flatten()
+            .flat_map(|(k, v)| [format!("--{k}"), v.as_str().unwrap_or_default().to_string()])
+            .collect();
+        let sim_args = |preset: &Path, seeds: u32| {
+            sim_run_args(scenario, preset, cpus, seeds, options.iter().cloned())
         };
         let name = format!("simulated on host: {}", config_name(cfg));
-        let a = sim_args(&host.path, if quick { "2" } else { "3" });
+        let a = sim_args(&host.path, if quick { 2 } else { 3 });
         let args: Vec<&str> = a.iter().map(String::as_str).collect();
         let outcome = runner.json_value_step(&name, &args);
-        let base = outcome.done().as_ref().and_then(calibration::first_value);
+        let base = outcome.done().and_then(first_simulated);
         let mut scaled = Vec::new();
         if base.is_some() {
             for p in &host.scaled {
-                let a = sim_args(&p.path, "1");
+                let a = sim_args(&p.path, 1);
                 let args: Vec<&str> = a.iter().map(String::as_str).collect();
                 let name = format!("{name}, {} +10%", p.name);
                 let value = runner.json_value_folded(&name, &args);
-                scaled.push((p.name, value.as_ref().and_then(calibration::first_value)));
+                scaled.push((p.name, value.as_ref().and_then(first_simulated)));
             }
         }
         let class = if host.scaled.is_empty() {
@@ -395,6 +394,35 @@ fn simulate_on_host(
         }));
     }
     out
+}
+
+/// `tlblab sim run` of `scenario` on `preset` with `cpus` CPUs and `seeds` seeds, its settings
+/// as `options` (`--k v` pairs or flags), JSON on standard output: how every step of the main
+/// job simulates a configuration it measured.
+fn sim_run_args(
+    scenario: &str,
+    preset: &Path,
+    cpus: usize,
+    seeds: u32,
+    options: impl IntoIterator<Item = String>,
+) -> Vec<String> {
+    let mut a: Vec<String> =
+        ["sim", "run", "--scenario", scenario, "--machine"].map(String::from).into();
+    a.push(preset.display().to_string());
+    a.extend(["--cpus".into(), cpus.to_string(), "--seeds".into(), seeds.to_string()]);
+    a.extend(options);
+    a.push("--json".into());
+    a
+}
+
+/// The simulated value of each seed (the first policy's) in a `sim run --json` result.
+fn simulated_values(result: &Value) -> Option<Vec<f64>> {
+    result["policies"][0]["values"].as_array()?.iter().map(Value::as_f64).collect()
+}
+
+/// The first seed's simulated value.
+fn first_simulated(result: &Value) -> Option<f64> {
+    simulated_values(result)?.first().copied()
 }
 
 /// The scenarios of the safety checks, each with the settings it runs at: lazy-readers twice,

@@ -61,18 +61,14 @@ impl Config {
 
     /// `tlblab sim run` of the same settings on `machine` with `cpus` CPUs.
     fn sim_args(&self, machine: &Path, cpus: usize, seeds: u32) -> Vec<String> {
-        let mut a: Vec<String> =
-            ["sim", "run", "--scenario", "hackbench", "--machine"].map(String::from).into();
-        a.push(machine.display().to_string());
-        a.extend(["--cpus".into(), cpus.to_string(), "--seeds".into(), seeds.to_string()]);
-        a.extend(["--groups".into(), self.groups.to_string()]);
-        a.extend(["--loops".into(), LOOPS.to_string()]);
-        a.extend(["--mode".into(), if self.threads { "threads" } else { "processes" }.into()]);
+        let mut options: Vec<String> = vec!["--groups".into(), self.groups.to_string()];
+        options.extend(["--loops".into(), LOOPS.to_string()]);
+        let mode = if self.threads { "threads" } else { "processes" };
+        options.extend(["--mode".into(), mode.into()]);
         if self.pipe {
-            a.push("--pipe".into());
+            options.push("--pipe".into());
         }
-        a.push("--json".into());
-        a
+        super::sim_run_args("hackbench", machine, cpus, seeds, options)
     }
 }
 
@@ -94,11 +90,6 @@ fn parse_time(stdout: &str) -> Result<f64> {
         .trim()
         .parse::<f64>()
         .map_err(|e| anyhow!("hackbench's `Time:` line: {e}"))
-}
-
-/// The simulated seconds of each seed, from `sim run --json`.
-fn simulated_values(result: &Value) -> Option<Vec<f64>> {
-    result["policies"][0]["values"].as_array()?.iter().map(Value::as_f64).collect()
 }
 
 /// Runs hackbench (quick: 3 runs per configuration, else 5) and simulates each configuration
@@ -138,7 +129,7 @@ pub(super) fn peers(
                 let sim = config.sim_args(machine, cpus, seeds);
                 let sim: Vec<&str> = sim.iter().map(String::as_str).collect();
                 match runner.json_value_step(&format!("simulated: {name}"), &sim) {
-                    Outcome::Done(v) => match simulated_values(&v) {
+                    Outcome::Done(v) => match super::simulated_values(&v) {
                         Some(values) => (values, None),
                         None => (Vec::new(), Some("sim run gave no values".to_string())),
                     },

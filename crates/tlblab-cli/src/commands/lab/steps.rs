@@ -25,9 +25,9 @@ pub enum Outcome {
 
 impl Outcome {
     /// The JSON of a step that ran.
-    pub fn done(&self) -> Option<Value> {
+    pub fn done(&self) -> Option<&Value> {
         match self {
-            Outcome::Done(v) => Some(v.clone()),
+            Outcome::Done(v) => Some(v),
             _ => None,
         }
     }
