@@ -12,6 +12,8 @@
 //! | `madvise` | `madvise_empty − S` (no page present: no zap, no flush) | cycles |
 //! | `zap_pte` | `(dontneed_256 − dontneed_64) / 192` (both flush fully: the flush cancels) | cycles |
 //! | `zap_batch` | `dontneed_1 − madvise_empty − zap_pte − F`, where `F` is the one-page local flush the model charges (`flush_tlb_mm_range` + `flush_tlb_func` + INVLPG at the host clock) | cycles |
+//! | `change_pte` | `(mprotect_256 − mprotect_64) / 192` (both flush fully: the flush cancels) | cycles |
+//! | `mprotect` | `mprotect_1 − S − change_pte − F` (`F` as for `zap_batch`) | cycles |
 //! | `mmap`, `munmap` | `(mmap_munmap_untouched − 2 S) / 2` each | cycles |
 //! | `split_vma` | `munmap_split − S − munmap` | cycles |
 //! | `wakeup` | `pipe_wake_local − pipe_write` (a 100-byte pipe write that wakes a reader blocked on its CPU, less the same write with nobody waiting) | cycles |
@@ -143,41 +145,57 @@ pub fn derive(
             Scales::Cycles,
         ),
     ));
-    let zap = (|| {
-        let (small, small_how) = input(costs, names::DONTNEED_SMALL)?;
-        let (large, large_how) = input(costs, names::DONTNEED_LARGE)?;
+    // The per-page work of two measurements that both flush fully (the flush cancels).
+    let per_page = |small_name: &str, large_name: &str| {
+        let (small, small_how) = input(costs, small_name)?;
+        let (large, large_how) = input(costs, large_name)?;
         let pages =
             (tlblab_pathcost::measure::ZAP_LARGE - tlblab_pathcost::measure::ZAP_SMALL) as f64;
-        let rule = format!("(dontneed_256 − dontneed_64) / {pages}");
+        let rule = format!("({large_name} − {small_name}) / {pages}");
         let ns = positive(&rule, (large - small) / pages)?;
-        Ok(Derived {
+        Ok::<_, String>(Derived {
             ns: round1(ns),
             scales: Scales::Cycles,
             how: format!("{rule}: {large_how}; {small_how}"),
             assumed_split: false,
         })
-    })();
-    let madvise = out.kernel.last().map(|(_, d)| d.clone()).expect("madvise pushed above");
-    let batch = (|| {
-        let (one, one_how) = input(costs, names::DONTNEED_ONE)?;
-        let (madvise, zap) = (madvise?, zap.clone()?);
-        let rule = "dontneed_1 − madvise_empty − zap_pte − the model's one-page local flush";
-        // madvise is madvise_empty − S; the measured dontneed_1 holds S too.
+    };
+    // A one-page measurement less the syscall, the figures it holds and the one-page local
+    // flush the model charges: what is left is the path's own fixed work.
+    let one_page = |name: &str, held: &[(&str, &Result<Derived, String>)]| {
+        let (one, one_how) = input(costs, name)?;
         let (s, _) = syscall.clone()?;
-        let ns = positive(rule, one - s - madvise.ns - zap.ns - local_flush.ns)?;
-        Ok(Derived {
+        let mut rest = one - s - local_flush.ns;
+        let mut rule = format!("{name} − null_syscall");
+        let mut parts = format!("null_syscall {s:.1} ns");
+        for (label, figure) in held {
+            let figure = figure.as_ref().map_err(|e| format!("{label}: {e}"))?;
+            rest -= figure.ns;
+            rule += &format!(" − {label}");
+            parts += &format!("; {label} {:.1} ns", figure.ns);
+        }
+        rule += " − the model's one-page local flush";
+        let ns = positive(&rule, rest)?;
+        Ok::<_, String>(Derived {
             ns: round1(ns),
             scales: Scales::Cycles,
             how: format!(
-                "{rule}: {one_how}; madvise {:.1} ns; zap_pte {:.1} ns; null_syscall {s:.1} ns; \
-                 flush {:.1} ns ({})",
-                madvise.ns, zap.ns, local_flush.ns, local_flush.how
+                "{rule}: {one_how}; {parts}; flush {:.1} ns ({})",
+                local_flush.ns, local_flush.how
             ),
             assumed_split: false,
         })
-    })();
+    };
+    let madvise = out.kernel.last().map(|(_, d)| d.clone()).expect("madvise pushed above");
+    let zap = per_page(names::DONTNEED_SMALL, names::DONTNEED_LARGE);
+    // madvise is madvise_empty − S; the measured dontneed_1 holds S too.
+    let batch = one_page(names::DONTNEED_ONE, &[("madvise", &madvise), ("zap_pte", &zap)]);
+    let change_pte = per_page(names::MPROTECT_SMALL, names::MPROTECT_LARGE);
+    let mprotect = one_page(names::MPROTECT_ONE, &[("change_pte", &change_pte)]);
     out.kernel.push(("zap_pte", zap));
     out.kernel.push(("zap_batch", batch));
+    out.kernel.push(("mprotect", mprotect));
+    out.kernel.push(("change_pte", change_pte));
     let map = minus_syscall(
         names::MMAP_MUNMAP,
         2.0,
@@ -516,6 +534,9 @@ mod tests {
             (names::DONTNEED_ONE, m(900.0)),
             (names::DONTNEED_SMALL, m(20_000.0)),
             (names::DONTNEED_LARGE, m(50_000.0)),
+            (names::MPROTECT_ONE, m(1_000.0)),
+            (names::MPROTECT_SMALL, m(10_000.0)),
+            (names::MPROTECT_LARGE, m(29_200.0)),
             (names::MMAP_MUNMAP, m(3_200.0)),
             (names::MUNMAP_SPLIT, m(2_800.0)),
             (names::THREAD_SWITCH, m(1_200.0)),
@@ -536,6 +557,9 @@ mod tests {
         assert_eq!(ns(&d, "munmap"), Ok(1500.0));
         // 900 − 100 (syscall) − 250 (madvise) − 156.3 (zap_pte, as derived) − 100 (the flush).
         assert_eq!(ns(&d, "zap_batch"), Ok(293.7));
+        // (29,200 − 10,000) / 192 per PTE; 1,000 − 100 (syscall) − 100 (change_pte) − 100 (flush).
+        assert_eq!(ns(&d, "change_pte"), Ok(100.0));
+        assert_eq!(ns(&d, "mprotect"), Ok(700.0));
         // 2,800 − 100 − 1,500.
         assert_eq!(ns(&d, "split_vma"), Ok(1200.0));
         // 1,200 − 200 = 1,000 ns, split 1,770 : 500 (skylake's context_switch : wakeup).

@@ -24,7 +24,7 @@ const fn ev(rets: u32, indirect: u32, entries: u32, switches: u32) -> PathEvents
 
 /// Events per occurrence of each `[kernel]` figure the host measures (an estimate: see
 /// [`EVENTS_SOURCE`]). `entries` are the paths measured from user mode and back.
-pub const EVENTS: [(&str, PathEvents); 14] = [
+pub const EVENTS: [(&str, PathEvents); 16] = [
     // entry_SYSCALL_64 → do_syscall_64 → x64_sys_call → __x64_sys_getppid →
     // __task_pid_nr_ns; the exit work is inline on the fast path.
     ("syscall", ev(4, 0, 1, 0)),
@@ -41,6 +41,11 @@ pub const EVENTS: [(&str, PathEvents); 14] = [
     ("zap_pte", ev(3, 0, 0, 0)),
     // lru_add_drain(), tlb_finish_mmu(): free_pages_and_swap_cache, memcg uncharge.
     ("zap_batch", ev(20, 0, 0, 0)),
+    // do_mprotect_pkey(): the VMA lookup, mprotect_fixup() → vma_modify_flags(),
+    // change_protection() down to the PTE level, mmap_lock.
+    ("mprotect", ev(20, 0, 0, 0)),
+    // change_pte_range() per PTE: ptep_modify_prot_start/commit, can_change_pte_writable().
+    ("change_pte", ev(3, 0, 0, 0)),
     // do_mmap(): get_unmapped_area, mmap_region, vma_merge_new_range, VMA allocation.
     ("mmap", ev(25, 1, 0, 0)),
     // do_vmi_munmap(): the maple-tree store, unmap_region, VMA free.

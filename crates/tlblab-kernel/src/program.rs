@@ -76,8 +76,9 @@ pub enum Syscall {
         /// Pages.
         pages: u64,
     },
-    /// `mprotect(PROT_READ)` of pages of a region: one flush of the present pages (making them
-    /// writable again needs no flush on x86, so it is not modelled).
+    /// `mprotect()` of pages of a region, to read-only or back to read-write (the model keeps no
+    /// protection bits): each present PTE changed, then one flush of them; on x86 a change of
+    /// the write bit needs a flush either way (`pte_needs_flush()`).
     Mprotect {
         /// The region.
         vma: VmaId,

@@ -8,6 +8,7 @@
 //! | `minor_fault_anon` | first write of such a page: allocate, zero, map |
 //! | `madvise_empty` | `madvise(MADV_DONTNEED)` of 64 pages none of which is present: syscall, `mmap_lock` and VMA walk; no zap, no flush |
 //! | `dontneed_64`, `dontneed_256` | `MADV_DONTNEED` of 64 / 256 present pages (the writes that make them present are not timed): both flush fully, so their difference is 192 zaps |
+//! | `mprotect_1`, `mprotect_64`, `mprotect_256` | `mprotect` of 1 / 64 / 256 present pages, read-only and read-write by turns: each call changes every PTE and flushes (one page by `INVLPG`, 64 and 256 fully, so their difference is 192 PTE changes) |
 //! | `mmap_munmap_untouched` | `mmap` + `munmap` of 16 untouched pages: no zap, no flush |
 //! | `thread_switch` | per switch: two threads of this process on one CPU pass a token through eventfds (same mm) |
 //! | `membarrier_ipi` | `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` with a sibling thread spinning on the other CPU: one IPI round trip; runs that delivered fewer than 0.99 `CAL` interrupts per call are dropped |
@@ -64,6 +65,12 @@ pub mod names {
     pub const DONTNEED_SMALL: &str = "dontneed_64";
     /// `MADV_DONTNEED` of [`crate::measure::ZAP_LARGE`] present pages.
     pub const DONTNEED_LARGE: &str = "dontneed_256";
+    /// `mprotect` of one present page (read-only and read-write by turns).
+    pub const MPROTECT_ONE: &str = "mprotect_1";
+    /// `mprotect` of [`crate::measure::ZAP_SMALL`] present pages.
+    pub const MPROTECT_SMALL: &str = "mprotect_64";
+    /// `mprotect` of [`crate::measure::ZAP_LARGE`] present pages.
+    pub const MPROTECT_LARGE: &str = "mprotect_256";
     /// `mmap` + `munmap` of an untouched region.
     pub const MMAP_MUNMAP: &str = "mmap_munmap_untouched";
     /// `munmap` of the untouched upper page of a 2-page VMA (`__split_vma()`).
@@ -96,7 +103,7 @@ pub mod names {
     /// `fork` + `_exit` + `waitpid`.
     pub const FORK_EXIT: &str = "fork_exit";
     /// Every name, in measuring order.
-    pub const ALL: [&str; 22] = [
+    pub const ALL: [&str; 25] = [
         NULL_SYSCALL,
         FAULT_ZERO,
         FAULT_ANON,
@@ -104,6 +111,9 @@ pub mod names {
         DONTNEED_ONE,
         DONTNEED_SMALL,
         DONTNEED_LARGE,
+        MPROTECT_ONE,
+        MPROTECT_SMALL,
+        MPROTECT_LARGE,
         MMAP_MUNMAP,
         MUNMAP_SPLIT,
         THREAD_SWITCH,

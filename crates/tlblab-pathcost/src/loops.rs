@@ -25,7 +25,7 @@ pub const CALIBRATION_STEP: f64 = 0.10;
 pub const CALIBRATED_SHARE: f64 = 0.5;
 
 /// Every loop the host preset measures, in measuring order ([`names::ALL`]).
-pub const MEASURED_LOOPS: [MeasuredLoop; 22] = [
+pub const MEASURED_LOOPS: [MeasuredLoop; 25] = [
     MeasuredLoop { name: names::NULL_SYSCALL, operation: "getppid()" },
     MeasuredLoop {
         name: names::FAULT_ZERO,
@@ -52,6 +52,20 @@ pub const MEASURED_LOOPS: [MeasuredLoop; 22] = [
         name: names::DONTNEED_LARGE,
         operation: "MADV_DONTNEED of 256 present pages, their writes untimed (a full flush): \
                     munmap-threads' DONTNEED at its default 256 pages",
+    },
+    MeasuredLoop {
+        name: names::MPROTECT_ONE,
+        operation: "mprotect of one present page, read-only and read-write by turns (its PTE \
+                    changed, one local INVLPG flush)",
+    },
+    MeasuredLoop {
+        name: names::MPROTECT_SMALL,
+        operation: "mprotect of 64 present pages, read-only and read-write by turns (a full flush)",
+    },
+    MeasuredLoop {
+        name: names::MPROTECT_LARGE,
+        operation:
+            "mprotect of 256 present pages, read-only and read-write by turns (a full flush)",
     },
     MeasuredLoop {
         name: names::MMAP_MUNMAP,

@@ -130,6 +130,14 @@ fn measure_on_this_thread(opts: &Options) -> (Vec<usize>, BTreeMap<String, Outco
     for (name, pages) in zaps {
         put(name, &mut || zap(opts, pages));
     }
+    let protects = [
+        (names::MPROTECT_ONE, 1),
+        (names::MPROTECT_SMALL, ZAP_SMALL),
+        (names::MPROTECT_LARGE, ZAP_LARGE),
+    ];
+    for (name, pages) in protects {
+        put(name, &mut || protect(opts, pages));
+    }
     put(names::MMAP_MUNMAP, &mut || {
         simple(opts, 1 << 22, &mut |ops| {
             let t = Instant::now();
@@ -302,6 +310,25 @@ fn zap(opts: &Options, pages: usize) -> Result<Measurement, String> {
             region.dontneed(1..pages + 1).map_err(|e| format!("madvise(MADV_DONTNEED): {e}"))?;
             took += t.elapsed();
         }
+        Ok(took)
+    })
+}
+
+/// `mprotect` of `pages` present pages, read-only and read-write by turns: every call changes
+/// each PTE's write bit, and on x86 either direction needs a flush (`pte_needs_flush()`: `_PAGE_RW`
+/// is a flush-on-change flag), so each call flushes. The region is left read-write.
+fn protect(opts: &Options, pages: usize) -> Result<Measurement, String> {
+    let region = Anon::map(pages).map_err(|e| format!("mmap: {e}"))?;
+    for page in 0..pages {
+        region.write(page);
+    }
+    simple(opts, 1 << 20, &mut |ops| {
+        let t = Instant::now();
+        for op in 0..ops {
+            region.protect(op % 2 == 1).map_err(|e| format!("mprotect: {e}"))?;
+        }
+        let took = t.elapsed();
+        region.protect(true).map_err(|e| format!("mprotect: {e}"))?;
         Ok(took)
     })
 }

@@ -1,5 +1,5 @@
 //! The crate's only unsafe code: a private anonymous mapping touched page by page, `madvise`,
-//! `mmap`/`munmap` of an untouched region, `fork` + `_exit`, `membarrier`, a CPU-bound perf
+//! `mprotect`, `mmap`/`munmap` of an untouched region, `fork` + `_exit`, `membarrier`, a CPU-bound perf
 //! event toggled by `ioctl`, and `sched_setscheduler`.
 //!
 //! The invariants: an [`Anon`] owns its mapping (unmapped on drop, touched only within its
@@ -52,6 +52,19 @@ impl Anon {
     pub(crate) fn write(&self, page: usize) {
         // SAFETY: in bounds (checked), mapped writable; no reference aliases the mapping.
         unsafe { self.byte(page).write_volatile(1) }
+    }
+
+    /// `mprotect` of the whole region: read-write, or read-only (no write may follow until it is
+    /// read-write again).
+    pub(crate) fn protect(&self, writable: bool) -> Result<(), Errno> {
+        let prot = if writable {
+            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE
+        } else {
+            ProtFlags::PROT_READ
+        };
+        // SAFETY: our own mapping, whole; a protection change moves no memory, and the callers
+        // write only while the region is read-write.
+        unsafe { mman::mprotect(self.ptr, self.pages * PAGE, prot) }
     }
 
     /// `madvise(MADV_DONTNEED)` of `pages`.

@@ -33,6 +33,7 @@ mod beyond_s7;
 mod beyond_s8;
 mod beyond_s9;
 mod error;
+pub mod inputs;
 pub mod measure;
 pub mod render;
 pub mod report;

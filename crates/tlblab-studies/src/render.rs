@@ -804,5 +804,12 @@ fn footer(r: &StudyReport) -> String {
             }
         }
     }
+    if !r.inputs.is_empty() {
+        out += "\n  inputs (measured here, copied from where, assumed):\n";
+        for input in &r.inputs {
+            let line = format!("{} — {}", input.what, input.from);
+            out += &wrap(&format!("{}: ", input.origin.label()), &line, 4, WIDTH);
+        }
+    }
     out
 }

@@ -3,6 +3,7 @@
 //! Big per-run vectors of the kernel model (preemption-off sections, exposure windows, per-CPU
 //! counters) are summarised (count, percentiles, sums), never copied whole.
 
+use crate::inputs::StudyInput;
 use crate::measure::{percentile_cycles, Measure};
 use crate::study::{Layout, Sweep};
 use serde::Serialize;
@@ -56,6 +57,9 @@ pub struct StudyReport {
     /// The mechanisms switched off in every run (`--without`); left out when none is.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub without: Vec<Mechanism>,
+    /// Its inputs: which were measured on the project's machine, copied (from where) or
+    /// assumed (docs/studies.md, "Inputs: measured, copied, assumed").
+    pub inputs: Vec<StudyInput>,
     /// The parts that ran, in the study's order.
     pub parts: Vec<PartReport>,
     /// The parts that did not run because this build of the kernel model lacks their scenario.

@@ -3,6 +3,7 @@
 
 use crate::beyond_s10::{self, CEILING_SEP, REPLAY_PREFIX};
 use crate::error::StudyError;
+use crate::inputs::Feed;
 use crate::measure::{Measure, Missing};
 use crate::report::{
     Answer, CeilingCurve, CeilingPoint, EffectStatus, Explanation, MachineInfo, MeasureInfo,
@@ -148,6 +149,13 @@ pub fn run_with_progress(
             return Err(e);
         }
     }
+    let inputs = crate::inputs::statement(parts.iter().map(|p| {
+        let feed = match &p.source {
+            Source::Scenario(s) => Feed::Scenario(s),
+            Source::Replay(r) => Feed::Trace(r.trace.name, r.trace.what),
+        };
+        (&p.spec, feed)
+    }));
     let base = options.mechanisms;
     if options.explain {
         // A replay runs with every mechanism on (tlblab-replay has no switch for them).
@@ -246,6 +254,7 @@ pub fn run_with_progress(
         confidence: CONFIDENCE,
         noise: options.noise,
         without: base.off(),
+        inputs,
         parts: reports,
         not_run,
     })

@@ -25,6 +25,7 @@ mod ids;
 pub mod names;
 mod page;
 pub mod plain;
+pub mod provenance;
 
 pub use cpulist::{parse_cpu_list, CpuListError};
 pub use event::{Access, AccessKind, InvlpgbRange, InvlpgbScope, InvpcidType, TlbOp, TraceEvent};

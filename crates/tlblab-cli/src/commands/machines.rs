@@ -4,9 +4,8 @@ use crate::cli::{MachinesArgs, MachinesCommand};
 use crate::render::{self, group, Table};
 use anyhow::{Context, Result};
 use std::process::ExitCode;
-use tlblab_sim::machine::raw::{CyclesFigure, KernelFigure, RawMachine};
+use tlblab_sim::machine::raw::RawMachine;
 use tlblab_sim::machine::{builtin, MachineSpec, PscScope, BUILTIN_PRESETS};
-use tlblab_sim::stats::OpKind;
 
 pub fn run(args: &MachinesArgs) -> Result<ExitCode> {
     match &args.show {
@@ -42,45 +41,8 @@ fn list() -> Result<String> {
 
 /// `(unverified, total)` figures of a preset.
 fn unverified(raw: &RawMachine) -> (usize, usize) {
-    let mut marks: Vec<bool> = raw.tlb.iter().map(|t| t.unverified).collect();
-    marks.extend(raw.psc.iter().map(|p| p.unverified));
-    marks.extend(figures(raw).iter().map(|(_, f)| f.unverified));
-    marks.extend(kernel_figures(raw).iter().map(|(_, f)| f.unverified));
-    (marks.iter().filter(|&&m| m).count(), marks.len())
-}
-
-/// Every cycles figure, named as in the file.
-fn figures(raw: &RawMachine) -> Vec<(String, &CyclesFigure)> {
-    let l = &raw.latency;
-    let latencies = [
-        ("stlb_hit", &l.stlb_hit),
-        ("walk_pml5", &l.walk_pml5),
-        ("walk_pml4", &l.walk_pml4),
-        ("walk_pdpt", &l.walk_pdpt),
-        ("walk_pd", &l.walk_pd),
-        ("walk_pt", &l.walk_pt),
-    ];
-    let latencies = latencies.into_iter().map(|(n, f)| (format!("latency.{n}"), f));
-    let costs = OpKind::ALL
-        .into_iter()
-        .filter_map(|k| raw.cost.for_op(k).map(|f| (format!("cost.{}", k.name()), f)));
-    latencies.chain(costs).collect()
-}
-
-/// Every kernel-path figure (`[kernel]`, then `[guest]`'s timed ones, then `[mitigations]`'s
-/// per-event costs), named as in the file.
-fn kernel_figures(raw: &RawMachine) -> Vec<(String, &KernelFigure)> {
-    let kernel =
-        raw.kernel.iter().flat_map(|k| k.figures()).map(|(n, f)| (format!("kernel.{n}"), f));
-    let guest = raw.guest.iter().flat_map(|g| g.figures()).map(|(n, f)| (format!("guest.{n}"), f));
-    let mitigations = raw
-        .mitigations
-        .iter()
-        .flat_map(|m| m.figures())
-        .map(|(n, f)| (format!("mitigations.{n}"), f));
-    let rar = raw.rar.iter().flat_map(|r| r.figures()).map(|(n, f)| (format!("rar.{n}"), f));
-    let locks = raw.locks.iter().flat_map(|l| l.figures()).map(|(n, f)| (format!("locks.{n}"), f));
-    kernel.chain(guest).chain(mitigations).chain(rar).chain(locks).collect()
+    let figures = raw.sourced_figures();
+    (figures.iter().filter(|f| f.unverified).count(), figures.len())
 }
 
 /// `[kernel]` and `[guest]`: each figure as written (unit, source clock, scaling rule) and its
@@ -97,7 +59,7 @@ fn kernel_tables(raw: &RawMachine) -> String {
     );
     let mut t =
         Table::new(&["figure", "as written", "measured at", "scales with", "cycles", "", "source"]);
-    for (name, f) in kernel_figures(raw) {
+    for (name, f) in raw.kernel_figures() {
         let w = &f.written;
         let (written, at, scales) = match (w.cycles, w.ns, w.at_mhz, w.scales) {
             (Some(c), ..) => {
@@ -162,7 +124,7 @@ fn kernel_tables(raw: &RawMachine) -> String {
 fn annotate(text: &str, spec: &MachineSpec) -> String {
     let raw = spec.raw();
     let mhz = raw.kernel.as_ref().map_or(0, |k| k.clock.mhz);
-    let figures = kernel_figures(raw);
+    let figures = raw.kernel_figures();
     let mut section = String::new();
     let mut out = String::with_capacity(text.len() + 2048);
     for line in text.split_inclusive('\n') {
@@ -293,7 +255,7 @@ fn show(spec: &MachineSpec) -> String {
     out += &t.render(0);
     out.push('\n');
     let mut t = Table::new(&["figure", "cycles", "", "source"]);
-    for (name, fig) in figures(raw) {
+    for (name, fig) in raw.cycles_figures() {
         t.row(vec![name, group(fig.cycles), mark(fig.unverified).into(), fig.source.clone()]);
     }
     out += &t.render(0);

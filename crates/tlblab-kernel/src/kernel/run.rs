@@ -1009,16 +1009,24 @@ impl<O: Observer> Kernel<O> {
                 Step::Spend(cycles, Mode::Sys)
             }
             Syscall::Mprotect { vma, first, pages } => {
-                let cycles = self.costs.mprotect.cycles;
                 self.push_exit_unlocking(t, lock);
-                // The flush covers the present pages of the range, first to last.
-                let range = self.mms[mm.0 as usize].vma(vma).and_then(|v| {
+                // change_pte_range() changes each present PTE of the range; the flush covers
+                // them, first to last (on x86 a write bit set or cleared both need one:
+                // pte_needs_flush()).
+                let (changed, range) = self.mms[mm.0 as usize].vma(vma).map_or((0, None), |v| {
                     let span = &v.ptes
                         [first.min(v.pages()) as usize..(first + pages).min(v.pages()) as usize];
-                    let lo = span.iter().position(|&p| p != Pte::None)?;
-                    let hi = span.iter().rposition(|&p| p != Pte::None)?;
-                    Some((v.vpn(first + lo as u64).0, v.vpn(first + hi as u64).0 + 1))
+                    let changed = span.iter().filter(|&&p| p != Pte::None).count() as u64;
+                    let range = span
+                        .iter()
+                        .position(|&p| p != Pte::None)
+                        .zip(span.iter().rposition(|&p| p != Pte::None));
+                    let range = range.map(|(lo, hi)| {
+                        (v.vpn(first + lo as u64).0, v.vpn(first + hi as u64).0 + 1)
+                    });
+                    (changed, range)
                 });
+                let cycles = self.costs.mprotect.cycles + changed * self.costs.change_pte.cycles;
                 if let Some((lo, hi)) = range {
                     self.push_flush(t, FlushRequest::pages(mm, lo, hi, false));
                 }

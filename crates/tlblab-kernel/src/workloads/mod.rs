@@ -7,10 +7,12 @@
 
 mod deferred;
 pub mod hackbench;
+mod inputs;
 mod kbuild;
 mod peers;
 mod stale;
 
+pub use inputs::ScenarioInput;
 pub use kbuild::BuildMix;
 pub use peers::{StormOp, TLB_FLUSH2_PAGES};
 

@@ -222,10 +222,12 @@ impl Program for Storm {
                 store(vma, 0, pages, &self.p)
             }
             (false, 3) => Action::Syscall(Syscall::Munmap { vma: self.vma.expect("mapped") }),
-            (true, 1) => Action::Syscall(Syscall::Mprotect { vma: first, first: 0, pages }),
-            // mprotect(PROT_READ|PROT_WRITE): its entry and exit. The model has no path for
-            // making pages writable again, which flushes nothing on x86.
-            (true, 2) => Action::Syscall(Syscall::Null),
+            // mprotect(PROT_READ), then mprotect(PROT_READ|PROT_WRITE): each changes every
+            // present PTE, and on x86 each flushes (pte_needs_flush(): a change of _PAGE_RW
+            // either way needs one; a private anonymous page the process alone maps is made
+            // writable at once, can_change_pte_writable(), so the writes that follow do not
+            // fault).
+            (true, 1 | 2) => Action::Syscall(Syscall::Mprotect { vma: first, first: 0, pages }),
             (true, 3) => store(first, 0, pages, &self.p),
             _ => {
                 self.i += 1;
@@ -327,9 +329,42 @@ mod tests {
         assert_eq!(sys(&with(500, 0)) - base, 201 * 500, "one zap batch per mmu_gather");
     }
 
+    /// storm's mprotect pays `change_pte` once per present PTE of each call (change_pte_range()
+    /// visits every one), on top of the call's own `mprotect`: two calls per iteration.
+    #[test]
+    fn storm_mprotect_pays_change_pte_per_present_pte() {
+        let text = include_str!("../../../../presets/skylake.toml");
+        let with = |per_pte: u64| {
+            let line = text.lines().find(|l| l.starts_with("change_pte = ")).expect("a change_pte");
+            let text = text.replacen(
+                line,
+                &format!("change_pte = {{ cycles = {per_pte}, source = \"test\" }}"),
+                1,
+            );
+            tlblab_sim::machine::MachineSpec::from_toml(&text, "test").unwrap()
+        };
+        let sys = |spec: &tlblab_sim::machine::MachineSpec| {
+            let p = Params {
+                busy: 0,
+                op: StormOp::Mprotect,
+                pages: 8,
+                iterations: 50,
+                ..Params::default()
+            };
+            let policy = Policy::named("linux-6.18").unwrap();
+            let mut k = Kernel::new(spec, &policy, KernelConfig::new(1, 1), NoObserver).unwrap();
+            let s = scenario("storm").unwrap();
+            s.install(&mut k, &p).unwrap();
+            assert!(s.run(&mut k, &p));
+            k.report().tasks[0].sys_cycles
+        };
+        assert_eq!(sys(&with(1000)) - sys(&with(0)), 50 * 2 * 8 * 1000);
+    }
+
     /// storm: per iteration, munmap: the pages' write faults and one ranged flush of them;
-    /// mprotect: no fault after the setup's, one ranged flush. Each flush reaches the spinning
-    /// sibling (one IPI per iteration) when there is one.
+    /// mprotect: no fault after the setup's, two ranged flushes (read-only, then read-write:
+    /// on x86 both change `_PAGE_RW`, which `pte_needs_flush()` flushes either way). Each
+    /// flush reaches the spinning sibling when there is one.
     #[test]
     fn storm_counts_follow_from_its_loop() {
         for op in [StormOp::Munmap, StormOp::Mprotect] {
@@ -341,9 +376,13 @@ mod tests {
                     StormOp::Munmap => 1 + 4 * 100,
                     StormOp::Mprotect => 4,
                 };
+                let flushes = match op {
+                    StormOp::Munmap => 100,
+                    StormOp::Mprotect => 2 * 100,
+                };
                 assert_eq!(r.page_faults, faults, "{op:?}");
-                assert_eq!(r.vmstat.nr_tlb_local_flush_one, 4 * 100, "{op:?}");
-                assert_eq!(r.vmstat.nr_tlb_remote_flush, 100 * busy as u64, "{op:?} {busy}");
+                assert_eq!(r.vmstat.nr_tlb_local_flush_one, 4 * flushes, "{op:?}");
+                assert_eq!(r.vmstat.nr_tlb_remote_flush, flushes * busy as u64, "{op:?} {busy}");
             }
         }
     }

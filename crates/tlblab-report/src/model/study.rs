@@ -3,6 +3,7 @@
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
+pub use tlblab_studies::inputs::StudyInput;
 pub use tlblab_studies::{Relative, SweepAxis};
 
 /// `tlblab sim study NAME --json`.
@@ -33,6 +34,9 @@ pub struct Study {
     /// The practical band of its verdicts (`--noise`; absent in results of older tlblab).
     #[serde(default)]
     pub noise: Option<f64>,
+    /// Its inputs by origin (absent in results of older tlblab).
+    #[serde(default)]
+    pub inputs: Vec<StudyInput>,
     /// The parts that ran.
     pub parts: Vec<Part>,
     /// The parts that could not run.

@@ -70,6 +70,28 @@ pub fn study(doc: &mut Document, ctx: &Ctx, name: &str, s: &Study) {
     }
     ceiling_curves(doc, ctx, s);
     policies(doc, s);
+    inputs(doc, s);
+}
+
+/// The study's inputs: measured on the project's machine, copied (and from where), assumed
+/// (absent in results of an older tlblab, which did not state them).
+fn inputs(doc: &mut Document, s: &Study) {
+    if s.inputs.is_empty() {
+        return;
+    }
+    doc.heading(3, format!("{}: inputs, measured here, copied or assumed", s.short.to_uppercase()));
+    let mut table = Table::new(&["origin", "input", "from"]);
+    for input in &s.inputs {
+        table.row(vec![
+            input.origin.label().to_string().into(),
+            input.what.clone().into(),
+            input.from.clone().into(),
+        ]);
+    }
+    table.note = Some(
+        "measured here: on the project's 2-vCPU KVM guest; copied: from the document cited; assumed: no source gives the figure; defined: the study's own choice".into(),
+    );
+    doc.table(table);
 }
 
 /// S10: per source (the scenario or trace), the headline's ratio to the baseline ceiling

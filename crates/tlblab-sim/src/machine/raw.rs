@@ -6,6 +6,7 @@
 use crate::hw::Replacement;
 use crate::stats::OpKind;
 use serde::{Deserialize, Serialize};
+use tlblab_types::provenance::InputOrigin;
 use tlblab_types::{AccessKind, PageSize};
 
 /// A figure with its provenance.
@@ -206,6 +207,13 @@ impl KernelFigure {
     pub fn unmeasured_split_vma() -> KernelFigure {
         let why = "not measured apart: a munmap that splits a VMA costs what one that removes a \
                    whole VMA does";
+        KernelFigure::in_cycles(0, why, true)
+    }
+
+    /// `change_pte` of a preset that does not give it.
+    pub fn unmeasured_change_pte() -> KernelFigure {
+        let why = "not measured apart: an mprotect costs the same whatever the number of present \
+                   pages it changes";
         KernelFigure::in_cycles(0, why, true)
     }
 
@@ -486,6 +494,88 @@ pub struct RawMachine {
     pub locks: Option<super::broadcast::RawLocks>,
 }
 
+/// One figure of a preset with its source, as the file gives them: what `tlblab sim machines`
+/// counts and what a study's inputs statement cites.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourcedFigure<'a> {
+    /// Its name as in the file (`tlb "L1 dTLB 4K"`, `psc pde`, `cost.invlpg`, `kernel.ipi_send`).
+    pub name: String,
+    /// Where it comes from.
+    pub source: &'a str,
+    /// Marked `unverified`: no primary source confirms it.
+    pub unverified: bool,
+}
+
+impl SourcedFigure<'_> {
+    /// Where the figure comes from, read from its `source` as the presets write it: an
+    /// assumption says so first ("assumed…", "assumption…"); a figure measured on the
+    /// project's own machine cites docs/calibration.md, where those measurements are recorded;
+    /// any other figure is copied from the source it cites.
+    pub fn origin(&self) -> InputOrigin {
+        let source = self.source.trim_start().to_ascii_lowercase();
+        if source.starts_with("assum") {
+            InputOrigin::Assumed
+        } else if source.contains("docs/calibration.md") {
+            InputOrigin::MeasuredHere
+        } else {
+            InputOrigin::Copied
+        }
+    }
+}
+
+impl RawMachine {
+    /// Every latency and instruction-cost figure, named as in the file.
+    pub fn cycles_figures(&self) -> Vec<(String, &CyclesFigure)> {
+        let latencies =
+            self.latency.figures().into_iter().map(|(n, f)| (format!("latency.{n}"), f));
+        let costs = self.cost.figures().into_iter().map(|(n, f)| (format!("cost.{n}"), f));
+        latencies.chain(costs).collect()
+    }
+
+    /// Every kernel-path figure (`[kernel]`, then `[guest]`'s timed ones, `[mitigations]`'s
+    /// per-event costs, `[rar]` and `[locks]`), named as in the file.
+    pub fn kernel_figures(&self) -> Vec<(String, &KernelFigure)> {
+        fn named<'f>(
+            section: &'static str,
+            figures: impl IntoIterator<Item = (&'static str, &'f KernelFigure)>,
+        ) -> impl Iterator<Item = (String, &'f KernelFigure)> {
+            figures.into_iter().map(move |(n, f)| (format!("{section}.{n}"), f))
+        }
+        let kernel = self.kernel.iter().flat_map(|k| named("kernel", k.figures()));
+        let guest = self.guest.iter().flat_map(|g| named("guest", g.figures()));
+        let mitigations = self.mitigations.iter().flat_map(|m| named("mitigations", m.figures()));
+        let rar = self.rar.iter().flat_map(|r| named("rar", r.figures()));
+        let locks = self.locks.iter().flat_map(|l| named("locks", l.figures()));
+        kernel.chain(guest).chain(mitigations).chain(rar).chain(locks).collect()
+    }
+
+    /// Every figure with its source: the TLBs, the paging-structure caches, the latencies and
+    /// instruction costs, then the kernel-path figures.
+    pub fn sourced_figures(&self) -> Vec<SourcedFigure<'_>> {
+        let tlbs = self.tlb.iter().map(|t| SourcedFigure {
+            name: format!("tlb \"{}\"", t.name),
+            source: &t.source,
+            unverified: t.unverified,
+        });
+        let pscs = self.psc.iter().map(|p| SourcedFigure {
+            name: format!("psc {:?}", p.level).to_lowercase(),
+            source: &p.source,
+            unverified: p.unverified,
+        });
+        let cycles = self.cycles_figures().into_iter().map(|(name, f)| SourcedFigure {
+            name,
+            source: &f.source,
+            unverified: f.unverified,
+        });
+        let kernel = self.kernel_figures().into_iter().map(|(name, f)| SourcedFigure {
+            name,
+            source: &f.source,
+            unverified: f.unverified,
+        });
+        tlbs.chain(pscs).chain(cycles).chain(kernel).collect()
+    }
+}
+
 /// How an idle CPU waits (docs/kernel-model.md, "Idle states").
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -568,8 +658,14 @@ pub struct RawKernel {
     /// default) in a preset that did not measure it apart.
     #[serde(default = "KernelFigure::unmeasured_split_vma")]
     pub split_vma: KernelFigure,
-    /// `mprotect` apart from the syscall and the flush, per region.
+    /// `mprotect` apart from the syscall, the PTE changes and the flush, per region.
     pub mprotect: KernelFigure,
+    /// Changing one present PTE's protection in `mprotect` (`change_pte_range()`: the PTE
+    /// read-modify-written with `ptep_modify_prot_start()`/`_commit()`, the folio checked for a
+    /// direct write upgrade, the flush range extended). 0 (the default) in a preset that did not
+    /// measure it apart.
+    #[serde(default = "KernelFigure::unmeasured_change_pte")]
+    pub change_pte: KernelFigure,
     /// One pipe `read()` or `write()` of a small message (hackbench's 100 bytes) apart from the
     /// system call, any wake-up and the cache-line transfer: `pipe_write()`/`pipe_read()`'s
     /// mutex, copy and buffer bookkeeping. Charged per read, write and poll.
@@ -622,7 +718,7 @@ pub struct RawKernel {
 
 impl RawKernel {
     /// Every path cost, named as in the file, in file order.
-    pub fn figures(&self) -> [(&'static str, &KernelFigure); 32] {
+    pub fn figures(&self) -> [(&'static str, &KernelFigure); 33] {
         [
             ("syscall", &self.syscall),
             ("page_fault_anon", &self.page_fault_anon),
@@ -635,6 +731,7 @@ impl RawKernel {
             ("zap_batch", &self.zap_batch),
             ("split_vma", &self.split_vma),
             ("mprotect", &self.mprotect),
+            ("change_pte", &self.change_pte),
             ("pipe_op", &self.pipe_op),
             ("socket_op", &self.socket_op),
             ("context_switch", &self.context_switch),
@@ -660,7 +757,7 @@ impl RawKernel {
     }
 
     /// Every path cost, mutable, named as in the file.
-    pub fn figures_mut(&mut self) -> [(&'static str, &mut KernelFigure); 32] {
+    pub fn figures_mut(&mut self) -> [(&'static str, &mut KernelFigure); 33] {
         [
             ("syscall", &mut self.syscall),
             ("page_fault_anon", &mut self.page_fault_anon),
@@ -673,6 +770,7 @@ impl RawKernel {
             ("zap_batch", &mut self.zap_batch),
             ("split_vma", &mut self.split_vma),
             ("mprotect", &mut self.mprotect),
+            ("change_pte", &mut self.change_pte),
             ("pipe_op", &mut self.pipe_op),
             ("socket_op", &mut self.socket_op),
             ("context_switch", &mut self.context_switch),
