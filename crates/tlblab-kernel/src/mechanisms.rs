@@ -177,6 +177,11 @@ mechanisms! {
         "vfork()/posix_spawn() put the parent to sleep until the child execs or exits (wait_for_vfork_done()), a block and a wake-up per child",
         "docs/kernel-model.md, \"Memory management\" (item 8)",
         "the parent runs on after vfork() (the model before this mechanism)";
+    /// Wake-ups of polling idle CPUs without an IPI (`kernel/idle.rs`, `Kernel::polls`).
+    PollWake => "poll-wake",
+        "a task woken for an idle CPU that polls (idle=poll, or cpuidle's POLL state) gets no reschedule IPI: resched_curr()'s set_nr_and_not_polling() sees TIF_POLLING_NRFLAG, and the polling loop sees TIF_NEED_RESCHED one cache-line transfer later (no interrupt, and in a guest no VM exit)",
+        "docs/kernel-model.md, \"Idle states\"",
+        "every wake-up of an idle CPU is a reschedule IPI, polling or not (the model before this mechanism)";
 }
 
 impl Mechanism {
@@ -202,6 +207,7 @@ impl Mechanism {
             Mechanism::Guest => crate::kernel::guest::Guest::from_spec(spec).is_some(),
             Mechanism::IdleStates => spec.raw().idle.is_some(),
             Mechanism::CsdQueue
+            | Mechanism::PollWake
             | Mechanism::TlbstateLines
             | Mechanism::MmapLock
             | Mechanism::WorkingSet

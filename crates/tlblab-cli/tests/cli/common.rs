@@ -128,7 +128,7 @@ pub fn undocumented<'a>(
 }
 
 /// Every mechanism, in `tlblab sim mechanisms` order.
-pub const MECHANISMS: [&str; 25] = [
+pub const MECHANISMS: [&str; 26] = [
     "guest",
     "idle-states",
     "csd-queue",
@@ -154,4 +154,5 @@ pub const MECHANISMS: [&str; 25] = [
     "lock-irqs-off",
     "lru-list-lines",
     "vfork-wait",
+    "poll-wake",
 ];

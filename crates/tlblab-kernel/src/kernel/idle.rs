@@ -104,6 +104,16 @@ impl<O: Observer> Kernel<O> {
         }
     }
 
+    /// Whether idle `cpu` polls with `TIF_POLLING_NRFLAG` set, so that a wake-up needs no IPI
+    /// (mechanism `poll-wake`): it is in the `POLL` state, as every idle CPU with `idle=poll`
+    /// (`do_idle()` sets the flag, `cpu_idle_poll()` spins) and a CPU whose governor chose
+    /// cpuidle's `POLL` state (`poll_idle()` sets it too). A preempted vCPU keeps the flag:
+    /// the wake-up waits for the host to run it.
+    pub(super) fn polls(&self, cpu: CpuId) -> bool {
+        self.config.mechanisms.is_on(crate::mechanisms::Mechanism::PollWake)
+            && self.cpus[usize::from(cpu.0)].cstate.state == Some(0)
+    }
+
     /// The deepest state count that keeps the TLB (no `CPUIDLE_FLAG_TLB_FLUSHED`).
     pub(super) fn shallow_cstates(&self) -> usize {
         self.idle_states.iter().skip(1).take_while(|s| !s.tlb_flushed).count()

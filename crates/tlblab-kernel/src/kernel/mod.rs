@@ -120,6 +120,10 @@ enum Ipi {
     Call(Csd, u32),
     /// Reschedule (a task was woken for an idle CPU).
     Reschedule,
+    /// No interrupt: a task was woken for an idle CPU that polls (`TIF_POLLING_NRFLAG`), whose
+    /// idle loop sees `TIF_NEED_RESCHED` by itself (mechanism `poll-wake`). Queued as an
+    /// interrupt only so that it comes after the CPU's handlers in flight.
+    PollWake,
 }
 
 /// A cross-CPU call queued for a CPU (`call_single_data_t` on its `call_single_queue`).
@@ -398,6 +402,8 @@ pub(crate) struct Counters {
     pub tlbstate: crate::cpumask::CpumaskStats,
     /// Broadcast invalidation, flush latencies and the page-freeing locks (study S6).
     pub broadcast: crate::stats::BroadcastStats,
+    /// Wake-ups of a task on a polling idle CPU that sent no IPI (mechanism `poll-wake`).
+    pub poll_wakes: u64,
 }
 
 /// Settings of one run.

@@ -135,7 +135,15 @@ impl<O: Observer> Kernel<O> {
         let c = usize::from(cpu.0);
         self.cpus[c].rq.push_back(t);
         let idle = self.cpus[c].curr == self.cpus[c].idle && self.cpus[c].switch.is_none();
-        if idle && self.cpus[c].resume.is_none() {
+        if idle && self.cpus[c].resume.is_none() && self.polls(cpu) {
+            // resched_curr() (or, across LLCs, ttwu_queue_remote()) finds the idle task's
+            // TIF_POLLING_NRFLAG: set_nr_and_not_polling() (set_nr_if_polling()) sets
+            // TIF_NEED_RESCHED and sends no IPI; the polling loop sees the flag once its
+            // thread_info line, which the waker wrote, reaches it.
+            let at = Cycles(self.queue.now().0 + self.costs.cache_line_transfer.cycles);
+            self.counters.poll_wakes += 1;
+            self.push(at, Event::Ipi { cpu, ipi: Ipi::PollWake });
+        } else if idle && self.cpus[c].resume.is_none() {
             // The CPU is halted: the wake-up reaches it as a reschedule IPI. NOTE: in a guest
             // the waker's ICR write exits; the model delays the IPI by it but does not charge
             // the waker.
@@ -344,8 +352,13 @@ impl<O: Observer> Kernel<O> {
                 return;
             }
         }
-        // In a guest without posted interrupts the vCPU first exits and has it injected.
-        let mut cycles = self.costs.ipi_handler.cycles + self.guest_receive_cycles();
+        let mut cycles = match ipi {
+            // The polling loop left idle by itself: no handler, nothing to inject.
+            Ipi::PollWake if !idle => return,
+            Ipi::PollWake => 0,
+            // In a guest without posted interrupts the vCPU first exits and has it injected.
+            _ => self.costs.ipi_handler.cycles + self.guest_receive_cycles(),
+        };
         let invalidation = self.counters.broadcast.invalidation_cycles;
         match ipi {
             // flush_smp_call_function_queue(): every call queued so far runs in this one
@@ -356,7 +369,7 @@ impl<O: Observer> Kernel<O> {
                 }
             }
             Ipi::Call(csd, slot) => cycles = self.run_csd(cpu, csd, slot as usize, cycles),
-            Ipi::Reschedule => {}
+            Ipi::Reschedule | Ipi::PollWake => {}
         }
         if self.counters.broadcast.invalidation_cycles != invalidation {
             // The interrupt's entry and exit, once however many flushes it ran.

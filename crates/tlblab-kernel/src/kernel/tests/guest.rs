@@ -53,3 +53,54 @@ fn pv_send_ipi_makes_one_exit_of_a_batch() {
     assert_eq!(send(&spec), 3 * 1_250);
     assert_eq!(send(&pv), 1_250);
 }
+
+/// On `spec`, a thread blocks reading an eventfd on CPU 1 (which goes idle) until its process
+/// writes it from CPU 0; returns the woken thread's start after the write (its first op minus
+/// the writer's) and the poll wakes.
+fn wake_idle_cpu(spec: &MachineSpec, poll_wake: bool) -> (u64, u64) {
+    let m =
+        if poll_wake { Mechanisms::all() } else { Mechanisms::all().without(Mechanism::PollWake) };
+    let config = KernelConfig::new(2, 7).with_mechanisms(m);
+    let mut k =
+        Kernel::new(spec, &Policy::named("linux-4.14").unwrap(), config, TraceLog::default())
+            .unwrap();
+    let fd = k.eventfd();
+    let main = k.spawn_process(
+        script(vec![Step::Compute(200_000), Step::Op, Step::Write(fd), Step::Compute(100_000)]),
+        C0,
+        true,
+    );
+    k.spawn_thread(main, script(vec![Step::Read(fd), Step::Op]), C1, true);
+    k.run();
+    let r = k.report();
+    (r.tasks[1].first_op.0 - r.tasks[0].first_op.0, k.counters.poll_wakes)
+}
+
+/// idle=poll (skylake-kvm): the idle task polls with TIF_POLLING_NRFLAG set, so the waker's
+/// resched_curr() sets TIF_NEED_RESCHED and sends no IPI (set_nr_and_not_polling()): no ICR
+/// write to exit on, no interrupt to inject. Without the mechanism the wake-up is a reschedule
+/// IPI, which costs at least those two exits more.
+#[test]
+fn a_wake_up_of_a_polling_idle_vcpu_sends_no_ipi() {
+    let spec = guest_spec(|g| g.to_string());
+    let (polled, wakes) = wake_idle_cpu(&spec, true);
+    let (interrupted, none) = wake_idle_cpu(&spec, false);
+    // The spawns' wake-ups of idle CPUs are poll wakes too.
+    assert_eq!(none, 0);
+    assert!(wakes >= 1, "{wakes}");
+    let vm_exit = 1_250; // presets/skylake-kvm.toml
+    assert!(interrupted >= polled + 2 * vm_exit, "{interrupted} vs {polled}");
+}
+
+/// A vCPU idle in HLT (a guest without idle=poll: skylake-kvm with a halting state) has
+/// cleared TIF_POLLING_NRFLAG: its wake-up is a reschedule IPI whatever the mechanism.
+#[test]
+fn a_wake_up_of_a_halted_vcpu_is_an_ipi() {
+    let text = BUILTIN_PRESETS.iter().find(|(n, _)| *n == "skylake-kvm").unwrap().1;
+    let halting = "states = [{ name = \"HLT\", exit_latency_ns = 0, target_residency_ns = 0 }]";
+    let spec = MachineSpec::from_toml(&text.replacen("states = []", halting, 1), "test").unwrap();
+    let (with, wakes) = wake_idle_cpu(&spec, true);
+    let (without, _) = wake_idle_cpu(&spec, false);
+    assert_eq!(wakes, 0);
+    assert_eq!(with, without);
+}
