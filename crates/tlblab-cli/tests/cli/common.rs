@@ -128,7 +128,7 @@ pub fn undocumented<'a>(
 }
 
 /// Every mechanism, in `tlblab sim mechanisms` order.
-pub const MECHANISMS: [&str; 25] = [
+pub const MECHANISMS: [&str; 26] = [
     "guest",
     "idle-states",
     "csd-queue",
@@ -137,6 +137,7 @@ pub const MECHANISMS: [&str; 25] = [
     "mmap-lock",
     "working-set",
     "mlp",
+    "pointer-chase",
     "vma-merge",
     "nested-paging",
     "vcpu-preemption",
