@@ -91,6 +91,11 @@ mechanisms! {
         "independent page-strided loads and stores overlap their STLB lookups and page walks (up to the preset's page_walkers at once) with each other and with the work between them",
         "docs/hardware-model.md, \"Memory-level parallelism\"",
         "every translation is charged in full, one after the other (the model before this mechanism)";
+    /// Dependent references: no overlap of their translations (`Kernel::touch_cycles`).
+    PointerChase => "pointer-chase",
+        "a program that chases pointers (kbuild's compiler walking its IR through its heap) makes references whose address is the load before: each translation, STLB lookup and walk, stalls the chain, so mlp does not overlap them",
+        "docs/hardware-model.md, \"Memory-level parallelism\"",
+        "every load and store touch of several pages is independent and overlaps under mlp (the model before this mechanism)";
     /// VMA merging and splitting (`mm.rs`, `Mm::mmap_beside`).
     VmaMerge => "vma-merge",
         "mmap(MAP_FIXED_NOREPLACE) beside a region merges the two VMAs, and a munmap of the new pages alone splits the merged VMA (kernel.split_vma)",
@@ -212,6 +217,7 @@ impl Mechanism {
             | Mechanism::MmapLock
             | Mechanism::WorkingSet
             | Mechanism::Mlp
+            | Mechanism::PointerChase
             | Mechanism::XpfoEvents
             | Mechanism::XpfoDirectMap4k
             | Mechanism::VforkWait => true,

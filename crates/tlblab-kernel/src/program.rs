@@ -23,6 +23,11 @@ pub struct Touch {
     /// Cycles of work per page besides translation (the instructions and cache misses of the
     /// program between two page references).
     pub cycles_per_page: u64,
+    /// Each reference's address comes from the one before (pointer chasing: a compiler walking
+    /// its IR): its translation is on the dependence chain, so the references cannot overlap
+    /// their walks with each other or with the work that uses them (mechanism `pointer-chase`;
+    /// `false`: independent references, which `mlp` may overlap).
+    pub dependent: bool,
 }
 
 /// A system call.

@@ -128,7 +128,7 @@ pub fn undocumented<'a>(
 }
 
 /// Every mechanism, in `tlblab sim mechanisms` order.
-pub const MECHANISMS: [&str; 26] = [
+pub const MECHANISMS: [&str; 27] = [
     "guest",
     "idle-states",
     "csd-queue",
@@ -137,6 +137,7 @@ pub const MECHANISMS: [&str; 26] = [
     "mmap-lock",
     "working-set",
     "mlp",
+    "pointer-chase",
     "vma-merge",
     "nested-paging",
     "vcpu-preemption",

@@ -611,8 +611,14 @@ impl<O: Observer> Kernel<O> {
                 }
                 if let Some(image) = task.image {
                     // The loop's own code and data, once per iteration (its next one).
-                    let touch =
-                        |vma, pages, kind| Touch { vma, first: 0, pages, kind, cycles_per_page: 0 };
+                    let touch = |vma, pages, kind| Touch {
+                        vma,
+                        first: 0,
+                        pages,
+                        kind,
+                        cycles_per_page: 0,
+                        dependent: false,
+                    };
                     let data = touch(image.data, image.ws.data_pages, AccessKind::Store);
                     let code = touch(image.code, image.ws.code_pages, AccessKind::Fetch);
                     self.push_frame(t, Frame::Touch { touch: data, done: 0 });
@@ -690,7 +696,7 @@ impl<O: Observer> Kernel<O> {
             done += 1;
         }
         let work = (done - start) * touch.cycles_per_page;
-        cycles += self.touch_cycles(touch.kind, done - start, translation, work);
+        cycles += self.touch_cycles(touch, done - start, translation, work);
         self.tasks[t.0 as usize].report.work_cycles += work;
         if let Some(page) = fault {
             self.push_frame(t, Frame::Touch { touch, done });
@@ -708,11 +714,16 @@ impl<O: Observer> Kernel<O> {
     /// memory-level parallelism (mechanism `mlp`), a stream of independent loads or stores
     /// overlaps its STLB lookups and page walks, up to the preset's `page_walkers` at once, with
     /// each other and with the work: the throughput bound `max(work, translation / walkers)`.
-    /// Instruction fetches stall the front end: serial.
-    fn touch_cycles(&self, kind: AccessKind, pages: u64, translation: u64, work: u64) -> u64 {
-        let overlaps = kind != AccessKind::Fetch
+    /// Instruction fetches stall the front end: serial. So do dependent references (pointer
+    /// chasing, mechanism `pointer-chase`): each address needs the load before it.
+    fn touch_cycles(&self, touch: Touch, pages: u64, translation: u64, work: u64) -> u64 {
+        use crate::mechanisms::Mechanism;
+        let mechanisms = self.config.mechanisms;
+        let chased = touch.dependent && mechanisms.is_on(Mechanism::PointerChase);
+        let overlaps = touch.kind != AccessKind::Fetch
+            && !chased
             && pages > 1
-            && self.config.mechanisms.is_on(crate::mechanisms::Mechanism::Mlp);
+            && mechanisms.is_on(Mechanism::Mlp);
         if !overlaps {
             return translation + work;
         }

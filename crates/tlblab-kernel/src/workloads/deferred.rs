@@ -169,6 +169,7 @@ impl Program for WebWorker {
                     pages: self.pages,
                     kind: AccessKind::Load,
                     cycles_per_page: self.p.cycles_per_page,
+                    dependent: false,
                 })
             }
             4 => Action::Syscall(Syscall::Munmap { vma: self.vma.expect("mapped") }),
@@ -219,6 +220,7 @@ impl Program for Migrator {
                 pages: SHARED_PAGES,
                 kind: AccessKind::Load,
                 cycles_per_page: 0,
+                dependent: false,
             });
         };
         if self.woken < self.fds.len() {
@@ -262,6 +264,7 @@ impl Program for Reader {
             pages: SHARED_PAGES,
             kind: AccessKind::Load,
             cycles_per_page: self.cycles_per_page,
+            dependent: false,
         })
     }
 }

@@ -456,7 +456,11 @@ impl Compiler {
         let span = if env.rng.random::<f64>() < m.hot_share { hot } else { have.max(1) };
         let first = env.rng.random_range(0..span);
         let pages = m.burst_pages.min(have.saturating_sub(first)).max(1);
-        Action::Touch(Touch { vma, first, pages, kind, cycles_per_page: m.ref_cycles })
+        // A compiler's reuse walks its IR, linked structures (gcc: the insn chain of rtl.h,
+        // NEXT_INSN/PREV_INSN; tree_common.chain in tree-core.h): each reference's address is
+        // loaded by the one before (NOTE: an assumption about the whole reuse stream).
+        let dependent = true;
+        Action::Touch(Touch { vma, first, pages, kind, cycles_per_page: m.ref_cycles, dependent })
     }
 
     /// Grows a region's faulted part from `*have` to `want` pages; `None` if already there.
@@ -474,7 +478,14 @@ impl Compiler {
         let first = base + *have;
         let pages = want - *have;
         *have = want;
-        Some(Action::Touch(Touch { vma, first, pages, kind, cycles_per_page: m.ref_cycles }))
+        Some(Action::Touch(Touch {
+            vma,
+            first,
+            pages,
+            kind,
+            cycles_per_page: m.ref_cycles,
+            dependent: false,
+        }))
     }
 }
 
@@ -521,6 +532,7 @@ impl Program for Compiler {
                     pages: u64::MAX,
                     kind: self.buffer_kind,
                     cycles_per_page: m.ref_cycles,
+                    dependent: false,
                 });
             }
             2 => {
@@ -595,7 +607,14 @@ impl Program for Compiler {
 }
 
 fn store(vma: VmaId, first: u64, pages: u64, cycles_per_page: u64) -> Action {
-    Action::Touch(Touch { vma, first, pages, kind: AccessKind::Store, cycles_per_page })
+    Action::Touch(Touch {
+        vma,
+        first,
+        pages,
+        kind: AccessKind::Store,
+        cycles_per_page,
+        dependent: false,
+    })
 }
 
 #[cfg(test)]
@@ -805,9 +824,13 @@ mod tests {
             assert!(!s.run(&mut k, &measured), "a window ends before the build");
             let r = k.report();
             let mhz = k.clock_mhz();
-            // The window's end is its last event, as in a run without a warm-up.
+            // The window's end is its last event, as in a run without a warm-up: within a step
+            // of the limit (a compiler's burst, 4 pages of 400 cycles' work and their
+            // translations, charged serially when they chase pointers).
             let window = 30_000 * mhz;
-            assert!(r.elapsed_cycles <= window && r.elapsed_cycles > window - 1000, "{policy}");
+            let step = 4 * (400 + 100);
+            let end = r.elapsed_cycles;
+            assert!(end <= window && end > window - step, "{policy}: {end} of {window}");
             // The same run, snapshotted at 20 ms and at 50 ms.
             let mut whole = kernel(policy);
             let unmeasured = Params { warmup_ms: 0, window_ms: 50, ..measured };

@@ -625,6 +625,7 @@ fn store(vma: VmaId, first: u64, pages: u64, p: &Params) -> Action {
         pages,
         kind: AccessKind::Store,
         cycles_per_page: p.cycles_per_page,
+        dependent: false,
     })
 }
 
@@ -717,6 +718,7 @@ impl Program for PingPong {
                 pages: self.p.touch,
                 kind: AccessKind::Load,
                 cycles_per_page: self.p.cycles_per_page,
+                dependent: false,
             }),
             None => Action::Compute { cycles: 0 },
         };
@@ -910,6 +912,7 @@ impl Program for ReadLoop {
             pages: self.pages,
             kind: AccessKind::Load,
             cycles_per_page: self.p.cycles_per_page,
+            dependent: false,
         })
     }
 }

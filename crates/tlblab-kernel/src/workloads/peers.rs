@@ -67,6 +67,7 @@ fn load(vma: VmaId, first: u64, pages: u64, p: &Params) -> Action {
         pages,
         kind: AccessKind::Load,
         cycles_per_page: p.cycles_per_page,
+        dependent: false,
     })
 }
 

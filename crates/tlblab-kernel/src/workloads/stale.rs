@@ -87,6 +87,7 @@ impl Program for Reader {
                 pages: self.pages,
                 kind: AccessKind::Load,
                 cycles_per_page: 0,
+                dependent: false,
             }),
             _ => Action::Syscall(Syscall::EventfdWrite { fd: self.answer }),
         }
@@ -171,6 +172,7 @@ impl Program for SharedWriter {
                 pages,
                 kind: AccessKind::Store,
                 cycles_per_page: self.p.cycles_per_page,
+                dependent: false,
             }),
             2 => Action::Syscall(Syscall::MadviseDontneed { vma, first, pages }),
             _ => {
@@ -200,6 +202,7 @@ impl Program for LoopReader {
                 pages: self.pages,
                 kind: AccessKind::Load,
                 cycles_per_page: 0,
+                dependent: false,
             }),
             2 => Action::Syscall(Syscall::Yield),
             _ => Action::Compute { cycles: 2_000 },
@@ -311,6 +314,7 @@ impl Program for Collapser {
                     pages: 1,
                     kind: AccessKind::Store,
                     cycles_per_page: 0,
+                    dependent: false,
                 }),
                 1 => Action::Syscall(Syscall::MadviseDontneed { vma, first: 0, pages: 1 }),
                 _ => {
@@ -348,9 +352,14 @@ fn round_step(
 ) -> Option<Action> {
     let n = readers.len();
     Some(match phase {
-        0 => {
-            Action::Touch(Touch { vma, first: 0, pages, kind: AccessKind::Store, cycles_per_page })
-        }
+        0 => Action::Touch(Touch {
+            vma,
+            first: 0,
+            pages,
+            kind: AccessKind::Store,
+            cycles_per_page,
+            dependent: false,
+        }),
         i if i <= n => Action::Syscall(Syscall::EventfdWrite { fd: readers[i - 1].0 }),
         i if i <= 2 * n => Action::Syscall(Syscall::EventfdRead { fd: readers[i - n - 1].1 }),
         i if i == 2 * n + 1 => Action::Syscall(change),

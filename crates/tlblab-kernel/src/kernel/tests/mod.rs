@@ -49,7 +49,7 @@ impl Program for Script {
             Outcome::None => {}
         }
         let touch = |vma, first, pages, kind| {
-            Action::Touch(Touch { vma, first, pages, kind, cycles_per_page: 1 })
+            Action::Touch(Touch { vma, first, pages, kind, cycles_per_page: 1, dependent: false })
         };
         match self.steps.pop_front() {
             None => Action::Exit,
