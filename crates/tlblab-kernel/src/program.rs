@@ -30,6 +30,19 @@ pub struct Touch {
     pub dependent: bool,
 }
 
+impl Touch {
+    /// Independent references (not `dependent`) to `pages` pages from `first`.
+    pub fn new(
+        vma: VmaId,
+        first: u64,
+        pages: u64,
+        kind: AccessKind,
+        cycles_per_page: u64,
+    ) -> Touch {
+        Touch { vma, first, pages, kind, cycles_per_page, dependent: false }
+    }
+}
+
 /// A system call.
 pub enum Syscall {
     /// A system call that does nothing (`getppid`).

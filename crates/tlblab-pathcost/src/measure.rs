@@ -122,21 +122,19 @@ fn measure_on_this_thread(opts: &Options) -> (Vec<usize>, BTreeMap<String, Outco
             Ok(t.elapsed())
         })
     });
-    let zaps = [
-        (names::DONTNEED_ONE, 1),
-        (names::DONTNEED_SMALL, ZAP_SMALL),
-        (names::DONTNEED_LARGE, ZAP_LARGE),
+    // The paths timed at 1 page and at two sizes above the flush ceiling (the difference of
+    // the last two is per-page work only).
+    type PerPage = fn(&Options, usize) -> Result<Measurement, String>;
+    let per_page: [(&str, usize, PerPage); 6] = [
+        (names::DONTNEED_ONE, 1, zap),
+        (names::DONTNEED_SMALL, ZAP_SMALL, zap),
+        (names::DONTNEED_LARGE, ZAP_LARGE, zap),
+        (names::MPROTECT_ONE, 1, protect),
+        (names::MPROTECT_SMALL, ZAP_SMALL, protect),
+        (names::MPROTECT_LARGE, ZAP_LARGE, protect),
     ];
-    for (name, pages) in zaps {
-        put(name, &mut || zap(opts, pages));
-    }
-    let protects = [
-        (names::MPROTECT_ONE, 1),
-        (names::MPROTECT_SMALL, ZAP_SMALL),
-        (names::MPROTECT_LARGE, ZAP_LARGE),
-    ];
-    for (name, pages) in protects {
-        put(name, &mut || protect(opts, pages));
+    for (name, pages, measure) in per_page {
+        put(name, &mut || measure(opts, pages));
     }
     put(names::MMAP_MUNMAP, &mut || {
         simple(opts, 1 << 22, &mut |ops| {

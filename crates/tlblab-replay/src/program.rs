@@ -155,14 +155,7 @@ impl ThreadProgram {
 
     fn touch(vma: Option<VmaId>, pages: u64, kind: AccessKind) -> Option<Action> {
         let vma = vma.filter(|_| pages > 0)?;
-        Some(Action::Touch(Touch {
-            vma,
-            first: 0,
-            pages,
-            kind,
-            cycles_per_page: 0,
-            dependent: false,
-        }))
+        Some(Action::Touch(Touch::new(vma, 0, pages, kind, 0)))
     }
 
     fn request(&self, r: &Request) -> Syscall {

@@ -135,25 +135,24 @@ impl<O: Observer> Kernel<O> {
         let c = usize::from(cpu.0);
         self.cpus[c].rq.push_back(t);
         let idle = self.cpus[c].curr == self.cpus[c].idle && self.cpus[c].switch.is_none();
-        if idle && self.cpus[c].resume.is_none() && self.polls(cpu) {
+        if !idle || self.cpus[c].resume.is_some() {
+            return;
+        }
+        let (at, ipi) = if self.polls(cpu) {
             // resched_curr() (or, across LLCs, ttwu_queue_remote()) finds the idle task's
             // TIF_POLLING_NRFLAG: set_nr_and_not_polling() (set_nr_if_polling()) sets
             // TIF_NEED_RESCHED and sends no IPI; the polling loop sees the flag once its
             // thread_info line, which the waker wrote, reaches it.
-            let at = Cycles(self.queue.now().0 + self.costs.cache_line_transfer.cycles);
             self.counters.poll_wakes += 1;
-            self.push(at, Event::Ipi { cpu, ipi: Ipi::PollWake });
-        } else if idle && self.cpus[c].resume.is_none() {
+            (self.costs.cache_line_transfer.cycles, Ipi::PollWake)
+        } else {
             // The CPU is halted: the wake-up reaches it as a reschedule IPI. NOTE: in a guest
             // the waker's ICR write exits; the model delays the IPI by it but does not charge
             // the waker.
-            let at = self.queue.now().0
-                + self.guest_send_cycles(0)
-                + self.costs.ipi_latency.cycles
-                + self.ipi_jitter();
-            let at = Cycles(at);
-            self.push(at, Event::Ipi { cpu, ipi: Ipi::Reschedule });
-        }
+            let delay = self.guest_send_cycles(0) + self.costs.ipi_latency.cycles;
+            (delay + self.ipi_jitter(), Ipi::Reschedule)
+        };
+        self.push(Cycles(self.queue.now().0 + at), Event::Ipi { cpu, ipi });
     }
 
     /// Starts a context switch on `cpu` to the next runnable task (or idle). The current task
@@ -611,14 +610,7 @@ impl<O: Observer> Kernel<O> {
                 }
                 if let Some(image) = task.image {
                     // The loop's own code and data, once per iteration (its next one).
-                    let touch = |vma, pages, kind| Touch {
-                        vma,
-                        first: 0,
-                        pages,
-                        kind,
-                        cycles_per_page: 0,
-                        dependent: false,
-                    };
+                    let touch = |vma, pages, kind| Touch::new(vma, 0, pages, kind, 0);
                     let data = touch(image.data, image.ws.data_pages, AccessKind::Store);
                     let code = touch(image.code, image.ws.code_pages, AccessKind::Fetch);
                     self.push_frame(t, Frame::Touch { touch: data, done: 0 });

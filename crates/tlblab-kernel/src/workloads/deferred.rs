@@ -163,14 +163,13 @@ impl Program for WebWorker {
             3 => {
                 let vma = mapped(env);
                 self.vma = Some(vma);
-                Action::Touch(Touch {
+                Action::Touch(Touch::new(
                     vma,
-                    first: 0,
-                    pages: self.pages,
-                    kind: AccessKind::Load,
-                    cycles_per_page: self.p.cycles_per_page,
-                    dependent: false,
-                })
+                    0,
+                    self.pages,
+                    AccessKind::Load,
+                    self.p.cycles_per_page,
+                ))
             }
             4 => Action::Syscall(Syscall::Munmap { vma: self.vma.expect("mapped") }),
             _ => {
@@ -214,14 +213,7 @@ impl Program for Migrator {
             self.shared.set(Some(vma));
             self.step = 0;
             // Fault the whole region in before the readers start reading.
-            return Action::Touch(Touch {
-                vma,
-                first: 0,
-                pages: SHARED_PAGES,
-                kind: AccessKind::Load,
-                cycles_per_page: 0,
-                dependent: false,
-            });
+            return Action::Touch(Touch::new(vma, 0, SHARED_PAGES, AccessKind::Load, 0));
         };
         if self.woken < self.fds.len() {
             self.woken += 1;
@@ -258,13 +250,6 @@ impl Program for Reader {
         let Some(vma) = self.shared.get() else {
             return Action::Syscall(Syscall::EventfdRead { fd: self.fd });
         };
-        Action::Touch(Touch {
-            vma,
-            first: 0,
-            pages: SHARED_PAGES,
-            kind: AccessKind::Load,
-            cycles_per_page: self.cycles_per_page,
-            dependent: false,
-        })
+        Action::Touch(Touch::new(vma, 0, SHARED_PAGES, AccessKind::Load, self.cycles_per_page))
     }
 }

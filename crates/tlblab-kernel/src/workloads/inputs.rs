@@ -29,15 +29,10 @@ impl ScenarioInfo {
         let copied = |what, from: &str| input(InputOrigin::Copied, what, from);
         let defined = |what, from: &str| input(InputOrigin::Defined, what, from);
         let working_set = || input(InputOrigin::MeasuredHere, WORKING_SET.0, WORKING_SET.1);
-        let checker = || {
-            defined(
-                "the readers and writers",
-                "written for the safety checker (docs/workloads.md, docs/safety.md)",
-            )
-        };
         match self.kind {
-            Kind::MadvMigrate => vec![copied("the loop", "studies.md S2"), working_set()],
-            Kind::PingPong => vec![copied("the loop", "studies.md S2"), working_set()],
+            Kind::MadvMigrate | Kind::PingPong => {
+                vec![copied("the loop", "studies.md S2"), working_set()]
+            }
             Kind::PthreadMmap => vec![copied("the rounds", "studies.md S2"), working_set()],
             Kind::MadviseBusy => vec![copied("the loop", "studies.md S4"), working_set()],
             Kind::MadviseScale => vec![
@@ -91,7 +86,10 @@ impl ScenarioInfo {
             Kind::LazyReaders
             | Kind::SharedWriters
             | Kind::SwitchingReaders
-            | Kind::CollapseReaders => vec![checker()],
+            | Kind::CollapseReaders => vec![defined(
+                "the readers and writers",
+                "written for the safety checker (docs/workloads.md, docs/safety.md)",
+            )],
             Kind::Kbuild(mix) => {
                 let measured = BuildMix::measured();
                 let mix = mix();

@@ -459,8 +459,10 @@ impl Compiler {
         // A compiler's reuse walks its IR, linked structures (gcc: the insn chain of rtl.h,
         // NEXT_INSN/PREV_INSN; tree_common.chain in tree-core.h): each reference's address is
         // loaded by the one before (NOTE: an assumption about the whole reuse stream).
-        let dependent = true;
-        Action::Touch(Touch { vma, first, pages, kind, cycles_per_page: m.ref_cycles, dependent })
+        Action::Touch(Touch {
+            dependent: true,
+            ..Touch::new(vma, first, pages, kind, m.ref_cycles)
+        })
     }
 
     /// Grows a region's faulted part from `*have` to `want` pages; `None` if already there.
@@ -478,14 +480,7 @@ impl Compiler {
         let first = base + *have;
         let pages = want - *have;
         *have = want;
-        Some(Action::Touch(Touch {
-            vma,
-            first,
-            pages,
-            kind,
-            cycles_per_page: m.ref_cycles,
-            dependent: false,
-        }))
+        Some(Action::Touch(Touch::new(vma, first, pages, kind, m.ref_cycles)))
     }
 }
 
@@ -526,14 +521,7 @@ impl Program for Compiler {
                 self.buffer = Some(vma);
                 self.buffer_step = 2;
                 // The touch stops at the region's end.
-                return Action::Touch(Touch {
-                    vma,
-                    first: 0,
-                    pages: u64::MAX,
-                    kind: self.buffer_kind,
-                    cycles_per_page: m.ref_cycles,
-                    dependent: false,
-                });
+                return Action::Touch(Touch::new(vma, 0, u64::MAX, self.buffer_kind, m.ref_cycles));
             }
             2 => {
                 self.buffer_step = 0;
@@ -607,14 +595,7 @@ impl Program for Compiler {
 }
 
 fn store(vma: VmaId, first: u64, pages: u64, cycles_per_page: u64) -> Action {
-    Action::Touch(Touch {
-        vma,
-        first,
-        pages,
-        kind: AccessKind::Store,
-        cycles_per_page,
-        dependent: false,
-    })
+    Action::Touch(Touch::new(vma, first, pages, AccessKind::Store, cycles_per_page))
 }
 
 #[cfg(test)]

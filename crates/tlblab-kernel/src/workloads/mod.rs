@@ -619,14 +619,7 @@ impl Region {
 }
 
 fn store(vma: VmaId, first: u64, pages: u64, p: &Params) -> Action {
-    Action::Touch(Touch {
-        vma,
-        first,
-        pages,
-        kind: AccessKind::Store,
-        cycles_per_page: p.cycles_per_page,
-        dependent: false,
-    })
+    Action::Touch(Touch::new(vma, first, pages, AccessKind::Store, p.cycles_per_page))
 }
 
 fn mapped(env: &Env<'_>) -> VmaId {
@@ -712,14 +705,13 @@ impl Program for PingPong {
         self.step = (self.step + 1) % 4;
         let touch = || match vma {
             // Loads of never-written anonymous memory: the zero page (few cache misses).
-            Some(vma) => Action::Touch(Touch {
+            Some(vma) => Action::Touch(Touch::new(
                 vma,
-                first: 0,
-                pages: self.p.touch,
-                kind: AccessKind::Load,
-                cycles_per_page: self.p.cycles_per_page,
-                dependent: false,
-            }),
+                0,
+                self.p.touch,
+                AccessKind::Load,
+                self.p.cycles_per_page,
+            )),
             None => Action::Compute { cycles: 0 },
         };
         let (send, recv) =
@@ -906,14 +898,7 @@ impl Program for ReadLoop {
             self.written = true;
             return store(vma, 0, self.pages, &self.p);
         }
-        Action::Touch(Touch {
-            vma,
-            first: 0,
-            pages: self.pages,
-            kind: AccessKind::Load,
-            cycles_per_page: self.p.cycles_per_page,
-            dependent: false,
-        })
+        Action::Touch(Touch::new(vma, 0, self.pages, AccessKind::Load, self.p.cycles_per_page))
     }
 }
 

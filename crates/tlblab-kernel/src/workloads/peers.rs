@@ -61,14 +61,7 @@ pub(super) fn install_storm<O: Observer>(k: &mut Kernel<O>, p: &Params) {
 }
 
 fn load(vma: VmaId, first: u64, pages: u64, p: &Params) -> Action {
-    Action::Touch(Touch {
-        vma,
-        first,
-        pages,
-        kind: AccessKind::Load,
-        cycles_per_page: p.cycles_per_page,
-        dependent: false,
-    })
+    Action::Touch(Touch::new(vma, first, pages, AccessKind::Load, p.cycles_per_page))
 }
 
 /// Where a [`TlbFlush2`] task is in its loop.

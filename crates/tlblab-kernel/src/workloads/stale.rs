@@ -81,14 +81,7 @@ impl Program for Reader {
         self.step = (self.step + 1) % 3;
         match self.step {
             1 => Action::Syscall(Syscall::EventfdRead { fd: self.wake }),
-            2 => Action::Touch(Touch {
-                vma: self.vma,
-                first: 0,
-                pages: self.pages,
-                kind: AccessKind::Load,
-                cycles_per_page: 0,
-                dependent: false,
-            }),
+            2 => Action::Touch(Touch::new(self.vma, 0, self.pages, AccessKind::Load, 0)),
             _ => Action::Syscall(Syscall::EventfdWrite { fd: self.answer }),
         }
     }
@@ -166,14 +159,13 @@ impl Program for SharedWriter {
         self.step = (self.step + 1) % 3;
         let first = self.half * pages;
         match self.step {
-            1 => Action::Touch(Touch {
+            1 => Action::Touch(Touch::new(
                 vma,
                 first,
                 pages,
-                kind: AccessKind::Store,
-                cycles_per_page: self.p.cycles_per_page,
-                dependent: false,
-            }),
+                AccessKind::Store,
+                self.p.cycles_per_page,
+            )),
             2 => Action::Syscall(Syscall::MadviseDontneed { vma, first, pages }),
             _ => {
                 self.round += 1;
@@ -196,14 +188,7 @@ impl Program for LoopReader {
     fn next(&mut self, _env: &mut Env<'_>) -> Action {
         self.step = (self.step + 1) % if self.yields { 3 } else { 2 };
         match self.step {
-            1 => Action::Touch(Touch {
-                vma: self.vma,
-                first: 0,
-                pages: self.pages,
-                kind: AccessKind::Load,
-                cycles_per_page: 0,
-                dependent: false,
-            }),
+            1 => Action::Touch(Touch::new(self.vma, 0, self.pages, AccessKind::Load, 0)),
             2 => Action::Syscall(Syscall::Yield),
             _ => Action::Compute { cycles: 2_000 },
         }
@@ -308,14 +293,7 @@ impl Program for Collapser {
             let phase = self.step - started;
             self.step += 1;
             return match phase {
-                0 => Action::Touch(Touch {
-                    vma,
-                    first: 0,
-                    pages: 1,
-                    kind: AccessKind::Store,
-                    cycles_per_page: 0,
-                    dependent: false,
-                }),
+                0 => Action::Touch(Touch::new(vma, 0, 1, AccessKind::Store, 0)),
                 1 => Action::Syscall(Syscall::MadviseDontneed { vma, first: 0, pages: 1 }),
                 _ => {
                     self.step = started;
@@ -352,14 +330,7 @@ fn round_step(
 ) -> Option<Action> {
     let n = readers.len();
     Some(match phase {
-        0 => Action::Touch(Touch {
-            vma,
-            first: 0,
-            pages,
-            kind: AccessKind::Store,
-            cycles_per_page,
-            dependent: false,
-        }),
+        0 => Action::Touch(Touch::new(vma, 0, pages, AccessKind::Store, cycles_per_page)),
         i if i <= n => Action::Syscall(Syscall::EventfdWrite { fd: readers[i - 1].0 }),
         i if i <= 2 * n => Action::Syscall(Syscall::EventfdRead { fd: readers[i - n - 1].1 }),
         i if i == 2 * n + 1 => Action::Syscall(change),

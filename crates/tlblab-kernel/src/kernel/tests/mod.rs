@@ -48,9 +48,7 @@ impl Program for Script {
             Outcome::Spawned(t) => self.child = Some(t),
             Outcome::None => {}
         }
-        let touch = |vma, first, pages, kind| {
-            Action::Touch(Touch { vma, first, pages, kind, cycles_per_page: 1, dependent: false })
-        };
+        let touch = |vma, first, pages, kind| Action::Touch(Touch::new(vma, first, pages, kind, 1));
         match self.steps.pop_front() {
             None => Action::Exit,
             Some(Step::Mmap(pages)) => Action::Syscall(Syscall::Mmap { pages }),
