@@ -142,7 +142,13 @@ pub fn build(facts: &HostFacts) -> Result<HostPreset, HostError> {
         latency,
         cost,
         kernel,
-        idle: guest_idle(guest.as_ref(), &mut prov).or_else(|| {
+        idle: guest_idle(
+            guest.as_ref(),
+            derivation.as_ref().and_then(|d| d.halt_wake.as_ref()),
+            crate::guest::haltpoll(facts),
+            &mut prov,
+        )
+        .or_else(|| {
             preset.idle.clone().map(|idle| {
                 let source = format!("copied from preset {preset_name}: {}", idle.source);
                 prov.push(Provenance::new(
@@ -904,12 +910,15 @@ fn description(
 }
 
 /// A guest's idle states follow from how its vCPUs wait, not from the host CPU's C-states:
-/// with `idle=poll` only polling; with HLT (or `haltpoll`, whose guest polling this machine may
-/// have off) one state, the halted vCPU, whose exit latency is at least one exit round trip
-/// (the host's wake-up of the vCPU thread comes on top; a lower bound), with acpi_idle's
-/// target residency rule (twice the latency).
+/// with `idle=poll` only polling; with HLT (or `haltpoll`) one state, the halted vCPU, whose
+/// exit latency is the measured halt wake-up (`halt_wake`, kernel_costs.rs), or else at least
+/// one exit round trip (a lower bound), with acpi_idle's target residency rule (twice the
+/// latency). Under the haltpoll driver its governor's parameters, when read (`haltpoll`),
+/// decide how long a vCPU polls before it halts.
 fn guest_idle(
     guest: Option<&tlblab_sim::machine::raw::RawGuest>,
+    halt_wake: Option<&Result<crate::kernel_costs::Derived, String>>,
+    haltpoll: Result<tlblab_sim::machine::raw::RawHaltpoll, String>,
     prov: &mut Vec<Provenance>,
 ) -> Option<tlblab_sim::machine::raw::RawIdle> {
     use tlblab_sim::machine::raw::{GuestIdle, RawIdle, RawIdleState};
@@ -921,7 +930,23 @@ fn guest_idle(
         }
         GuestIdle::Halt | GuestIdle::Haltpoll => {
             let exit = g.vm_exit.as_ref()?;
-            let ns = exit.written.ns.unwrap_or(0.0).round() as u64;
+            let (ns, wake) = match halt_wake {
+                Some(Ok(d)) => (d.ns.round() as u64, format!("measured here, {}", d.how)),
+                other => {
+                    let ns = exit.written.ns.unwrap_or(0.0).round() as u64;
+                    let why = match other {
+                        Some(Err(e)) => format!(" (the halt wake-up was not derived: {e})"),
+                        _ => String::new(),
+                    };
+                    (
+                        ns,
+                        format!(
+                            "at least an exit round trip, guest.vm_exit = {ns} ns (a lower \
+                             bound: the host's wake-up of the vCPU comes on top){why}"
+                        ),
+                    )
+                }
+            };
             let state = RawIdleState {
                 name: "HLT".into(),
                 exit_latency_ns: ns,
@@ -929,14 +954,30 @@ fn guest_idle(
                 tlb_flushed: false,
             };
             let source = format!(
-                "a guest whose idle vCPUs halt ({}): waking one is at least an exit round trip, \
-                 guest.vm_exit = {ns} ns (a lower bound: the host's wake-up of the vCPU comes on \
-                 top); target residency twice that, as acpi_idle sets it",
+                "a guest whose idle vCPUs halt ({}): waking one takes {ns} ns, {wake}; target \
+                 residency twice that, as acpi_idle sets it",
                 how.source
             );
             (vec![state], source)
         }
     };
     prov.push(Provenance::new("idle", format!("{} states", states.len()), Origin::Read, &source));
-    Some(RawIdle { states, source, unverified: true })
+    let haltpoll = match (how.value, haltpoll) {
+        (GuestIdle::Haltpoll, Ok(h)) => {
+            prov.push(Provenance::new(
+                "idle.haltpoll",
+                format!("guest_halt_poll_ns = {}", h.guest_halt_poll_ns),
+                Origin::Read,
+                &h.source,
+            ));
+            Some(h)
+        }
+        (GuestIdle::Haltpoll, Err(why)) => {
+            let source = format!("the haltpoll governor's parameters unread ({why}): menu decides");
+            prov.push(Provenance::new("idle.haltpoll", "none", Origin::Read, &source));
+            None
+        }
+        _ => None,
+    };
+    Some(RawIdle { states, source, unverified: true, haltpoll })
 }

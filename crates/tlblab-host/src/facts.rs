@@ -18,6 +18,10 @@ pub const CACHE_DIR: &str = "/sys/devices/system/cpu/cpu0/cache";
 pub const BASE_FREQUENCY_PATH: &str = "/sys/devices/system/cpu/cpu0/cpufreq/base_frequency";
 /// The cpuidle driver in use (`haltpoll` in a KVM guest that polls before HLT).
 pub const CPUIDLE_DRIVER_PATH: &str = "/sys/devices/system/cpu/cpuidle/current_driver";
+/// The cpuidle governor in use (`haltpoll` with the cpuidle-haltpoll driver).
+pub const CPUIDLE_GOVERNOR_PATH: &str = "/sys/devices/system/cpu/cpuidle/current_governor_ro";
+/// The haltpoll governor's module parameters (`guest_halt_poll_ns`, …), one file each.
+pub const HALTPOLL_PARAMETERS_DIR: &str = "/sys/module/haltpoll/parameters";
 /// The kernel command line (`idle=poll`).
 pub const CMDLINE_PATH: &str = "/proc/cmdline";
 /// CPU time by kind, with the steal column (sampled twice for [`HostFacts::steal`]).
@@ -55,6 +59,12 @@ pub struct HostFacts {
     /// `/sys/devices/system/cpu/cpuidle/current_driver`.
     #[serde(default = "not_gathered")]
     pub cpuidle_driver: Source<String>,
+    /// `/sys/devices/system/cpu/cpuidle/current_governor_ro`.
+    #[serde(default = "not_gathered")]
+    pub cpuidle_governor: Source<String>,
+    /// `/sys/module/haltpoll/parameters/*`: parameter name to value.
+    #[serde(default = "not_gathered")]
+    pub haltpoll_parameters: Source<std::collections::BTreeMap<String, String>>,
     /// `/proc/cmdline`.
     #[serde(default = "not_gathered")]
     pub cmdline: Source<String>,

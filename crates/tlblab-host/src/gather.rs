@@ -4,7 +4,8 @@ use crate::cpuid::CpuidDump;
 use crate::facts::{
     paging_config_lines, parse_proc_stat_cpu, parse_vmalloc_total, CacheFact, HostFacts,
     StealSample, BASE_FREQUENCY_PATH, CACHE_DIR, CMDLINE_PATH, CONFIG_PATH, CPUIDLE_DRIVER_PATH,
-    MEASURE_ENV, ONLINE_PATH, POSSIBLE_PATH, PROC_STAT_PATH,
+    CPUIDLE_GOVERNOR_PATH, HALTPOLL_PARAMETERS_DIR, MEASURE_ENV, ONLINE_PATH, POSSIBLE_PATH,
+    PROC_STAT_PATH,
 };
 use std::io::Read as _;
 use std::path::Path;
@@ -47,6 +48,8 @@ impl HostFacts {
             kernel_config: read_config(),
             path_costs: measure_paths(),
             cpuidle_driver: read_text(CPUIDLE_DRIVER_PATH).map(|t| t.trim().to_owned()),
+            cpuidle_governor: read_text(CPUIDLE_GOVERNOR_PATH).map(|t| t.trim().to_owned()),
+            haltpoll_parameters: read_parameters(Path::new(HALTPOLL_PARAMETERS_DIR)),
             cmdline: read_text(CMDLINE_PATH).map(|t| t.trim().to_owned()),
             steal: sample_steal(std::time::Duration::from_secs(1)),
             vulnerabilities: tlblab_env::vulnerabilities::read_vulnerability_dir(
@@ -113,6 +116,24 @@ fn read_config() -> Source<Vec<String>> {
         Ok(_) => Source::Available(paging_config_lines(&text)),
         Err(e) => Source::unavailable(format!("cannot decompress {CONFIG_PATH}: {e}")),
     }
+}
+
+/// A module's parameters: each file of `dir`, trimmed, by name.
+fn read_parameters(dir: &Path) -> Source<std::collections::BTreeMap<String, String>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) => return Source::unavailable(reason(&dir.display().to_string(), &e)),
+    };
+    let mut out = std::collections::BTreeMap::new();
+    for e in entries.filter_map(|e| e.ok()) {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let path = e.path().display().to_string();
+        match read_text(&path) {
+            Source::Available(v) => out.insert(name, v.trim().to_owned()),
+            Source::Unavailable { reason } => return Source::unavailable(reason),
+        };
+    }
+    Source::Available(out)
 }
 
 fn read_caches(dir: &Path) -> Source<Vec<CacheFact>> {

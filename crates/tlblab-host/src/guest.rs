@@ -7,9 +7,11 @@ use crate::facts::{HostFacts, StealSample, CMDLINE_PATH, CPUIDLE_DRIVER_PATH, PR
 use crate::kernel_costs::{figure_of, Derivation, Derived};
 use crate::provenance::{Origin, Provenance};
 use tlblab_env::hypervisor;
+use tlblab_env::Source;
 use tlblab_sim::machine::nested::RawNested;
 use tlblab_sim::machine::raw::{
-    GuestFact, GuestIdle, KernelFigure, Ratio, RawGuest, Scales, WrittenCost, MAX_OVERCOMMIT,
+    GuestFact, GuestIdle, KernelFigure, Ratio, RawGuest, RawHaltpoll, Scales, WrittenCost,
+    MAX_OVERCOMMIT,
 };
 
 /// KVM feature bits of CPUID 0x4000_0001 EAX (Linux UAPI `asm/kvm_para.h`).
@@ -199,6 +201,57 @@ fn idle(facts: &HostFacts) -> Option<(GuestIdle, String)> {
     } else {
         Some((GuestIdle::Halt, format!("{source}: an idle vCPU halts (HLT exits)")))
     }
+}
+
+/// The haltpoll governor's parameters, when it is the governor in use
+/// (`current_governor_ro`); an error says why there is none.
+pub(crate) fn haltpoll(facts: &HostFacts) -> Result<RawHaltpoll, String> {
+    use crate::facts::{CPUIDLE_GOVERNOR_PATH, HALTPOLL_PARAMETERS_DIR};
+    let governor = match &facts.cpuidle_governor {
+        Source::Available(g) => g,
+        Source::Unavailable { reason } => return Err(reason.clone()),
+    };
+    if governor != "haltpoll" {
+        return Err(format!("{CPUIDLE_GOVERNOR_PATH} = {governor:?}"));
+    }
+    let params = match &facts.haltpoll_parameters {
+        Source::Available(p) => p,
+        Source::Unavailable { reason } => return Err(reason.clone()),
+    };
+    let get = |name: &str| {
+        params.get(name).ok_or_else(|| format!("{HALTPOLL_PARAMETERS_DIR}/{name} is missing"))
+    };
+    let number = |name: &str| -> Result<u64, String> {
+        let v = get(name)?;
+        v.parse().map_err(|_| format!("{HALTPOLL_PARAMETERS_DIR}/{name} holds {v:?}"))
+    };
+    let allow_shrink = match get("guest_halt_poll_allow_shrink")?.as_str() {
+        "Y" | "1" => true,
+        "N" | "0" => false,
+        v => {
+            return Err(format!(
+                "{HALTPOLL_PARAMETERS_DIR}/guest_halt_poll_allow_shrink holds {v:?}"
+            ))
+        }
+    };
+    let h = RawHaltpoll {
+        guest_halt_poll_ns: number("guest_halt_poll_ns")?,
+        guest_halt_poll_grow: number("guest_halt_poll_grow")?,
+        guest_halt_poll_grow_start: number("guest_halt_poll_grow_start")?,
+        guest_halt_poll_shrink: number("guest_halt_poll_shrink")?,
+        guest_halt_poll_allow_shrink: allow_shrink,
+        source: String::new(),
+    };
+    let source = format!(
+        "{CPUIDLE_GOVERNOR_PATH} = \"haltpoll\"; {HALTPOLL_PARAMETERS_DIR}: guest_halt_poll_ns \
+         = {}, grow = {}, grow_start = {}, shrink = {}, allow_shrink = {}",
+        h.guest_halt_poll_ns,
+        h.guest_halt_poll_grow,
+        h.guest_halt_poll_grow_start,
+        h.guest_halt_poll_shrink,
+        yes(allow_shrink)
+    );
+    Ok(RawHaltpoll { source, ..h })
 }
 
 fn yes(b: bool) -> &'static str {

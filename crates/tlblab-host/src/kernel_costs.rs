@@ -24,6 +24,7 @@
 //! | `[guest] ipi_round_trip` | `ipi_call_remote − ipi_call_local` (a synchronous cross-CPU call, made by toggling a perf event on the other CPU, less the same call on the own CPU); if that was not measured, `membarrier_ipi − membarrier_no_ipi` | time |
 //! | `ipi_send` + `ipi_latency` + `ipi_handler` + `ipi_ack` | the round trip, less 2 × `vmexit_cpuid` under a hypervisor (the exits the guest model adds to an IPI), split in the nearest preset's proportion | time |
 //! | `[guest] vm_exit` | `vmexit_cpuid` (under a hypervisor only) | time |
+//! | `[idle]` HLT exit latency | `thread_wake_remote − thread_switch − (2 × vmexit_cpuid + ipi_latency + ipi_handler)` under a hypervisor: a pass of a token that wakes a thread on the other, halted vCPU, less the same pass on one CPU and the IPI's pieces the guest model adds (the waker's exit, the injection's exit, latency, handler); what is left is the halted vCPU's wake-up on the host | time |
 //!
 //! A figure whose measurement failed, or whose difference is not positive (noise), keeps the
 //! nearest preset's figure, and the provenance says why.
@@ -56,6 +57,9 @@ pub struct Derivation {
     pub vm_exit: Option<Result<Derived, String>>,
     /// `[guest] ipi_round_trip`.
     pub ipi_round_trip: Option<Result<Derived, String>>,
+    /// A halted vCPU's wake-up (the exit latency of the guest's `[idle]` HLT state), under a
+    /// hypervisor.
+    pub halt_wake: Option<Result<Derived, String>>,
 }
 
 fn input(costs: &PathCosts, name: &str) -> Result<(f64, String), String> {
@@ -347,16 +351,52 @@ pub fn derive(
     split(&mut out.kernel, &bare, &parts);
     out.ipi_round_trip = Some(ipi);
     if virtualised {
+        out.halt_wake = Some(halt_wake(costs, &out));
         migrate_without_wake_up(&mut out);
     }
     out
+}
+
+/// A halted vCPU's wake-up, the `[idle]` HLT state's exit latency: a token pass that wakes a
+/// thread on the other CPU (halted: its thread blocked) less the same pass on one CPU leaves the
+/// wake-up's delivery; the guest model charges the IPI's pieces of it itself (the waker's exit,
+/// the injection's, `ipi_latency`, `ipi_handler`), and the rest is the host's wake-up of the vCPU.
+fn halt_wake(costs: &PathCosts, out: &Derivation) -> Result<Derived, String> {
+    let (remote, remote_how) = input(costs, names::THREAD_WAKE_REMOTE)?;
+    let (local, local_how) = input(costs, names::THREAD_SWITCH)?;
+    let exit = match &out.vm_exit {
+        Some(Ok(e)) => e.ns,
+        Some(Err(e)) => return Err(format!("vm_exit: {e}")),
+        None => return Err("no vm_exit".into()),
+    };
+    let piece = |name: &str| {
+        out.kernel
+            .iter()
+            .find(|(n, _)| *n == name)
+            .and_then(|(_, d)| d.as_ref().ok().map(|d| d.ns))
+            .ok_or_else(|| format!("{name} not derived"))
+    };
+    let (latency, handler) = (piece("ipi_latency")?, piece("ipi_handler")?);
+    let rule = "thread_wake_remote − thread_switch − (2 × vm_exit + ipi_latency + ipi_handler)";
+    let ns = positive(rule, remote - local - 2.0 * exit - latency - handler)?;
+    Ok(Derived {
+        ns: round1(ns),
+        scales: Scales::Time,
+        how: format!(
+            "{rule}: {remote_how}; {local_how}; vm_exit {exit:.1} ns, ipi_latency {latency:.1} \
+             ns, ipi_handler {handler:.1} ns"
+        ),
+        assumed_split: false,
+    })
 }
 
 /// Under a hypervisor the measured migration waits for the target vCPU, halted, to wake up and
 /// run the task; the kernel model adds that wake-up itself (a reschedule IPI delayed by the
 /// sender's exit, the halted vCPU's exit latency, the injection exit, the handler and the
 /// target's context switch: docs/kernel-model.md, "Virtualisation"), so `migrate` keeps only
-/// the rest: `migrate − S − (3 × vm_exit + ipi_latency + ipi_handler + context_switch)`.
+/// the rest: `migrate − S − (2 × vm_exit + halt wake + ipi_latency + ipi_handler +
+/// context_switch)`, the halt wake being [`Derivation::halt_wake`], or one more `vm_exit` (its
+/// lower bound) without it.
 fn migrate_without_wake_up(out: &mut Derivation) {
     let get = |name: &str| {
         out.kernel.iter().find(|(n, _)| *n == name).and_then(|(_, d)| d.as_ref().ok().cloned())
@@ -364,9 +404,16 @@ fn migrate_without_wake_up(out: &mut Derivation) {
     let (Some(migrate), Some(Ok(exit))) = (get("migrate"), out.vm_exit.clone()) else { return };
     let parts = ["ipi_latency", "ipi_handler", "context_switch"].map(get);
     let [Some(latency), Some(handler), Some(switch)] = parts else { return };
-    let wake = 3.0 * exit.ns + latency.ns + handler.ns + switch.ns;
-    let rule = "less the wake-up the guest model adds (3 × vm_exit + ipi_latency + ipi_handler \
-                + context_switch)";
+    let (halt, halt_name) = match &out.halt_wake {
+        Some(Ok(h)) => (h.ns, "halt wake"),
+        _ => (exit.ns, "vm_exit"),
+    };
+    let wake = 2.0 * exit.ns + halt + latency.ns + handler.ns + switch.ns;
+    let rule = format!(
+        "less the wake-up the guest model adds (2 × vm_exit + {halt_name} + ipi_latency + \
+         ipi_handler + context_switch)"
+    );
+    let rule = rule.as_str();
     let derived = positive(rule, migrate.ns - wake).map(|ns| Derived {
         ns: round1(ns),
         how: format!("{}; {rule} = {wake:.1} ns", migrate.how),
@@ -594,6 +641,21 @@ mod tests {
         assert_eq!(scales("ipi_latency"), Scales::Time);
         // On bare metal there is no VM exit to record.
         assert!(derive(&c, &skylake(), false, &flush100()).vm_exit.is_none());
+        // Without thread_wake_remote no halt wake-up: migrate keeps vm_exit as its lower bound.
+        assert!(d.halt_wake.clone().unwrap().unwrap_err().contains("thread_wake_remote"));
+        // With it: 40,000 − 1,200 − (2 × 8,000 + 208.3 + 125.0) = 22,466.7 ns, and migrate
+        // loses that wake-up instead of the third exit: 40,000 − (16,000 + 22,466.7 + 208.3 +
+        // 125.0 + 779.7) = 420.3 ns.
+        let mut woken = c.clone();
+        woken.results.insert(names::THREAD_WAKE_REMOTE.into(), m(40_000.0));
+        let w = derive(&woken, &skylake(), true, &flush100());
+        assert_eq!(
+            w.halt_wake.clone().unwrap().map(|d| (d.ns, d.scales)),
+            Ok((22_466.7, Scales::Time))
+        );
+        assert_eq!(ns(&w, "migrate"), Ok(420.3));
+        // On bare metal a wake-up is not a vCPU's.
+        assert!(derive(&woken, &skylake(), false, &flush100()).halt_wake.is_none());
         // Without the cross-CPU call the round trip is membarrier's, and says why.
         let rtt = d.ipi_round_trip.clone().unwrap().unwrap();
         assert!(rtt.how.contains("ipi_call_remote not measured"), "{}", rtt.how);

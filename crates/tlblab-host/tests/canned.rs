@@ -37,6 +37,8 @@ fn facts(cpuid: CpuidDump, cpuinfo: Option<&str>, online: &str) -> HostFacts {
         kernel_config: missing("not in this fixture"),
         path_costs: missing("not in this fixture"),
         cpuidle_driver: missing("not in this fixture"),
+        cpuidle_governor: missing("not in this fixture"),
+        haltpoll_parameters: missing("not in this fixture"),
         cmdline: missing("not in this fixture"),
         steal: missing("not in this fixture"),
         vulnerabilities: missing("not in this fixture"),
@@ -425,6 +427,20 @@ fn measured_kernel_paths_and_the_guest_section() {
         facts(dump("cpuid-kvm-emerald-rapids.txt"), Some("cpuinfo-kvm-emerald-rapids.txt"), "0-1");
     f.path_costs = Source::Available(cached);
     f.cpuidle_driver = Source::Available("haltpoll".into());
+    f.cpuidle_governor = Source::Available("haltpoll".into());
+    // The project's VM: haltpoll.guest_halt_poll_ns=0 on its command line.
+    f.haltpoll_parameters = Source::Available(
+        [
+            ("guest_halt_poll_ns", "0"),
+            ("guest_halt_poll_grow", "2"),
+            ("guest_halt_poll_grow_start", "50000"),
+            ("guest_halt_poll_shrink", "2"),
+            ("guest_halt_poll_allow_shrink", "Y"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect(),
+    );
     f.cmdline = Source::Available("console=ttyS0 reboot=k".into());
     // A quiet dedicated host: no steal.
     f.steal = Source::Available(StealSample { window_ms: 1000, steal_ticks: 0, total_ticks: 200 });
@@ -463,6 +479,22 @@ fn measured_kernel_paths_and_the_guest_section() {
     assert!(g.steal_time.as_ref().unwrap().value);
     assert_eq!(g.idle.as_ref().unwrap().value, tlblab_sim::machine::raw::GuestIdle::Haltpoll);
     assert_eq!(g.vm_exit.as_ref().unwrap().cycles, 19_267); // 8,377 ns at 2.3 GHz
+                                                            // The idle vCPU halts: without thread_wake_remote its wake-up is vm_exit, a lower bound;
+                                                            // the haltpoll governor's parameters are read.
+    let idle = host.spec.raw().idle.as_ref().unwrap();
+    assert_eq!(idle.states.len(), 1);
+    assert_eq!(idle.states[0].exit_latency_ns, 8_377);
+    assert!(idle.source.contains("lower bound"), "{}", idle.source);
+    let h = idle.haltpoll.as_ref().unwrap();
+    assert_eq!((h.guest_halt_poll_ns, h.guest_halt_poll_grow_start), (0, 50_000));
+    assert!(h.guest_halt_poll_allow_shrink);
+    assert_eq!(provenance(&host, "idle.haltpoll").origin, Origin::Read);
+    // Another governor: no [idle.haltpoll], and the provenance says why.
+    let mut menu = f.clone();
+    menu.cpuidle_governor = Source::Available("menu".into());
+    let m = build(&menu).unwrap();
+    assert!(m.spec.raw().idle.as_ref().unwrap().haltpoll.is_none());
+    assert!(provenance(&m, "idle.haltpoll").source.contains("current_governor_ro = \"menu\""));
     assert!(g.ipi_round_trip.is_none());
     assert!(provenance(&host, "guest.ipi_round_trip").source.contains("0.99 IPIs"));
     assert!(host.toml.contains("[guest.vm_exit]") || host.toml.contains("[guest]"));

@@ -187,6 +187,16 @@ mechanisms! {
         "a task woken for an idle CPU that polls (idle=poll, or cpuidle's POLL state) gets no reschedule IPI: resched_curr()'s set_nr_and_not_polling() sees TIF_POLLING_NRFLAG, and the polling loop sees TIF_NEED_RESCHED one cache-line transfer later (no interrupt, and in a guest no VM exit)",
         "docs/kernel-model.md, \"Idle states\"",
         "every wake-up of an idle CPU is a reschedule IPI, polling or not (the model before this mechanism)";
+    /// rwsem lock stealing and writer wake-ups on `mmap_lock` (`kernel/mmap_lock.rs`).
+    RwsemSteal => "rwsem-steal",
+        "mmap_lock's free lock goes to whoever takes it first: a running writer takes it past sleeping waiters, 5.3+ a reader one no writer holds; a release grants the lock to readers at the head but only wakes a writer there, which tries again when it runs (5.3+: a handoff after RWSEM_WAIT_TIMEOUT)",
+        "docs/kernel-model.md, \"How time is modelled\" (mmap_lock)",
+        "a release hands the lock to the head of the queue, writer or readers, and nobody passes a sleeping waiter (a convoy; the model before this mechanism)";
+    /// The haltpoll cpuidle governor of a KVM guest (`kernel/idle.rs`).
+    Haltpoll => "haltpoll",
+        "a KVM guest's haltpoll governor ([idle.haltpoll]) chooses the idle state instead of menu: an idle vCPU polls for its poll window, which starts at 0 and adapts to its halts within guest_halt_poll_ns, then halts",
+        "docs/kernel-model.md, \"Idle states\"",
+        "the menu governor chooses, as on bare metal (polls when the predicted idle period is short)";
 }
 
 impl Mechanism {
@@ -211,10 +221,12 @@ impl Mechanism {
         match self {
             Mechanism::Guest => crate::kernel::guest::Guest::from_spec(spec).is_some(),
             Mechanism::IdleStates => spec.raw().idle.is_some(),
+            Mechanism::Haltpoll => spec.raw().idle.as_ref().is_some_and(|i| i.haltpoll.is_some()),
             Mechanism::CsdQueue
             | Mechanism::PollWake
             | Mechanism::TlbstateLines
             | Mechanism::MmapLock
+            | Mechanism::RwsemSteal
             | Mechanism::WorkingSet
             | Mechanism::Mlp
             | Mechanism::PointerChase

@@ -110,19 +110,61 @@ pub struct MmapLock {
     pub writer: Option<TaskId>,
     /// The tasks holding it for read.
     pub readers: Vec<TaskId>,
-    /// Sleeping tasks, first come first served, each with whether it wants to write.
-    pub waiters: VecDeque<(TaskId, bool)>,
+    /// Sleeping tasks, first come first served.
+    pub waiters: VecDeque<Waiter>,
+    /// `RWSEM_FLAG_HANDOFF` (5.3+): the lock is reserved for the first waiter, a writer.
+    pub handoff: bool,
     /// The CPU whose cache holds the semaphore's line (its last atomic).
     pub line: Option<u16>,
 }
 
+/// A task queued on [`MmapLock`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Waiter {
+    /// The task.
+    pub task: TaskId,
+    /// Whether it wants to write.
+    pub write: bool,
+    /// When it queued, cycles (the handoff timeout counts from it).
+    pub since: u64,
+    /// A writer woken by a release but not handed the lock: it tries again when it runs.
+    pub woken: bool,
+}
+
+/// Which rwsem rules the model follows (`kernel/mmap_lock.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RwsemRules {
+    /// Lock stealing (mechanism `rwsem-steal`): a free lock goes to whoever takes it first, a
+    /// running writer past sleeping waiters, and a release only wakes a writer, which tries
+    /// again when it runs; off, a release hands the lock to the head of the queue.
+    pub steal: bool,
+    /// 5.3+: a reader takes a lock no writer holds past sleeping waiters (reader optimistic
+    /// lock stealing, 5.12; before it, reader spinning); before 5.3 a reader queues behind any
+    /// waiter.
+    pub reader_steal: bool,
+    /// 5.3+: the first waiter, a writer woken and beaten for `RWSEM_WAIT_TIMEOUT`, sets the
+    /// handoff flag, which stops the stealing and gives it the lock at the next release.
+    pub handoff: bool,
+}
+
 impl MmapLock {
-    /// Whether `down_read()` / `down_write()` would take it now. A reader does not pass a
-    /// sleeping waiter (so writers are not starved), as the rwsem's `RWSEM_FLAG_WAITERS` makes
-    /// new readers queue.
-    pub fn can_take(&self, write: bool) -> bool {
-        let free_of_writer = self.writer.is_none() && self.waiters.is_empty();
-        free_of_writer && (!write || self.readers.is_empty())
+    /// Whether `down_read()` / `down_write()` by a task not queued would take it now. Without
+    /// stealing a task does not pass a sleeping waiter (as `RWSEM_FLAG_WAITERS` makes the fast
+    /// paths fail); with it, a writer takes a lock nobody holds, and a reader (5.3+) one no
+    /// writer holds, unless a handoff is pending.
+    pub fn can_take(&self, write: bool, rules: RwsemRules) -> bool {
+        let no_writer = self.writer.is_none();
+        if !rules.steal {
+            return no_writer && self.waiters.is_empty() && (!write || self.readers.is_empty());
+        }
+        if self.handoff {
+            return false;
+        }
+        if write {
+            no_writer && self.readers.is_empty()
+        } else {
+            no_writer && (rules.reader_steal || self.waiters.is_empty())
+        }
     }
 
     /// Takes it (the caller checked [`MmapLock::can_take`] or is handing it over).
@@ -144,28 +186,61 @@ impl MmapLock {
         }
     }
 
-    /// `rwsem_wake()` once the lock may be free: hands it to the first waiter if it is a
-    /// writer and nobody holds it, or to every reader at the head of the queue if no writer
-    /// holds it. Returns the tasks handed the lock, to wake. NOTE: since 5.x `rwsem_mark_wake()`
-    /// also wakes readers queued behind a writer; the model wakes the head's readers only.
-    pub fn hand_over(&mut self) -> Vec<TaskId> {
+    /// `rwsem_wake()` once the lock may be free (`rwsem_mark_wake()`): to every reader at the
+    /// head of the queue the lock is granted if no writer holds it; a writer at the head is
+    /// granted it when nobody holds it without stealing, or with a handoff pending, and with
+    /// stealing only woken (once) to try again. Returns the tasks to wake. NOTE: since 5.x
+    /// `rwsem_mark_wake()` also wakes readers queued behind a writer; the model wakes the
+    /// head's readers only.
+    pub fn hand_over(&mut self, rules: RwsemRules) -> Vec<TaskId> {
         let mut woken = Vec::new();
-        match self.waiters.front() {
-            Some(&(t, true)) if self.writer.is_none() && self.readers.is_empty() => {
+        let free = self.writer.is_none() && self.readers.is_empty();
+        match self.waiters.front().copied() {
+            Some(w) if w.write && free && (!rules.steal || self.handoff) => {
                 self.waiters.pop_front();
-                self.writer = Some(t);
-                woken.push(t);
+                self.handoff = false;
+                self.writer = Some(w.task);
+                woken.push(w.task);
             }
-            Some(&(_, false)) if self.writer.is_none() => {
-                while let Some(&(t, false)) = self.waiters.front() {
+            Some(w) if w.write && free && !w.woken => {
+                self.waiters[0].woken = true;
+                woken.push(w.task);
+            }
+            Some(w) if !w.write && self.writer.is_none() && !self.handoff => {
+                while let Some(&r) = self.waiters.front().filter(|r| !r.write) {
                     self.waiters.pop_front();
-                    self.readers.push(t);
-                    woken.push(t);
+                    self.readers.push(r.task);
+                    woken.push(r.task);
                 }
             }
             _ => {}
         }
         woken
+    }
+
+    /// Whether `t` is a woken writer of the queue (it tries again: [`MmapLock::retry`]).
+    pub fn is_woken_writer(&self, t: TaskId) -> bool {
+        self.waiters.iter().any(|w| w.task == t && w.woken)
+    }
+
+    /// A woken writer `t` tries again at `now` (`rwsem_down_write_slowpath()`'s loop): takes
+    /// the lock if nobody holds it (and no handoff is pending for another), and returns true;
+    /// else goes back to sleep, first setting the handoff flag (5.3+) if it is the first
+    /// waiter and has waited `timeout` cycles.
+    pub fn retry(&mut self, t: TaskId, now: u64, timeout: u64, rules: RwsemRules) -> bool {
+        let Some(i) = self.waiters.iter().position(|w| w.task == t) else { return false };
+        let free = self.writer.is_none() && self.readers.is_empty();
+        if free && (!self.handoff || i == 0) {
+            self.waiters.remove(i);
+            self.handoff = false;
+            self.writer = Some(t);
+            return true;
+        }
+        self.waiters[i].woken = false;
+        if rules.handoff && i == 0 && now.saturating_sub(self.waiters[0].since) >= timeout {
+            self.handoff = true;
+        }
+        false
     }
 }
 
@@ -306,6 +381,89 @@ impl Mm {
 mod tests {
     use super::*;
 
+    const STEAL_5_3: RwsemRules = RwsemRules { steal: true, reader_steal: true, handoff: true };
+    const STEAL_4_X: RwsemRules = RwsemRules { steal: true, reader_steal: false, handoff: false };
+    const CONVOY: RwsemRules = RwsemRules { steal: false, reader_steal: true, handoff: true };
+
+    /// A writer `a` holds the lock and writer `b` sleeps on it since cycle 0.
+    fn held_with_a_waiter() -> MmapLock {
+        let mut l = MmapLock::default();
+        l.take(TaskId(0), true);
+        l.waiters.push_back(Waiter { task: TaskId(1), write: true, since: 0, woken: false });
+        l
+    }
+
+    /// rwsem_down_write_slowpath() / rwsem_mark_wake(): a release only wakes the writer at the
+    /// head; a running writer takes the free lock first (rwsem_try_write_lock_unqueued()), and
+    /// the woken one, beaten, sleeps again, to be woken by the next release.
+    #[test]
+    fn a_running_writer_steals_the_lock_from_a_woken_one() {
+        let mut l = held_with_a_waiter();
+        l.release(TaskId(0), true);
+        assert_eq!(l.hand_over(STEAL_5_3), [TaskId(1)]);
+        assert_eq!(l.writer, None, "woken, not granted");
+        assert!(l.is_woken_writer(TaskId(1)));
+        // Woken once only.
+        assert!(l.hand_over(STEAL_5_3).is_empty());
+        assert!(l.can_take(true, STEAL_5_3));
+        l.take(TaskId(2), true);
+        assert!(!l.retry(TaskId(1), 100, 1_000, STEAL_5_3));
+        assert!(!l.is_woken_writer(TaskId(1)) && !l.handoff);
+        l.release(TaskId(2), true);
+        assert_eq!(l.hand_over(STEAL_5_3), [TaskId(1)]);
+        assert!(l.retry(TaskId(1), 200, 1_000, STEAL_5_3));
+        assert_eq!((l.writer, l.waiters.len()), (Some(TaskId(1)), 0));
+    }
+
+    /// 5.3+: the first waiter, beaten after RWSEM_WAIT_TIMEOUT, sets RWSEM_FLAG_HANDOFF: nobody
+    /// steals any more and the next release gives it the lock. 4.x has no handoff.
+    #[test]
+    fn a_writer_beaten_past_the_timeout_reserves_the_lock() {
+        for (rules, handoff) in [(STEAL_5_3, true), (STEAL_4_X, false)] {
+            let mut l = held_with_a_waiter();
+            l.release(TaskId(0), true);
+            l.hand_over(rules);
+            l.take(TaskId(2), true);
+            assert!(!l.retry(TaskId(1), 1_000, 1_000, rules));
+            assert_eq!(l.handoff, handoff);
+            l.release(TaskId(2), true);
+            assert_eq!(l.can_take(true, rules), !handoff);
+            assert_eq!(l.can_take(false, rules), !handoff && rules.reader_steal);
+            assert_eq!(l.hand_over(rules), [TaskId(1)]);
+            assert_eq!(l.writer.is_some(), handoff, "granted only with a handoff");
+        }
+    }
+
+    /// Readers: 5.3+ one takes a lock no writer holds past the sleeping writer; before, it
+    /// queues behind any waiter. Readers at the head are granted the lock by the release.
+    #[test]
+    fn readers_pass_a_waiting_writer_from_5_3_only() {
+        let mut l = held_with_a_waiter();
+        l.release(TaskId(0), true);
+        l.hand_over(STEAL_5_3);
+        assert!(l.can_take(false, STEAL_5_3));
+        assert!(!l.can_take(false, STEAL_4_X));
+        let mut r = MmapLock::default();
+        r.take(TaskId(0), true);
+        for t in [1, 2] {
+            r.waiters.push_back(Waiter { task: TaskId(t), write: false, since: 0, woken: false });
+        }
+        r.release(TaskId(0), true);
+        assert_eq!(r.hand_over(STEAL_5_3), [TaskId(1), TaskId(2)]);
+        assert_eq!(r.readers, [TaskId(1), TaskId(2)]);
+    }
+
+    /// Without the mechanism: nobody passes a waiter and a release hands the lock over, a
+    /// writer included (the convoy the model had before).
+    #[test]
+    fn without_stealing_the_release_hands_the_lock_to_the_head() {
+        let mut l = held_with_a_waiter();
+        l.release(TaskId(0), true);
+        assert!(!l.can_take(true, CONVOY));
+        assert_eq!(l.hand_over(CONVOY), [TaskId(1)]);
+        assert_eq!(l.writer, Some(TaskId(1)));
+    }
+
     #[test]
     fn mmap_places_regions_top_down_with_a_gap() {
         let mut mm = Mm::new(2, 4, 0, 250);
@@ -340,26 +498,28 @@ mod tests {
         assert!(!mm.unmap_splits(beside));
     }
 
-    /// rwsem order: a sleeping writer holds back later readers; a release hands the lock to
-    /// the head of the queue: the writer alone, then the readers at the head together.
+    /// Without lock stealing, rwsem order: a sleeping writer holds back later readers; a
+    /// release hands the lock to the head of the queue: the writer alone, then the readers at
+    /// the head together.
     #[test]
     fn mmap_lock_hands_over_in_arrival_order() {
         let (a, b, c, d) = (TaskId(1), TaskId(2), TaskId(3), TaskId(4));
+        let waiter = |task, write| Waiter { task, write, since: 0, woken: false };
         let mut l = MmapLock::default();
-        assert!(l.can_take(false));
+        assert!(l.can_take(false, CONVOY));
         l.take(a, false);
-        assert!(l.can_take(false) && !l.can_take(true), "readers share, a writer waits");
-        l.waiters.push_back((b, true));
-        assert!(!l.can_take(false), "a reader queues behind a sleeping writer");
-        l.waiters.push_back((c, false));
-        l.waiters.push_back((d, false));
-        assert!(l.hand_over().is_empty(), "a reader still holds it");
+        assert!(l.can_take(false, CONVOY) && !l.can_take(true, CONVOY), "readers share");
+        l.waiters.push_back(waiter(b, true));
+        assert!(!l.can_take(false, CONVOY), "a reader queues behind a sleeping writer");
+        l.waiters.push_back(waiter(c, false));
+        l.waiters.push_back(waiter(d, false));
+        assert!(l.hand_over(CONVOY).is_empty(), "a reader still holds it");
         l.release(a, false);
-        assert_eq!(l.hand_over(), vec![b]);
+        assert_eq!(l.hand_over(CONVOY), vec![b]);
         assert_eq!(l.writer, Some(b));
-        assert!(l.hand_over().is_empty(), "the writer holds it");
+        assert!(l.hand_over(CONVOY).is_empty(), "the writer holds it");
         l.release(b, true);
-        assert_eq!(l.hand_over(), vec![c, d]);
+        assert_eq!(l.hand_over(CONVOY), vec![c, d]);
         assert_eq!(l.readers, vec![c, d]);
         assert!(l.waiters.is_empty());
     }

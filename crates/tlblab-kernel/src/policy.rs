@@ -143,6 +143,12 @@ pub struct Policy {
     /// `mmap_lock` to read once the VMAs are detached, so the zap and the flush run under read.
     #[serde(default)]
     pub munmap_downgrade: bool,
+    /// 5.3 (Waiman Long's rwsem rework, kernel/locking/rwsem.c): `RWSEM_FLAG_HANDOFF` (a writer
+    /// beaten for `RWSEM_WAIT_TIMEOUT` reserves the lock), readers taking a lock no writer holds
+    /// past sleeping waiters (reader spinning, then 5.12's reader lock stealing) and writers
+    /// spinning on a reader-owned lock; before, none of the three (kernel/mmap_lock.rs).
+    #[serde(default)]
+    pub rwsem_handoff: bool,
     /// Page-table isolation and its user-PCID flush.
     pub pti: Pti,
     /// AMD INVLPGB broadcast flushes with global ASIDs (6.15); needs the CPU feature.
@@ -340,6 +346,7 @@ fn linux_6_18() -> Policy {
         pt_reclaim: true,
         vma_locks: true,
         munmap_downgrade: true,
+        rwsem_handoff: true,
         pti: Pti::Off,
         invlpgb: false,
         rar: false,
@@ -371,6 +378,7 @@ fn linux_4_14() -> Policy {
         pt_reclaim: false,
         vma_locks: false,
         munmap_downgrade: false,
+        rwsem_handoff: false,
         idle_leave_mm: true,
         // KVM's PV TLB flush came with 4.16.
         pv_tlb_flush: false,

@@ -11,6 +11,7 @@
 //! | `mprotect_1`, `mprotect_64`, `mprotect_256` | `mprotect` of 1 / 64 / 256 present pages, read-only and read-write by turns: each call changes every PTE and flushes (one page by `INVLPG`, 64 and 256 fully, so their difference is 192 PTE changes) |
 //! | `mmap_munmap_untouched` | `mmap` + `munmap` of 16 untouched pages: no zap, no flush |
 //! | `thread_switch` | per switch: two threads of this process on one CPU pass a token through eventfds (same mm) |
+//! | `thread_wake_remote` | per pass: the same token passing with the partner thread on the other CPU, so each pass wakes a thread whose CPU went idle when it blocked |
 //! | `membarrier_ipi` | `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` with a sibling thread spinning on the other CPU: one IPI round trip; runs that delivered fewer than 0.99 `CAL` interrupts per call are dropped |
 //! | `membarrier_no_ipi` | the same with the sibling blocked in `read()`: no IPI, the syscall alone |
 //! | `ipi_call_remote` | `PERF_EVENT_IOC_ENABLE`/`_DISABLE`, alternately, of a software perf event bound to the other CPU, where a sibling spins: `smp_call_function_single(…, wait = 1)`, one synchronous IPI round trip; runs that delivered fewer than 0.99 `CAL` interrupts per call are dropped |
@@ -77,6 +78,9 @@ pub mod names {
     pub const MUNMAP_SPLIT: &str = "munmap_split";
     /// A same-mm thread switch (per switch).
     pub const THREAD_SWITCH: &str = "thread_switch";
+    /// The same token passing with the partner on the other CPU (per pass): a wake-up of an
+    /// idle CPU.
+    pub const THREAD_WAKE_REMOTE: &str = "thread_wake_remote";
     /// `membarrier` with a spinning sibling: an IPI round trip.
     pub const MEMBARRIER_IPI: &str = "membarrier_ipi";
     /// `membarrier` with a blocked sibling: no IPI.
@@ -103,7 +107,7 @@ pub mod names {
     /// `fork` + `_exit` + `waitpid`.
     pub const FORK_EXIT: &str = "fork_exit";
     /// Every name, in measuring order.
-    pub const ALL: [&str; 25] = [
+    pub const ALL: [&str; 26] = [
         NULL_SYSCALL,
         FAULT_ZERO,
         FAULT_ANON,
@@ -117,6 +121,7 @@ pub mod names {
         MMAP_MUNMAP,
         MUNMAP_SPLIT,
         THREAD_SWITCH,
+        THREAD_WAKE_REMOTE,
         IPI_CALL_REMOTE,
         IPI_CALL_LOCAL,
         MEMBARRIER_IPI,

@@ -25,7 +25,7 @@ pub const CALIBRATION_STEP: f64 = 0.10;
 pub const CALIBRATED_SHARE: f64 = 0.5;
 
 /// Every loop the host preset measures, in measuring order ([`names::ALL`]).
-pub const MEASURED_LOOPS: [MeasuredLoop; 25] = [
+pub const MEASURED_LOOPS: [MeasuredLoop; 26] = [
     MeasuredLoop { name: names::NULL_SYSCALL, operation: "getppid()" },
     MeasuredLoop {
         name: names::FAULT_ZERO,
@@ -79,6 +79,11 @@ pub const MEASURED_LOOPS: [MeasuredLoop; 25] = [
         name: names::THREAD_SWITCH,
         operation: "one switch between two threads of one process on one CPU passing a token \
                     through eventfds: pingpong's loop, between threads instead of processes",
+    },
+    MeasuredLoop {
+        name: names::THREAD_WAKE_REMOTE,
+        operation: "one pass of the same token between threads on two CPUs: each pass wakes a \
+                    thread whose CPU went idle (in a guest, a halted vCPU) when it blocked",
     },
     MeasuredLoop {
         name: names::IPI_CALL_REMOTE,

@@ -159,6 +159,7 @@ fn measure_on_this_thread(opts: &Options) -> (Vec<usize>, BTreeMap<String, Outco
         })
     });
     put(names::THREAD_SWITCH, &mut || thread_switch(opts, local));
+    put(names::THREAD_WAKE_REMOTE, &mut || thread_switch(opts, need2("a cross-CPU wake-up")?));
     put(names::IPI_CALL_REMOTE, &mut || {
         let remote = need2("a cross-CPU call")?;
         let mut failures = Vec::new();
@@ -349,6 +350,8 @@ fn cpuid_loop(ops: u64) -> Result<Duration, String> {
 
 /// Two threads of this process on `cpu` pass a token through two eventfds; one operation is a
 /// round trip (2 switches, 2 writes with their wake-ups, 2 reads); the figure is per switch.
+/// Two threads pass a token through eventfds, the partner pinned to `cpu`: on the own CPU each
+/// pass is a switch; on the other, a wake-up of a thread whose CPU idles. Per pass.
 fn thread_switch(opts: &Options, cpu: usize) -> Result<Measurement, String> {
     let a = Arc::new(EventFd::new().map_err(|e| format!("eventfd: {e}"))?);
     let b = Arc::new(EventFd::new().map_err(|e| format!("eventfd: {e}"))?);
@@ -378,7 +381,7 @@ fn thread_switch(opts: &Options, cpu: usize) -> Result<Measurement, String> {
         m.median_ns /= 2.0;
         m.p10_ns /= 2.0;
         m.p90_ns /= 2.0;
-        m.note = Some("per switch: half a round trip".into());
+        m.note = Some("per pass: half a round trip".into());
         m
     })
 }

@@ -128,7 +128,7 @@ pub fn undocumented<'a>(
 }
 
 /// Every mechanism, in `tlblab sim mechanisms` order.
-pub const MECHANISMS: [&str; 27] = [
+pub const MECHANISMS: [&str; 29] = [
     "guest",
     "idle-states",
     "csd-queue",
@@ -156,4 +156,6 @@ pub const MECHANISMS: [&str; 27] = [
     "lru-list-lines",
     "vfork-wait",
     "poll-wake",
+    "rwsem-steal",
+    "haltpoll",
 ];

@@ -8,6 +8,12 @@
 //! predicts short idle periods and stays in a shallow state; only a CPU left alone for long
 //! reaches a deep one. An interrupt that arrives in a state waits for its exit latency, during
 //! which the CPU is still idle.
+//!
+//! A KVM guest's cpuidle-haltpoll driver asks for the haltpoll governor instead
+//! (`drivers/cpuidle/governors/haltpoll.c`, 5.4+, as of 6.18; preset `[idle.haltpoll]`,
+//! mechanism `haltpoll`): an idle vCPU polls for up to its poll window, then halts; the window
+//! starts at 0 and adapts after each halt to the halt's length, within `guest_halt_poll_ns`. A
+//! window of 0 (with `guest_halt_poll_ns = 0` it never grows) means every idle period halts.
 
 use super::{Kernel, LoadedMm};
 use crate::ids::MmId;
@@ -58,6 +64,46 @@ pub(super) fn idle_states(spec: &MachineSpec, mhz: u64, table: bool) -> Vec<Idle
     states
 }
 
+/// The haltpoll governor's parameters at the machine's clock (the kernel keeps ns; the model
+/// grows and shrinks the window in cycles, which at one clock is the same rule).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Haltpoll {
+    max: u64,
+    grow: u64,
+    grow_start: u64,
+    shrink: u64,
+    allow_shrink: bool,
+}
+
+/// The preset's haltpoll governor, if it has one and the state table is on (it needs
+/// cpuidle-haltpoll's one halt state besides `POLL`).
+pub(super) fn haltpoll(spec: &MachineSpec, mhz: u64, table: bool) -> Option<Haltpoll> {
+    let h = spec.raw().idle.as_ref().filter(|_| table)?.haltpoll.as_ref()?;
+    let cycles = |ns: u64| (ns * mhz).div_ceil(1000);
+    Some(Haltpoll {
+        max: cycles(h.guest_halt_poll_ns),
+        grow: h.guest_halt_poll_grow,
+        grow_start: cycles(h.guest_halt_poll_grow_start),
+        shrink: h.guest_halt_poll_shrink,
+        allow_shrink: h.guest_halt_poll_allow_shrink,
+    })
+}
+
+impl Haltpoll {
+    /// `adjust_poll_limit()`: after a halt of `block` cycles, a halt that a longer window
+    /// (within the maximum) would have polled through grows the window, at least to
+    /// `grow_start`; a halt longer than the maximum shrinks it (divides it; 0 shrinks to 0).
+    fn adjust(&self, limit: u64, block: u64) -> u64 {
+        if block > limit && block <= self.max {
+            limit.saturating_mul(self.grow).max(self.grow_start).min(self.max)
+        } else if block > self.max && self.allow_shrink {
+            limit.checked_div(self.shrink).unwrap_or(0)
+        } else {
+            limit
+        }
+    }
+}
+
 /// A CPU's idle-state bookkeeping.
 #[derive(Clone, Debug, Default)]
 pub(super) struct CpuIdle {
@@ -70,6 +116,16 @@ pub(super) struct CpuIdle {
     recorded: usize,
     /// Entries per state, for the report.
     pub entries: Vec<u64>,
+    /// The haltpoll governor's poll window (`dev->poll_limit_ns`), cycles; 0 at boot.
+    poll_limit: u64,
+}
+
+impl CpuIdle {
+    /// With the haltpoll governor: whether a poll that began at `since` has run out of its
+    /// window by `now` (`poll_idle()`'s time limit), so that the vCPU halted at its end.
+    fn poll_ran_out(&self, now: Cycles) -> bool {
+        self.state == Some(0) && self.poll_limit > 0 && now.0 - self.since.0 >= self.poll_limit
+    }
 }
 
 impl CpuIdle {
@@ -96,6 +152,10 @@ impl<O: Observer> Kernel<O> {
     /// as `idle=poll`). Call it before the scenario is installed.
     pub fn set_max_cstate(&mut self, n: usize) {
         self.idle_states.truncate(n + 1);
+        if n == 0 {
+            // Poll only: no state for the haltpoll governor to halt in.
+            self.haltpoll = None;
+        }
         for c in 0..self.cpus.len() {
             let st = &mut self.cpus[c].cstate;
             if st.state.is_some_and(|s| s > n) {
@@ -110,8 +170,10 @@ impl<O: Observer> Kernel<O> {
     /// cpuidle's `POLL` state (`poll_idle()` sets it too). A preempted vCPU keeps the flag:
     /// the wake-up waits for the host to run it.
     pub(super) fn polls(&self, cpu: CpuId) -> bool {
+        let st = &self.cpus[usize::from(cpu.0)].cstate;
         self.config.mechanisms.is_on(crate::mechanisms::Mechanism::PollWake)
-            && self.cpus[usize::from(cpu.0)].cstate.state == Some(0)
+            && st.state == Some(0)
+            && !(self.haltpoll.is_some() && st.poll_ran_out(self.queue.now()))
     }
 
     /// The deepest state count that keeps the TLB (no `CPUIDLE_FLAG_TLB_FLUSHED`).
@@ -124,11 +186,17 @@ impl<O: Observer> Kernel<O> {
     /// first (`Policy::idle_leave_mm`).
     pub(super) fn enter_idle(&mut self, cpu: CpuId, at: Cycles) {
         let c = usize::from(cpu.0);
-        let predicted = self.cpus[c].cstate.predicted(self.tick_cycles);
-        let state = (1..self.idle_states.len())
-            .rev()
-            .find(|&i| self.idle_states[i].residency <= predicted)
-            .unwrap_or(0);
+        let state = if self.haltpoll.is_some() {
+            // haltpoll_select(): halt while the window is 0, else poll first. (A poll that ran
+            // out halts within the same idle period: poll_ran_out().)
+            usize::from(self.cpus[c].cstate.poll_limit == 0)
+        } else {
+            let predicted = self.cpus[c].cstate.predicted(self.tick_cycles);
+            (1..self.idle_states.len())
+                .rev()
+                .find(|&i| self.idle_states[i].residency <= predicted)
+                .unwrap_or(0)
+        };
         let st = &mut self.cpus[c].cstate;
         st.state = Some(state);
         st.since = at;
@@ -157,12 +225,30 @@ impl<O: Observer> Kernel<O> {
     pub(super) fn leave_idle(&mut self, cpu: CpuId) -> u64 {
         let now = self.queue.now();
         let st = &mut self.cpus[usize::from(cpu.0)].cstate;
-        let Some(state) = st.state.take() else { return 0 };
         if now <= st.since {
+            st.state = None;
             return 0;
         }
-        st.record(now.0 - st.since.0);
-        self.idle_states[state].exit
+        let Some(h) = self.haltpoll else {
+            let Some(state) = st.state.take() else { return 0 };
+            st.record(now.0 - st.since.0);
+            return self.idle_states[state].exit;
+        };
+        let mut halted_at = st.since;
+        if st.poll_ran_out(now) {
+            // The poll ran out of its window: the governor then chose the halt state.
+            halted_at = Cycles(st.since.0 + st.poll_limit);
+            st.entries[1] += 1;
+            st.state = Some(1);
+        }
+        match st.state.take() {
+            Some(0) | None => 0,
+            Some(state) => {
+                // haltpoll_reflect() after a halt.
+                st.poll_limit = h.adjust(st.poll_limit, now.0 - halted_at.0);
+                self.idle_states[state].exit
+            }
+        }
     }
 
     /// Idle-state entries since the start of the measurement, all CPUs, in table order.
@@ -178,5 +264,34 @@ impl<O: Observer> Kernel<O> {
             }
         }
         entries
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Haltpoll;
+
+    /// `adjust_poll_limit()` (drivers/cpuidle/governors/haltpoll.c) with the module's defaults
+    /// (a 200 µs maximum, grow 2 from 50 µs, shrink 2), in µs.
+    #[test]
+    fn the_poll_window_adapts_as_haltpoll_adjusts_it() {
+        let h = Haltpoll { max: 200, grow: 2, grow_start: 50, shrink: 2, allow_shrink: true };
+        // A halt a window would have caught grows it: from 0 to grow_start, then doubled, at
+        // most to the maximum.
+        assert_eq!(h.adjust(0, 30), 50);
+        assert_eq!(h.adjust(50, 80), 100);
+        assert_eq!(h.adjust(100, 150), 200);
+        assert_eq!(h.adjust(150, 180), 200);
+        // A halt within the window (it polled out first) or at the maximum leaves it.
+        assert_eq!(h.adjust(100, 100), 100);
+        assert_eq!(h.adjust(100, 60), 100);
+        // A halt longer than the maximum shrinks it, unless shrinking is off; shrink 0 zeroes.
+        assert_eq!(h.adjust(200, 201), 100);
+        assert_eq!(Haltpoll { allow_shrink: false, ..h }.adjust(200, 500), 200);
+        assert_eq!(Haltpoll { shrink: 0, ..h }.adjust(200, 500), 0);
+        // guest_halt_poll_ns = 0: the window never opens.
+        let off = Haltpoll { max: 0, ..h };
+        assert_eq!(off.adjust(0, 1), 0);
+        assert_eq!(off.adjust(0, 1_000_000), 0);
     }
 }

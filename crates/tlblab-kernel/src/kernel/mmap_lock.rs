@@ -8,10 +8,18 @@
 //!   after, they take the VMA's own lock and leave `mmap_lock` alone, except the first anonymous
 //!   fault of a VMA without an `anon_vma`, which `vmf_anon_prepare()` does under `mmap_lock` for
 //!   read.
-//! - A writer that finds the lock taken spins while a holder runs on a CPU (rwsem optimistic
-//!   spinning) and sleeps otherwise; a reader sleeps (reader spinning is gone since 6.x, and
-//!   4.13/4.14 had none). A release hands the lock to the head of the queue (`rwsem_wake()`):
-//!   a writer, or the readers at its head; the releaser pays each wake-up.
+//! - A writer that finds the lock taken spins while its holder runs on a CPU (rwsem optimistic
+//!   spinning; before 5.3 only on a writer, `rwsem_can_spin_on_owner()` giving up on a
+//!   reader-owned lock) and sleeps otherwise; a reader sleeps (reader spinning is gone since
+//!   5.12, and 4.13/4.14 had none).
+//! - A free lock goes to whoever takes it first (mechanism `rwsem-steal`): a writer takes it
+//!   past sleeping waiters (`rwsem_try_write_lock_unqueued()`), and 5.3+ a reader takes one no
+//!   writer holds (`Policy::rwsem_handoff`). A release (`rwsem_wake()`, `rwsem_mark_wake()`)
+//!   grants the lock to the readers at the head of the queue, but only wakes a writer there,
+//!   which tries again when it runs and, beaten, sleeps again; 5.3+ a first waiter beaten for
+//!   `RWSEM_WAIT_TIMEOUT` (a jiffy at HZ 250) sets `RWSEM_FLAG_HANDOFF`, and the lock waits for
+//!   it. The releaser pays each wake-up. Without the mechanism a release hands the lock to
+//!   the head of the queue, a writer too, and nobody passes a waiter: a convoy.
 //! - Every acquisition and release is an atomic on the semaphore's cache line: a
 //!   `cache_line_transfer` when another CPU wrote it last.
 //!
@@ -22,7 +30,7 @@ use super::run::Step;
 use super::{Frame, Kernel, Mode, TaskState};
 use crate::ids::{MmId, TaskId};
 use crate::mechanisms::Mechanism;
-use crate::mm::VmaId;
+use crate::mm::{RwsemRules, VmaId, Waiter};
 use crate::observer::Observer;
 use crate::program::Syscall;
 use tlblab_types::CpuId;
@@ -76,29 +84,67 @@ impl<O: Observer> Kernel<O> {
         }
     }
 
+    /// The rwsem rules of this run: the mechanism and the policy.
+    fn rwsem_rules(&self) -> RwsemRules {
+        RwsemRules {
+            steal: self.config.mechanisms.is_on(Mechanism::RwsemSteal),
+            reader_steal: self.policy.rwsem_handoff,
+            handoff: self.policy.rwsem_handoff,
+        }
+    }
+
+    /// `RWSEM_WAIT_TIMEOUT`: `DIV_ROUND_UP(HZ, 250)` jiffies, in cycles.
+    fn rwsem_wait_timeout(&self) -> u64 {
+        self.tick_cycles * self.policy.hz.div_ceil(250)
+    }
+
     /// `down_read()` / `down_write()` by `t`: takes the lock, spins, or sleeps until a release
-    /// hands it over (the frames below then run with it held).
+    /// hands it over (the frames below then run with it held) or, a writer with stealing, wakes
+    /// it to try again.
     pub(super) fn mmap_lock_step(&mut self, cpu: CpuId, t: TaskId, write: bool) -> Step {
         let mm = self.tasks[t.0 as usize].mm.expect("user task");
         let line = self.mmap_lock_line(cpu, mm);
-        let lock = &self.mms[mm.0 as usize].mmap_lock;
-        if lock.can_take(write) {
-            self.mms[mm.0 as usize].mmap_lock.take(t, write);
+        let rules = self.rwsem_rules();
+        let (now, timeout) = (self.queue.now().0, self.rwsem_wait_timeout());
+        let lock = &mut self.mms[mm.0 as usize].mmap_lock;
+        if write && lock.writer == Some(t) {
+            // Handed the lock while asleep (a handoff): the release counted it.
+            return Step::Spend(line, Mode::Sys);
+        }
+        let queued = lock.is_woken_writer(t);
+        if queued && lock.retry(t, now, timeout, rules) || !queued && lock.can_take(write, rules) {
+            if !queued {
+                lock.take(t, write);
+            }
             self.counters.mmap_lock.acquired += 1;
             return Step::Spend(line, Mode::Sys);
         }
-        let holders_run = lock
-            .writer
-            .iter()
-            .chain(&lock.readers)
-            .any(|h| self.tasks[h.0 as usize].state == TaskState::Running);
-        if write && holders_run && lock.waiters.is_empty() {
+        let lock = &self.mms[mm.0 as usize].mmap_lock;
+        let running = |h: &TaskId| self.tasks[h.0 as usize].state == TaskState::Running;
+        let spin = if rules.steal {
+            // Before 5.3 a writer does not spin on a reader-owned lock; with a handoff pending
+            // the lock waits for the first waiter.
+            let owners = lock.writer.iter().any(running)
+                || rules.handoff && lock.readers.iter().any(running);
+            !queued && !lock.handoff && owners
+        } else {
+            (lock.writer.iter().any(running) || lock.readers.iter().any(running))
+                && lock.waiters.is_empty()
+        };
+        if write && spin {
             // Optimistic spinning: look again shortly.
             self.push_frame(t, Frame::MmapLock { write });
             self.counters.mmap_lock.spin_cycles += SPIN_CHECK_CYCLES;
             return Step::Spend(line + SPIN_CHECK_CYCLES, Mode::Sys);
         }
-        self.mms[mm.0 as usize].mmap_lock.waiters.push_back((t, write));
+        if write && rules.steal {
+            // Woken, it runs this frame again.
+            self.push_frame(t, Frame::MmapLock { write });
+        }
+        if !queued {
+            let waiter = Waiter { task: t, write, since: now, woken: false };
+            self.mms[mm.0 as usize].mmap_lock.waiters.push_back(waiter);
+        }
         self.counters.mmap_lock.slept += 1;
         self.tasks[t.0 as usize].state = TaskState::Blocked;
         self.schedule(cpu)
@@ -122,12 +168,16 @@ impl<O: Observer> Kernel<O> {
         Step::Spend(line + self.mmap_lock_wake(cpu, mm) + cycles, Mode::Sys)
     }
 
-    /// Hands the lock over and wakes the new holders; their wake-ups' cost, on `cpu`.
+    /// Hands the lock over and wakes the new holders (or the writer to try again); their
+    /// wake-ups' cost, on `cpu`.
     fn mmap_lock_wake(&mut self, cpu: CpuId, mm: MmId) -> u64 {
-        let woken = self.mms[mm.0 as usize].mmap_lock.hand_over();
+        let rules = self.rwsem_rules();
+        let lock = &mut self.mms[mm.0 as usize].mmap_lock;
+        let woken = lock.hand_over(rules);
+        let granted = woken.iter().filter(|&&w| !lock.is_woken_writer(w)).count();
+        self.counters.mmap_lock.acquired += granted as u64;
         let mut cycles = 0;
         for w in woken {
-            self.counters.mmap_lock.acquired += 1;
             cycles += self.costs.wakeup.cycles;
             if self.tasks[w.0 as usize].cpu != cpu {
                 cycles += self.costs.ipi_send.cycles;

@@ -445,6 +445,8 @@ pub struct Kernel<O: Observer> {
     costs: RawKernel,
     /// The machine's idle states, `POLL` first.
     idle_states: Vec<idle::IdleState>,
+    /// The haltpoll governor, when it chooses the idle states instead of menu.
+    haltpoll: Option<idle::Haltpoll>,
     /// The machine's virtualisation costs when it is a guest.
     guest: Option<guest::Guest>,
     /// The host's preemption of the vCPUs, when it is overcommitted (`vcpu-preemption`).
@@ -591,6 +593,8 @@ impl<O: Observer> Kernel<O> {
         let on = |m| config.mechanisms.is_on(m);
         let spec = if on(Mechanism::NestedPaging) { spec } else { spec.without_nested() };
         let idle_states = idle::idle_states(&spec, costs.clock.mhz, on(Mechanism::IdleStates));
+        let haltpoll = idle::haltpoll(&spec, costs.clock.mhz, on(Mechanism::IdleStates))
+            .filter(|_| on(Mechanism::Haltpoll));
         let guest = guest::Guest::from_spec(&spec).filter(|_| on(Mechanism::Guest));
         let mut costs = costs;
         let raw_mitigations = spec.raw().mitigations.as_ref();
@@ -616,6 +620,7 @@ impl<O: Observer> Kernel<O> {
             });
         let mut k = Kernel {
             idle_states,
+            haltpoll,
             guest,
             host_sched,
             mitigations,

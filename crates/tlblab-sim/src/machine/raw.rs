@@ -589,6 +589,31 @@ pub struct RawIdle {
     /// Set when the table is not confirmed.
     #[serde(default)]
     pub unverified: bool,
+    /// The `haltpoll` governor's parameters, when it chooses the states (a KVM guest's
+    /// cpuidle-haltpoll driver asks for it); absent, the menu governor chooses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub haltpoll: Option<RawHaltpoll>,
+}
+
+/// The `haltpoll` cpuidle governor (drivers/cpuidle/governors/haltpoll.c, 5.4+): an idle vCPU
+/// polls for up to its `poll_limit_ns`, then halts; the limit starts at 0 and adapts to the
+/// halts' lengths within `guest_halt_poll_ns`. The module parameters of the same names
+/// (`/sys/module/haltpoll/parameters/`), ns where they are times.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawHaltpoll {
+    /// The largest poll window; 0: never poll (the limit cannot grow).
+    pub guest_halt_poll_ns: u64,
+    /// The factor a window grows by after a halt that a longer window would have caught.
+    pub guest_halt_poll_grow: u64,
+    /// The first window after growing from 0.
+    pub guest_halt_poll_grow_start: u64,
+    /// The divisor a window shrinks by after a halt longer than `guest_halt_poll_ns` (0: to 0).
+    pub guest_halt_poll_shrink: u64,
+    /// Whether a long halt shrinks the window.
+    pub guest_halt_poll_allow_shrink: bool,
+    /// Where the parameters come from.
+    pub source: String,
 }
 
 /// One idle state, as the kernel's cpuidle tables give it (intel_idle's `exit_latency` and

@@ -406,6 +406,25 @@ fn check_idle(idle: &RawIdle) -> Result<(), String> {
         }
         last = (st.exit_latency_ns, st.target_residency_ns);
     }
+    if let Some(h) = &idle.haltpoll {
+        // cpuidle-haltpoll's table: POLL and one halt state, which keeps the TLB.
+        if idle.states.len() != 1 || idle.states[0].tlb_flushed {
+            return Err("[idle.haltpoll]: the haltpoll governor takes exactly one state besides \
+                        POLL (the halt), one that keeps the TLB"
+                .into());
+        }
+        // The module parameters are `uint`s; a window over 1 s is no poll window.
+        for (key, v, max) in [
+            ("guest_halt_poll_ns", h.guest_halt_poll_ns, 1_000_000_000),
+            ("guest_halt_poll_grow_start", h.guest_halt_poll_grow_start, 1_000_000_000),
+            ("guest_halt_poll_grow", h.guest_halt_poll_grow, u64::from(u32::MAX)),
+            ("guest_halt_poll_shrink", h.guest_halt_poll_shrink, u64::from(u32::MAX)),
+        ] {
+            if v > max {
+                return Err(format!("[idle.haltpoll]: `{key}` = {v} is over {max}"));
+            }
+        }
+    }
     Ok(())
 }
 

@@ -104,3 +104,44 @@ fn a_wake_up_of_a_halted_vcpu_is_an_ipi() {
     assert_eq!(wakes, 0);
     assert_eq!(with, without);
 }
+
+/// skylake-kvm with one HLT state whose target residency (1 s) keeps menu polling, and with
+/// `haltpoll` the haltpoll governor's parameters.
+fn haltpoll_spec(haltpoll: &str) -> MachineSpec {
+    let text = BUILTIN_PRESETS.iter().find(|(n, _)| *n == "skylake-kvm").unwrap().1;
+    let halting = format!(
+        "states = [{{ name = \"HLT\", exit_latency_ns = 2000, target_residency_ns = 1000000000 \
+         }}]\n{haltpoll}"
+    );
+    MachineSpec::from_toml(&text.replacen("states = []", &halting, 1), "test").unwrap()
+}
+
+/// The haltpoll governor with `guest_halt_poll_ns = 0` (this project's VM boots so) never
+/// polls: every idle vCPU halts, so its wake-up is a reschedule IPI with the halt's exit
+/// latency, where menu, predicting a short idle period, would have polled.
+#[test]
+fn haltpoll_with_no_poll_window_halts_every_idle_vcpu() {
+    let governor = "haltpoll = { guest_halt_poll_ns = 0, guest_halt_poll_grow = 2, \
+                    guest_halt_poll_grow_start = 50000, guest_halt_poll_shrink = 2, \
+                    guest_halt_poll_allow_shrink = true, source = \"test\" }";
+    let spec = haltpoll_spec(governor);
+    let (halted, wakes) = wake_idle_cpu(&spec, true);
+    assert_eq!(wakes, 0);
+    let (menu, menu_wakes) = wake_idle_cpu(&haltpoll_spec(""), true);
+    assert!(menu_wakes >= 1, "{menu_wakes}");
+    // The IPI's two exits (1,250 ns each at skylake-kvm's clock) and the HLT exit latency.
+    assert!(halted >= menu + 2 * 1_250 + 2_000, "{halted} vs {menu}");
+    // Switching the mechanism off gives menu back.
+    let config = |m: Mechanisms| KernelConfig::new(2, 7).with_mechanisms(m);
+    let policy = Policy::named("linux-6.18").unwrap();
+    let off = Kernel::new(
+        &spec,
+        &policy,
+        config(Mechanisms::all().without(Mechanism::Haltpoll)),
+        TraceLog::default(),
+    )
+    .unwrap();
+    assert!(off.haltpoll.is_none());
+    let on = Kernel::new(&spec, &policy, config(Mechanisms::all()), TraceLog::default()).unwrap();
+    assert!(on.haltpoll.is_some());
+}
