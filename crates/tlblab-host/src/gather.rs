@@ -32,7 +32,19 @@ pub const HYPERVISOR_LEAVES: [u32; 2] = [0x4000_0000, 0x4000_0001];
 
 impl HostFacts {
     /// Reads every fact it can; never fails as a whole (what cannot be read carries its reason).
+    /// The kernel paths' costs come from the cache when it has them.
     pub fn gather() -> HostFacts {
+        HostFacts::gather_with(false)
+    }
+
+    /// [`HostFacts::gather`] with the kernel paths measured now, whatever the cache holds: for
+    /// a preset compared with live measurements taken now (a guest's costs drift with its
+    /// host's load).
+    pub fn gather_afresh() -> HostFacts {
+        HostFacts::gather_with(true)
+    }
+
+    fn gather_with(afresh: bool) -> HostFacts {
         HostFacts {
             cpuid: read_cpuid(),
             cpuinfo: read_text("/proc/cpuinfo"),
@@ -46,7 +58,7 @@ impl HostFacts {
             }),
             vmalloc_total_kib: read_text("/proc/meminfo").and_then(|t| parse_vmalloc_total(&t)),
             kernel_config: read_config(),
-            path_costs: measure_paths(),
+            path_costs: measure_paths(afresh),
             cpuidle_driver: read_text(CPUIDLE_DRIVER_PATH).map(|t| t.trim().to_owned()),
             cpuidle_governor: read_text(CPUIDLE_GOVERNOR_PATH).map(|t| t.trim().to_owned()),
             haltpoll_parameters: read_parameters(Path::new(HALTPOLL_PARAMETERS_DIR)),
@@ -79,14 +91,19 @@ fn sample_steal(window: std::time::Duration) -> Source<StealSample> {
 
 /// This machine's kernel-path costs: from the cache, else measured (a few seconds, once per
 /// CPU model and kernel release).
-fn measure_paths() -> Source<tlblab_pathcost::Cached> {
+fn measure_paths(afresh: bool) -> Source<tlblab_pathcost::Cached> {
     if !cfg!(target_os = "linux") {
         return Source::unavailable("kernel paths are measured on Linux only");
     }
     if std::env::var_os(MEASURE_ENV).is_some_and(|v| v == "0") {
         return Source::unavailable(format!("not measured: {MEASURE_ENV}=0"));
     }
-    Source::Available(tlblab_pathcost::cached_or_measure(&tlblab_pathcost::Options::default()))
+    let opts = tlblab_pathcost::Options::default();
+    Source::Available(if afresh {
+        tlblab_pathcost::measure_afresh(&opts)
+    } else {
+        tlblab_pathcost::cached_or_measure(&opts)
+    })
 }
 
 fn read_text(path: &str) -> Source<String> {

@@ -130,6 +130,20 @@ pub struct Cached {
 }
 
 /// The costs for `key` from `dir` (if given), else `measure()`d and written there.
+/// Measures, and writes the result into `dir` for later [`cached_or_measure_in`] calls.
+pub fn measure_into(dir: Option<&Path>, measure: impl FnOnce() -> PathCosts) -> Cached {
+    let costs = measure();
+    let mut notes = vec!["measured afresh (the cache is not read)".to_owned()];
+    let file = dir.map(|d| d.join(costs.key.file_name()));
+    if let Some(f) = &file {
+        if let Err(e) = write_cache(f, &costs) {
+            notes.push(format!("not cached: {e}"));
+        }
+    }
+    Cached { costs, file, from_cache: false, notes }
+}
+
+/// The cached measurement for `key` in `dir`, or a new one (then cached).
 pub fn cached_or_measure_in(
     dir: Option<&Path>,
     key: &CacheKey,

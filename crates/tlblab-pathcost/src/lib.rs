@@ -40,7 +40,7 @@ pub mod sequences;
 pub mod stats;
 mod sys;
 
-pub use cache::{cached_or_measure_in, CacheKey, Cached};
+pub use cache::{cached_or_measure_in, measure_into, CacheKey, Cached};
 pub use error::PathCostError;
 pub use loops::{MeasuredLoop, MEASURED_LOOPS};
 pub use measure::{measure_all, Options};
@@ -175,9 +175,25 @@ impl PathCosts {
 /// cached. Calls in one process are serialised (two measurements at once would disturb each
 /// other).
 pub fn cached_or_measure(opts: &Options) -> Cached {
+    measure_with(opts, false)
+}
+
+/// Measures every path now, whatever the cache holds, and caches the result: for a comparison
+/// with live measurements taken now (`tlblab study`), since a guest's costs drift with its
+/// host's load from one hour to the next.
+pub fn measure_afresh(opts: &Options) -> Cached {
+    measure_with(opts, true)
+}
+
+fn measure_with(opts: &Options, afresh: bool) -> Cached {
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let key = CacheKey::of_this_machine();
     let dir = cache::cache_dir();
-    cached_or_measure_in(dir.as_deref(), &key, || measure_all(opts, key.clone()))
+    let measure = || measure_all(opts, key.clone());
+    if afresh {
+        cache::measure_into(dir.as_deref(), measure)
+    } else {
+        cached_or_measure_in(dir.as_deref(), &key, measure)
+    }
 }

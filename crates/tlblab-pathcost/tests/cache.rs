@@ -92,3 +92,19 @@ fn round_trip_corrupt_file_and_key_change() {
     let none = cached_or_measure_in(None, &key, || measure(&key, 600.0));
     assert!(none.file.is_none() && none.notes[0].contains("not kept"));
 }
+
+/// `tlblab study`'s measurement: taken now even with a valid cache, and written over it, so
+/// that the next cached read gets it.
+#[test]
+fn measuring_afresh_ignores_and_replaces_the_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = CacheKey::from_parts(CPUINFO, "6.18.44");
+    let old = cached_or_measure_in(Some(dir.path()), &key, || costs(&key, 100.0));
+    let fresh = tlblab_pathcost::measure_into(Some(dir.path()), || costs(&key, 250.0));
+    assert!(!fresh.from_cache && fresh.notes[0].contains("afresh"), "{:?}", fresh.notes);
+    assert_eq!(fresh.file, old.file);
+    assert_eq!(fresh.costs.get(names::NULL_SYSCALL).unwrap().median_ns, 250.0);
+    let again = cached_or_measure_in(Some(dir.path()), &key, || unreachable!("cached"));
+    assert!(again.from_cache);
+    assert_eq!(again.costs, fresh.costs);
+}

@@ -321,9 +321,10 @@ struct HostFiles {
 
 /// Writes DIR/host.toml, this machine's preset, and DIR/calibration/host-LOOP.toml, the same
 /// with one measured loop scaled (the facts are gathered once: every preset comes from the
-/// same measurements).
+/// same measurements). The kernel paths are measured afresh, just after the live benchmarks:
+/// a cache from hours earlier may hold another host load (docs/host-preset.md).
 fn host_preset(dir: &Path) -> Result<HostFiles> {
-    let facts = tlblab_host::HostFacts::gather();
+    let facts = tlblab_host::HostFacts::gather_afresh();
     let host = tlblab_host::build(&facts)?;
     let path = dir.join("host.toml");
     write_file(&path, host.toml.as_bytes())
