@@ -8,8 +8,17 @@ pub use tlblab_studies::text::{group, Table};
 /// Writes `text` to standard output: what every command uses instead of `print!`, which panics
 /// when the write fails. A closed pipe (`tlblab … | head`) gives [`StdoutClosed`], which stops
 /// the command and exits with status 0, silently; any other failure (a full disk) is an error,
-/// status 1.
+/// status 1. Text for a reader (prose, tables, Markdown) may quote its inputs (a preset's or a
+/// sweep's names, a result file's strings): every control or text-reordering character but the
+/// line break is shown escaped ([`tlblab_types::escape::escape_lines`]), so no input acts on the
+/// terminal. Data formats (JSON, TOML, CSV, HTML) go through [`stdout_data`] as they are.
 pub fn stdout(text: &str) -> anyhow::Result<()> {
+    stdout_bytes(tlblab_types::escape::escape_lines(text).as_bytes())
+}
+
+/// [`stdout`] for a data format, written as it is: its own syntax quotes its strings, and an
+/// escape of ours would corrupt it.
+pub fn stdout_data(text: &str) -> anyhow::Result<()> {
     stdout_bytes(text.as_bytes())
 }
 

@@ -51,7 +51,8 @@ pub fn policies(args: &PoliciesArgs) -> Result<ExitCode> {
                 .into());
             }
             if *toml {
-                policy.policy_file(name)
+                render::stdout_data(&policy.policy_file(name))?;
+                return Ok(ExitCode::SUCCESS);
             } else {
                 let mut out = format!("{}\n  mirrors: {}\n\n", policy.name, policy.mirrors);
                 for (key, value) in policy.switches() {

@@ -30,7 +30,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     progress.finish();
     let reports = reports?;
     if args.format.json() {
-        args.output.emit(&tlblab_runs::check_json(&reports)?)?;
+        args.output.emit_data(&tlblab_runs::check_json(&reports)?)?;
     } else {
         let texts: Vec<String> = reports.iter().map(text).collect();
         args.output.emit(&texts.join("\n"))?;

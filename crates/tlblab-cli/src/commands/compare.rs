@@ -35,7 +35,12 @@ pub fn run(args: &CompareArgs) -> Result<ExitCode> {
         OutputFormat::Csv => Format::Csv,
         OutputFormat::Json => Format::Json,
     };
-    args.output.emit(&render::comparison(&cmp, format))?;
+    let text = render::comparison(&cmp, format);
+    if matches!(format, Format::Json | Format::Csv) {
+        args.output.emit_data(&text)?;
+    } else {
+        args.output.emit(&text)?;
+    }
     let few = too_few_runs(&[&a, &b]);
     if !few.is_empty() {
         eprintln!("tlblab: not compared, fewer than {MIN_RUNS} runs: {}", few.join(", "));

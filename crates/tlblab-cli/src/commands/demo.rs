@@ -70,7 +70,7 @@ pub fn run(args: &DemoArgs) -> Result<ExitCode> {
                 })
                 .collect(),
         };
-        args.output.emit(&(serde_json::to_string_pretty(&report)? + "\n"))?;
+        args.output.emit_data(&(serde_json::to_string_pretty(&report)? + "\n"))?;
         return Ok(ExitCode::SUCCESS);
     }
     args.output.emit(&render(&spec, args, &results))?;

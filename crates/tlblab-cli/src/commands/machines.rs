@@ -10,7 +10,7 @@ use tlblab_sim::machine::{builtin, MachineSpec, PscScope, BUILTIN_PRESETS};
 pub fn run(args: &MachinesArgs) -> Result<ExitCode> {
     match &args.show {
         None => render::stdout(&list()?)?,
-        Some(MachinesCommand::Show { name, toml: true }) => render::stdout(&toml_text(name)?)?,
+        Some(MachinesCommand::Show { name, toml: true }) => render::stdout_data(&toml_text(name)?)?,
         Some(MachinesCommand::Show { name, toml: false }) => {
             render::stdout(&show(&super::load_preset(name)?))?
         }

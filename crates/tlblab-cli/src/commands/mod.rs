@@ -204,11 +204,20 @@ impl crate::cli::OutputFile {
         }
     }
 
-    /// Writes `text` to the --output file (whole or not at all) or to standard output.
+    /// Writes `text` for a reader to the --output file (whole or not at all) or to standard
+    /// output, its control characters escaped in both ([`crate::render::stdout`]).
     pub fn emit(&self, text: &str) -> Result<()> {
         match &self.output {
-            Some(path) => write_whole(path, text.as_bytes()),
+            Some(path) => write_whole(path, tlblab_types::escape::escape_lines(text).as_bytes()),
             None => crate::render::stdout(text),
+        }
+    }
+
+    /// [`OutputFile::emit`] for a data format (JSON, CSV), written as it is.
+    pub fn emit_data(&self, text: &str) -> Result<()> {
+        match &self.output {
+            Some(path) => write_whole(path, text.as_bytes()),
+            None => crate::render::stdout_data(text),
         }
     }
 }

@@ -70,6 +70,10 @@ pub fn run(args: &ReplayArgs) -> Result<ExitCode> {
             render_sweep(&report)
         }
     };
-    args.output.emit(&text)?;
+    if args.format.json() {
+        args.output.emit_data(&text)?;
+    } else {
+        args.output.emit(&text)?;
+    }
     Ok(ExitCode::SUCCESS)
 }

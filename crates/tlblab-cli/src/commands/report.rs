@@ -33,6 +33,7 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
                 .with_context(|| format!("writing {}", path.display()))?;
             eprintln!("tlblab: report written to {}", path.display());
         }
+        None if matches!(args.format, ReportFormat::Html) => crate::render::stdout_data(&text)?,
         None => crate::render::stdout(&text)?,
     }
     Ok(ExitCode::SUCCESS)

@@ -28,7 +28,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     progress.finish();
     let report = report?;
     if args.format.json() {
-        args.output.emit(&report.to_json()?)?;
+        args.output.emit_data(&report.to_json()?)?;
     } else {
         let description = tlblab_kernel::workloads::scenario(report.scenario)?.description;
         args.output.emit(&text(&report, description))?;

@@ -46,7 +46,7 @@ pub fn run(args: &StudyArgs) -> Result<ExitCode> {
         progress.finish();
         warn_not_run(&report);
         if json {
-            args.output.emit(&(serde_json::to_string_pretty(&report)? + "\n"))?;
+            args.output.emit_data(&(serde_json::to_string_pretty(&report)? + "\n"))?;
         } else {
             args.output.emit(&tlblab_studies::render::study(&report))?;
         }
@@ -96,7 +96,7 @@ pub fn run(args: &StudyArgs) -> Result<ExitCode> {
     }
     progress.finish();
     if json {
-        args.output.emit(&(serde_json::to_string_pretty(&all)? + "\n"))?;
+        args.output.emit_data(&(serde_json::to_string_pretty(&all)? + "\n"))?;
     } else if args.output.output.is_some() {
         args.output.emit(&text)?;
     }

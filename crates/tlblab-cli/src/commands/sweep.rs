@@ -18,7 +18,7 @@ pub fn run(args: &SweepArgs) -> Result<ExitCode> {
         let size =
             if args.quick { tlblab_studies::Size::Quick } else { tlblab_studies::Size::Full };
         let spec = tlblab_sweep::study::spec_of(study, size).map_err(BadInput)?;
-        crate::render::stdout(&spec)?;
+        crate::render::stdout_data(&spec)?;
         return Ok(ExitCode::SUCCESS);
     }
     let spec = args.spec.as_ref().expect("clap requires SPEC without --print-study");
@@ -96,7 +96,11 @@ fn local(args: &SweepArgs, plan: &Plan, dir: &std::path::Path) -> Result<ExitCod
     } else {
         tlblab_sweep::summary::render(&summary)
     };
-    crate::render::stdout(&text)?;
+    if args.format.json() {
+        crate::render::stdout_data(&text)?;
+    } else {
+        crate::render::stdout(&text)?;
+    }
     eprintln!(
         "tlblab: results in {}/results.parquet and results.jsonl; `tlblab report {}` draws them",
         dir.display(),

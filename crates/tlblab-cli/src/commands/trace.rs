@@ -136,7 +136,7 @@ pub fn run(args: &TraceArgs) -> Result<ExitCode> {
         }
     }
     if args.json() {
-        args.output.emit(&(serde_json::to_string_pretty(&report)? + "\n"))?;
+        args.output.emit_data(&(serde_json::to_string_pretty(&report)? + "\n"))?;
     } else if !report.runs.is_empty() {
         // With no run to show, the error alone is the output.
         args.output.emit(&render_text(&report, &spec, args.per_cpu))?;

@@ -15,6 +15,7 @@ mod demo;
 mod determinism;
 mod docs;
 mod errors;
+mod escape;
 mod golden;
 mod help;
 mod lab;

@@ -146,7 +146,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         note(&format!("results written to {}", path.display()));
     }
     if args.format.json() {
-        crate::render::stdout(&(serde_json::to_string_pretty(results)? + "\n"))?;
+        crate::render::stdout_data(&(serde_json::to_string_pretty(results)? + "\n"))?;
     } else {
         crate::render::stdout(&report(results, noise_threshold)?)?;
     }

@@ -55,6 +55,9 @@ pub fn report(args: &TraceReportArgs) -> Result<ExitCode> {
     match &args.output {
         Some(path) => tlblab_types::atomic::write_file(path, text.as_bytes())
             .with_context(|| format!("writing {}", path.display()))?,
+        None if matches!(args.format.get(), OutputFormat::Json | OutputFormat::Csv) => {
+            crate::render::stdout_data(&text)?
+        }
         None => crate::render::stdout(&text)?,
     }
     Ok(ExitCode::SUCCESS)
