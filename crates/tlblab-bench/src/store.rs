@@ -28,13 +28,8 @@ pub fn load_results(path: &Path) -> Result<BenchResults, BenchError> {
         source,
     })?;
     let parse = |message: String| BenchError::Parse { path: path.to_path_buf(), message };
-    let text = std::str::from_utf8(&bytes).map_err(|e| {
-        let at = e.valid_up_to();
-        parse(format!(
-            "not a bench result file: byte offset {at} (byte 0x{:02x}) is not UTF-8 text",
-            bytes[at]
-        ))
-    })?;
+    let text = tlblab_types::plain::utf8_text(&bytes)
+        .map_err(|e| parse(format!("not a bench result file: {e}")))?;
     #[derive(serde::Deserialize)]
     struct Header {
         schema: Option<String>,

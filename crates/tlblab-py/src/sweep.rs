@@ -107,7 +107,8 @@ impl Sweep {
         let (tx, rx) = mpsc::channel();
         // Waited on without the GIL, so shared with that closure.
         let rx = Mutex::new(rx);
-        // A KeyboardInterrupt or an error of `progress`: raised once the running jobs are in.
+        // A KeyboardInterrupt or an error of `progress`: raised once the engine has stopped
+        // (at once: it abandons the running jobs).
         let mut raised: Option<PyErr> = None;
         let ran = std::thread::scope(|scope| {
             let counts = &counts;

@@ -1,11 +1,17 @@
 //! The local engine: every pending job on this machine's threads (rayon), each row recorded as
-//! soon as its job finishes.
+//! soon as its job finishes; a stop abandons the running jobs.
 
 use crate::error::SweepError;
 use crate::row::execute;
 use crate::writer::Writer;
 use rayon::prelude::*;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+/// How often the engine asks [`Progress::stopped`] while no job finishes: the longest a stop
+/// waits.
+const POLL: Duration = Duration::from_millis(50);
 
 /// What a progress display is told while a sweep runs; it never changes the results.
 pub trait Progress: Sync {
@@ -13,7 +19,8 @@ pub trait Progress: Sync {
     fn start(&self, total: u64, done: u64);
     /// One more job finished (`ok`) or failed.
     fn finished(&self, ok: bool);
-    /// Whether to stop starting jobs (a signal came); the running ones finish and are kept.
+    /// Whether to stop (a signal came): no job starts any more, and the running ones are
+    /// abandoned, not recorded. Asked from the thread that called [`run_local`].
     fn stopped(&self) -> bool {
         false
     }
@@ -29,6 +36,11 @@ impl Progress for NoProgress {
 
 /// Runs `writer`'s pending jobs in parallel, recording each row as it finishes.
 ///
+/// When `progress` says stop, the rows of the jobs that finished are recorded, and the running
+/// jobs are abandoned: their rows are never recorded, and their threads (which cannot be
+/// stopped mid-run) go on in the background until the job ends or the process exits, which is
+/// what a command-line caller does next. The journal holds whole rows only, so it stays valid.
+///
 /// Errors: [`SweepError::JobsFailed`] with the first failed job (in plan order) once every
 /// other job has run,
 /// [`SweepError::Interrupted`] when `progress` says stop, a journal that cannot be written.
@@ -39,32 +51,50 @@ pub fn run_local(writer: &mut Writer, progress: &dyn Progress) -> Result<(), Swe
     let (tx, rx) = mpsc::channel();
     let mut failures: Vec<(u64, SweepError)> = Vec::new();
     let mut write_error = None;
-    std::thread::scope(|scope| {
-        scope.spawn(move || {
-            pending.par_iter().for_each_with(tx, |tx, job| {
-                if progress.stopped() {
-                    return;
-                }
-                let _ = tx.send((job.index, execute(job)));
-            });
-        });
-        for (index, result) in rx {
-            match result {
-                Ok(row) => {
-                    if let Err(e) = writer.record(row) {
-                        write_error.get_or_insert(e);
-                    }
-                    progress.finished(true);
-                }
-                Err(e) => {
-                    failures.push((index, e));
-                    progress.finished(false);
-                }
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopped = stop.clone();
+    // Not a scoped thread: a stop must not wait for a running job, which may take hours.
+    std::thread::spawn(move || {
+        pending.par_iter().for_each_with(tx, |tx, job| {
+            if stopped.load(Ordering::Relaxed) {
+                return;
             }
-        }
+            let _ = tx.send((job.index, execute(job)));
+        });
     });
+    let mut handle = |(index, result): (u64, Result<crate::Row, SweepError>)| match result {
+        Ok(row) => {
+            if let Err(e) = writer.record(row) {
+                write_error.get_or_insert(e);
+            }
+            progress.finished(true);
+        }
+        Err(e) => {
+            failures.push((index, e));
+            progress.finished(false);
+        }
+    };
+    let mut interrupted = false;
+    loop {
+        if progress.stopped() {
+            interrupted = true;
+            stop.store(true, Ordering::Relaxed);
+            // Jobs that finished before the stop are kept; the running ones are not waited for.
+            rx.try_iter().for_each(&mut handle);
+            break;
+        }
+        match rx.recv_timeout(POLL) {
+            Ok(done) => handle(done),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
     if let Some(e) = write_error {
         return Err(e);
+    }
+    // Stopped, the failures are not all known: the sweep was interrupted.
+    if interrupted && writer.done() < total {
+        return Err(SweepError::Interrupted { done: writer.done(), total });
     }
     let failed = failures.len() as u64;
     if let Some((_, first)) = failures.into_iter().min_by_key(|(i, _)| *i) {

@@ -199,11 +199,13 @@ impl Plan {
     /// are found relative to it.
     pub fn load(path: &Path) -> Result<Plan, SweepError> {
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path)
+        let bytes = std::fs::read(path)
             .map_err(|source| SweepError::Io { path: origin.clone(), source })?;
+        let text = tlblab_types::plain::utf8_text(&bytes)
+            .map_err(|message| SweepError::Spec { origin: origin.clone(), message })?;
         let stem = path.file_stem().map_or("sweep".into(), |s| s.to_string_lossy().to_string());
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        Plan::realise(&text, &origin, &stem, &base)
+        Plan::realise(text, &origin, &stem, &base)
     }
 
     /// [`Plan::load`] of a spec's text; relative files are found from the current directory.

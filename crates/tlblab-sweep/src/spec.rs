@@ -349,6 +349,14 @@ impl Spec {
 
 fn check_measures(measures: &[String], kind: Kind) -> Result<(), String> {
     let known = crate::row::measure_keys(kind);
+    if measures.is_empty() {
+        // A summary of nothing, and results `tlblab report` cannot draw.
+        return Err(format!(
+            "measures is empty: name at least one (known for kind {}: {})",
+            kind_name(kind),
+            known.join(", ")
+        ));
+    }
     for m in measures {
         if !known.contains(&m.as_str()) {
             return Err(format!(

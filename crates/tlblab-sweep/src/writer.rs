@@ -6,7 +6,7 @@
 //! |---|---|
 //! | `spec.toml` | at the start: the spec as read |
 //! | `environment.json` | at the start: kernel, CPU, load (`tlblab_env`) |
-//! | `journal.jsonl` | one row per finished job, in the order they finish |
+//! | `journal.jsonl` | one row per finished job, in the order they finish, each with its checksum |
 //! | `results.jsonl`, `results.parquet` | at the end: one row per job, in plan order |
 //! | `summary.json`, `summary.txt` | at the end |
 //!
@@ -19,7 +19,7 @@ use crate::row::{measure_keys, Row};
 use crate::summary::{render, summarise, Summary};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -50,7 +50,8 @@ impl Writer {
     /// Opens `dir` for `plan`'s rows. A new or empty directory starts the sweep; one that holds
     /// a sweep's journal continues it with `resume` (its rows whose job is in the plan are kept)
     /// or starts over with `force`, and is refused otherwise. A journal's last line cut short
-    /// (the writer was killed mid-line) is dropped.
+    /// (the writer was killed mid-line) is dropped; a damaged row elsewhere is refused
+    /// ([`read_journal`]).
     pub fn open(dir: &Path, plan: &Plan, resume: bool, force: bool) -> Result<Writer, SweepError> {
         let shown = dir.display().to_string();
         let io = |path: &Path| {
@@ -93,7 +94,15 @@ impl Writer {
             plan.jobs().iter().map(|j| (j.hash.clone(), j.index)).collect();
         let mut rows = BTreeMap::new();
         if resume && journal_path.exists() {
-            for row in read_journal(&journal_path)? {
+            let journal = read(&journal_path)?;
+            if journal.unchecked && !journal.rows.is_empty() {
+                // A journal from before rows had checksums: its rows are trusted as they were,
+                // and written again with checksums, so that every row appended to it has one.
+                let text: String = journal.rows.iter().map(journal_line).collect();
+                tlblab_types::atomic::write_file(&journal_path, text.as_bytes())
+                    .map_err(io(&journal_path))?;
+            }
+            for row in journal.rows {
                 if let Some(&i) = index.get(&row.hash) {
                     rows.entry(i).or_insert(Row { index: i, ..row });
                 }
@@ -152,7 +161,7 @@ impl Writer {
         if self.rows.contains_key(&i) {
             return Ok(false);
         }
-        let line = serde_json::to_string(&row).expect("a row serializes") + "\n";
+        let line = journal_line(&row);
         let path = self.dir.join("journal.jsonl");
         // One write per line: a reader never sees half a row unless the process dies inside
         // the call, and then the resume drops that last line.
@@ -196,63 +205,126 @@ impl Writer {
     }
 }
 
-/// The rows of a journal or results file; a last line cut short is dropped (and cut from the
-/// file, so that appending goes on from a whole line).
+/// The key of a journal row's checksum: the last member of every line, the SHA-256 (hex) of
+/// the line's bytes before it with the object closed (`{…}`, the row as serialised).
+const SUM_KEY: &str = "row_sha256";
+
+/// A journal line for `row`: its JSON with [`SUM_KEY`] appended.
+fn journal_line(row: &Row) -> String {
+    let body = serde_json::to_string(row).expect("a row serializes");
+    let sum = hex_sha256(body.as_bytes());
+    let open = body.strip_suffix('}').expect("a row is a JSON object");
+    format!("{open},\"{SUM_KEY}\":\"{sum}\"}}\n")
+}
+
+fn hex_sha256(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A journal line's row text, if the line ends with a checksum: `Ok(Some(body))` when it
+/// matches, `Err` when it does not, `Ok(None)` without one.
+fn checked_body(line: &str) -> Result<Option<String>, String> {
+    let marker = format!(",\"{SUM_KEY}\":\"");
+    let Some((head, sum)) = line.strip_suffix("\"}").and_then(|l| l.rsplit_once(marker.as_str()))
+    else {
+        return Ok(None);
+    };
+    let body = format!("{head}}}");
+    if sum.len() != 64 || hex_sha256(body.as_bytes()) != sum {
+        return Err("the row does not match its checksum (a value was changed or damaged); \
+                    move the file away to start over"
+            .into());
+    }
+    Ok(Some(body))
+}
+
+/// What a journal holds.
+struct Journal {
+    rows: Vec<Row>,
+    /// No row has a checksum: a journal written before rows had them, read as it is.
+    unchecked: bool,
+}
+
+/// The rows of a sweep's journal. A last line cut short (no newline: the writer was killed
+/// mid-line, wherever it was cut, also inside a character) is dropped and cut from the file,
+/// so that appending goes on from a whole line. Every other line must be a row whose checksum
+/// matches, and a job (hash) may have a second row only if it is the same; anything else is
+/// [`SweepError::Corrupt`] naming the line. A journal without any checksum (written by tlblab
+/// before rows had them) is read as it is.
 pub fn read_journal(path: &Path) -> Result<Vec<Row>, SweepError> {
+    read(path).map(|j| j.rows)
+}
+
+fn read(path: &Path) -> Result<Journal, SweepError> {
     let shown = path.display().to_string();
-    let file = File::open(path).map_err(|source| SweepError::Io { path: shown.clone(), source })?;
-    let mut rows = Vec::new();
-    let mut good_bytes = 0u64;
-    let mut reader = BufReader::new(file);
-    let mut line = String::new();
-    let mut number = 0;
-    loop {
-        line.clear();
-        let n = match reader.read_line(&mut line) {
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-                return Err(SweepError::Corrupt {
-                    path: shown,
-                    line: number + 1,
-                    message: "not UTF-8 text".into(),
-                })
+    let bytes =
+        std::fs::read(path).map_err(|source| SweepError::Io { path: shown.clone(), source })?;
+    let corrupt =
+        |line: usize, message: String| SweepError::Corrupt { path: shown.clone(), line, message };
+    // Whole lines only: a last line without its newline is the cut one.
+    let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let text = std::str::from_utf8(&bytes[..whole]).map_err(|e| {
+        let at = e.valid_up_to();
+        let line = 1 + bytes[..at].iter().filter(|&&b| b == b'\n').count();
+        let why = tlblab_types::plain::utf8_text(&bytes[..whole]).err().unwrap_or_default();
+        corrupt(line, why)
+    })?;
+    let mut parsed = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let body = checked_body(line).map_err(|e| corrupt(i + 1, e))?;
+        parsed.push((i + 1, line, body));
+    }
+    let checked = parsed.iter().any(|(_, _, body)| body.is_some());
+    let mut rows: Vec<Row> = Vec::new();
+    let mut first_of: HashMap<String, (usize, usize)> = HashMap::new();
+    for (number, text, body) in parsed {
+        let json = match (&body, checked) {
+            (Some(body), _) => body.as_str(),
+            (None, false) => text,
+            (None, true) => {
+                return Err(corrupt(
+                    number,
+                    format!("the row has no checksum (`{SUM_KEY}`), while the others have one: the line was damaged; move the file away to start over"),
+                ))
             }
-            Err(source) => return Err(SweepError::Io { path: shown, source }),
         };
-        if n == 0 {
-            break;
-        }
-        number += 1;
-        let whole = line.ends_with('\n');
-        match serde_json::from_str::<Row>(line.trim_end()) {
-            Ok(row) if whole => {
+        let row = serde_json::from_str::<Row>(json).map_err(|e| {
+            corrupt(
+                number,
+                format!(
+                    "not a sweep row ({}); move the file away to start over",
+                    tlblab_types::plain::serde_message(&e.to_string())
+                ),
+            )
+        })?;
+        match first_of.get(&row.hash) {
+            None => {
+                first_of.insert(row.hash.clone(), (number, rows.len()));
                 rows.push(row);
-                good_bytes += n as u64;
             }
-            // The last line, cut short: drop it.
-            _ if !whole => break,
-            Ok(_) => unreachable!("a whole line"),
-            Err(e) => {
-                return Err(SweepError::Corrupt {
-                    path: shown,
-                    line: number,
-                    message: format!(
-                        "not a sweep row ({}); move the file away to start over",
-                        tlblab_types::plain::serde_message(&e.to_string())
+            // The same row twice is harmless, and read once; the index is the plan's, not the
+            // job's, and may differ between two runs.
+            Some(&(_, at)) if (Row { index: row.index, ..rows[at].clone() }) == row => {}
+            Some(&(line, _)) => {
+                return Err(corrupt(
+                    number,
+                    format!(
+                        "a second row for job {}, with other values than line {line}'s; move the file away to start over",
+                        row.hash
                     ),
-                })
+                ))
             }
         }
     }
-    let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(good_bytes);
-    if len > good_bytes {
+    if whole < bytes.len() {
         let f = OpenOptions::new()
             .write(true)
             .open(path)
             .map_err(|source| SweepError::Io { path: shown.clone(), source })?;
-        f.set_len(good_bytes).map_err(|source| SweepError::Io { path: shown, source })?;
+        f.set_len(whole as u64).map_err(|source| SweepError::Io { path: shown.clone(), source })?;
     }
-    Ok(rows)
+    Ok(Journal { rows, unchecked: !checked })
 }
 
 /// `results.parquet`: the axes, `finished`, every measure as `m.<key>` (float, null where the

@@ -237,6 +237,28 @@ pub fn toml_error(text: &str, message: &str, span: Option<std::ops::Range<usize>
     }
 }
 
+/// `bytes` as text, or where it stops being UTF-8: "byte offset 7 (byte 0xff) is not UTF-8
+/// text" (a cut multi-byte character at the end reads "byte offset 7 (byte 0xe2) starts a
+/// character the file cuts short"). The one wording of every text input read whole.
+///
+/// ```
+/// use tlblab_types::plain::utf8_text;
+/// assert_eq!(utf8_text(b"ok"), Ok("ok"));
+/// assert_eq!(utf8_text(b"a\xffb").unwrap_err(), "byte offset 1 (byte 0xff) is not UTF-8 text");
+/// ```
+pub fn utf8_text(bytes: &[u8]) -> Result<&str, String> {
+    std::str::from_utf8(bytes).map_err(|e| {
+        let at = e.valid_up_to();
+        match e.error_len() {
+            Some(_) => format!("byte offset {at} (byte 0x{:02x}) is not UTF-8 text", bytes[at]),
+            None => format!(
+                "byte offset {at} (byte 0x{:02x}) starts a character the file cuts short",
+                bytes[at]
+            ),
+        }
+    })
+}
+
 /// An error and its causes, joined by ": " like anyhow's `{:#}`, but without a cause whose text
 /// is already there (many errors print their source in their own message too): what
 /// `tlblab: error:` prints, and the form of errors kept as text (notes, warnings, reports).

@@ -85,9 +85,12 @@ pub fn refuse_existing(path: &std::path::Path, force: bool) -> Result<(), BadInp
 /// Exit status for an error (the README's "Exit status" table): 2 for bad input (an option, an
 /// input file that cannot be read or is invalid, a simulated fault), 1 for any other failure
 /// (writing an output file or standard output, a run that failed); 128 + the signal for
-/// [`Interrupted`] (130 for SIGINT, 143 for SIGTERM).
+/// [`Interrupted`] and [`Stopped`] (130 for SIGINT, 143 for SIGTERM).
 pub fn exit_status(error: &anyhow::Error) -> u8 {
     if let Some(Interrupted(signal)) = error.chain().find_map(|c| c.downcast_ref()) {
+        return (128 + signal).clamp(0, 255) as u8;
+    }
+    if let Some(Stopped { signal, .. }) = error.chain().find_map(|c| c.downcast_ref()) {
         return (128 + signal).clamp(0, 255) as u8;
     }
     let bad_input = error.chain().any(|cause| {
@@ -178,6 +181,17 @@ impl Stop {
 #[derive(Debug, thiserror::Error)]
 #[error("stopped by {}; nothing was written", signal_name(*.0))]
 pub struct Interrupted(pub i32);
+
+/// A command that keeps what it finished (`sweep`) was stopped by this signal; its exit status
+/// is 128 + the signal's number.
+#[derive(Debug, thiserror::Error)]
+#[error("stopped by {}: {kept}", signal_name(*.signal))]
+pub struct Stopped {
+    /// The signal.
+    pub signal: i32,
+    /// What is kept.
+    pub kept: String,
+}
 
 /// `SIGINT` for 2.
 fn signal_name(signal: i32) -> String {

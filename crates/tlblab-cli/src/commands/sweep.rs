@@ -1,6 +1,6 @@
 //! `tlblab sweep`: a sweep spec's jobs on this machine or on a Ray cluster.
 
-use super::{BadInput, Interrupted, Stop};
+use super::{BadInput, Interrupted, Stop, Stopped};
 use crate::cli::{EngineArg, SweepArgs};
 use anyhow::{Context, Result};
 use std::path::PathBuf;
@@ -85,8 +85,7 @@ fn local(args: &SweepArgs, plan: &Plan, dir: &std::path::Path) -> Result<ExitCod
                 args.spec.as_ref().map_or(String::new(), |p| p.display().to_string()),
                 dir.display()
             );
-            return Err(anyhow::Error::new(Interrupted(signal))
-                .context(format!("the sweep was stopped; {done} finished jobs are kept")));
+            return Err(Stopped { signal, kept: format!("{done} finished jobs are kept") }.into());
         }
         Err(e) => return Err(e.into()),
     }

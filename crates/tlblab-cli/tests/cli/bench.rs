@@ -317,3 +317,67 @@ fn cpus_place_the_measuring_task_first_in_the_order_given() {
     assert!(per_op(config, "tlb_flush.reason3.cpu1").unwrap() > 0.95, "{config}");
     assert!(per_op(config, "tlb_flush.reason3.cpu0").is_none(), "{config}");
 }
+
+/// B1: signals in quick succession (two SIGINTs 20 ms apart, SIGINT then SIGTERM at once, a
+/// burst of five) to the whole process group while runs are measured: `bench` exits with the
+/// signal's status and leaves no tracefs instance, whichever signal ends it. Needs root and
+/// tracefs (skipped, saying so, without them).
+#[test]
+fn signals_in_quick_succession_leave_no_trace_instance() {
+    use nix::sys::signal::{killpg, Signal::*};
+    use std::os::unix::process::CommandExt;
+    let Ok(tracefs) = tlblab_tracefs::Tracefs::find() else {
+        eprintln!("skipped: no tracefs");
+        return;
+    };
+    let instances = |pid: u32| -> Vec<String> {
+        let prefix = format!("tlblab-{pid}-");
+        std::fs::read_dir(tracefs.root().join("instances"))
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with(&prefix))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let trials: [&[(nix::sys::signal::Signal, u64)]; 3] = [
+        &[(SIGINT, 0), (SIGINT, 20)],
+        &[(SIGINT, 0), (SIGTERM, 0)],
+        &[(SIGINT, 0), (SIGINT, 1), (SIGINT, 1), (SIGTERM, 1), (SIGINT, 1)],
+    ];
+    for signals in trials {
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_tlblab"))
+            .args(["bench", "madvise-busy", "--busy", "0,1", "--runs", "50", "--run-ms", "200"])
+            .args(["--warmup-ms", "0", "--no-overhead", "--trace", "-q", "--force", "-o"])
+            .arg(dir.path().join("b.json"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let start = Instant::now();
+        while instances(pid).is_empty() && start.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if instances(pid).is_empty() {
+            let _ = killpg(nix::unistd::Pid::from_raw(pid as i32), SIGKILL);
+            let out = child.wait_with_output().unwrap();
+            eprintln!("skipped: no trace instance ({})", String::from_utf8_lossy(&out.stderr));
+            return;
+        }
+        // Into the measured runs.
+        std::thread::sleep(Duration::from_millis(700));
+        for &(signal, after_ms) in signals {
+            std::thread::sleep(Duration::from_millis(after_ms));
+            killpg(nix::unistd::Pid::from_raw(pid as i32), signal).unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(matches!(out.status.code(), Some(130 | 143)), "{:?}: {stderr}", out.status);
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        assert_eq!(instances(pid), Vec::<String>::new(), "after {signals:?}");
+    }
+}

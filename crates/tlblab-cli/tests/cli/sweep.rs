@@ -336,3 +336,134 @@ schedules = 5
         }
     }
 }
+
+/// X1: a spec that is not UTF-8 is bad input (exit 2) named with its byte offset, as a preset
+/// or a result file is; U1: `measures = []` is refused before anything runs or is written.
+#[test]
+fn a_spec_not_utf8_or_with_no_measures_is_refused_before_anything_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut bytes = SMALL.as_bytes().to_vec();
+    let at = SMALL.find("pingpong").unwrap();
+    bytes[at] = 0xff;
+    let spec = tmp.path().join("bad.toml");
+    std::fs::write(&spec, bytes).unwrap();
+    let out = tmp.path().join("out");
+    let err = one_error(tlblab().arg("sweep").arg(&spec).arg("-o").arg(&out), 2);
+    assert!(
+        err.contains(&format!(
+            "sweep spec {}: byte offset {at} (byte 0xff) is not UTF-8 text",
+            spec.display()
+        )),
+        "{err}"
+    );
+    let empty = write(
+        tmp.path(),
+        "empty.toml",
+        &SMALL.replace(r#"measures = ["scenario_metric", "ipis_per_op"]"#, "measures = []"),
+    );
+    let err = one_error(tlblab().arg("sweep").arg(&empty).arg("-o").arg(&out), 2);
+    assert!(err.contains(&format!("sweep spec {}: line 5", empty.display())), "{err}");
+    assert!(err.contains("measures is empty"), "{err}");
+    assert!(!out.exists(), "nothing written");
+}
+
+/// R1: a journal whose last line was cut inside a multi-byte character (a SIGKILL during the
+/// write) loses that row only, as a cut anywhere else does.
+#[test]
+fn a_journal_cut_inside_a_character_loses_only_that_row() {
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = write(
+        tmp.path(),
+        "small.toml",
+        &SMALL.replace("[[sweep]]\n", "[[sweep]]\nlabel = \"a × b\"\n"),
+    );
+    let out = tmp.path().join("out");
+    assert!(run_sweep(&spec, &out, &[]).status.success());
+    let results = std::fs::read(out.join("results.jsonl")).unwrap();
+    let journal = std::fs::read(out.join("journal.jsonl")).unwrap();
+    let sixth = journal.iter().enumerate().filter(|(_, &b)| b == b'\n').nth(4).unwrap().0 + 1;
+    let times = sixth + journal[sixth..].windows(2).position(|w| w == "×".as_bytes()).unwrap();
+    std::fs::write(out.join("journal.jsonl"), &journal[..times + 1]).unwrap();
+    let o = run_sweep(&spec, &out, &["--resume"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("5 of 8 jobs already recorded"));
+    assert_eq!(std::fs::read(out.join("results.jsonl")).unwrap(), results);
+}
+
+/// A value changed in a journal row no longer matches the row's checksum: refused, exit 2,
+/// naming the file and line, before any job runs.
+#[test]
+fn a_changed_journal_row_is_refused_naming_its_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = write(tmp.path(), "small.toml", SMALL);
+    let out = tmp.path().join("out");
+    assert!(run_sweep(&spec, &out, &[]).status.success());
+    let journal = std::fs::read_to_string(out.join("journal.jsonl")).unwrap();
+    let rows: Vec<Value> = lines(&out.join("journal.jsonl"));
+    assert!(rows.iter().all(|r| r["row_sha256"].as_str().is_some_and(|s| s.len() == 64)));
+    let mut damaged: Vec<String> = journal.lines().map(str::to_string).collect();
+    damaged[3] = damaged[3].replacen("\"finished\":true", "\"finished\":false", 1);
+    assert_ne!(damaged[3], journal.lines().nth(3).unwrap());
+    std::fs::write(out.join("journal.jsonl"), damaged.join("\n") + "\n").unwrap();
+    let err = one_error(tlblab().arg("sweep").arg(&spec).arg("-o").arg(&out).arg("--resume"), 2);
+    assert!(err.contains("journal.jsonl, line 4: the row does not match its checksum"), "{err}");
+}
+
+/// One SIGINT (or SIGTERM) stops a sweep whose only job runs for minutes: the job is
+/// abandoned, not recorded, the journal stays empty and valid, and the exit status is 130
+/// (143). Had the sweep waited for the job, its row would be in the journal.
+#[test]
+fn one_signal_stops_a_sweep_while_its_job_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    // One job of about half a minute in a release build, much longer in this debug one.
+    let slow = SMALL
+        .replace("seeds = 2", "seeds = 1")
+        .replace("cpus = [2, 4]", "cpus = 2")
+        .replace(r#"policy = ["linux-4.13", "linux-4.14"]"#, r#"policy = "linux-4.13""#)
+        .replace("iterations = 100", "iterations = 10000000");
+    let spec = write(tmp.path(), "slow.toml", &slow);
+    for (signal, status) in [(nix::sys::signal::SIGINT, 130), (nix::sys::signal::SIGTERM, 143)] {
+        let out = tmp.path().join(format!("out-{status}"));
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tlblab"))
+            .arg("sweep")
+            .arg(&spec)
+            .arg("-o")
+            .arg(&out)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        // The environment is written just before the job starts.
+        let started = std::time::Instant::now();
+        while !out.join("environment.json").exists() {
+            assert!(started.elapsed().as_secs() < 120, "the sweep did not start");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        nix::sys::signal::kill(pid, signal).unwrap();
+        // A guard, not a measurement: a sweep that waits for its job is killed after 2 minutes
+        // and then fails below on its status.
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let ended = done.clone();
+        let guard = std::thread::spawn(move || {
+            for _ in 0..1200 {
+                if ended.load(std::sync::atomic::Ordering::SeqCst) {
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::SIGKILL);
+        });
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+        // The guard is done before the child is reaped, so that its pid cannot be another's.
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        guard.join().unwrap();
+        let status_code = child.wait().unwrap().code();
+        assert_eq!(status_code, Some(status), "{stderr}");
+        assert!(stderr.contains("0 of 1 jobs are recorded"), "{stderr}");
+        assert_eq!(std::fs::read(out.join("journal.jsonl")).unwrap(), b"", "nothing recorded");
+        assert!(!out.join("results.jsonl").exists());
+    }
+}

@@ -79,19 +79,12 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
 
     // Ctrl-C (or SIGTERM) sets the flag: the session stops after the current run (which a
     // Ctrl-C from the terminal also ends in the workers, within a few operations), and the
-    // drops below tear everything down. A second one exits at once (the workers end when their
-    // stdin closes; the next session removes a left-over trace instance).
+    // drops below tear everything down. A second one exits at once, after removing the trace
+    // instance (the workers end when their stdin closes).
     // The exit status names the signal: 130 for SIGINT, 143 for SIGTERM (128 + its number).
     let flag = Arc::new(AtomicBool::new(false));
     let caught = Arc::new(AtomicUsize::new(0));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(signal, 128 + signal, flag.clone())
-            .context("installing the signal handler")?;
-        signal_hook::flag::register(signal, flag.clone())
-            .context("installing the signal handler")?;
-        signal_hook::flag::register_usize(signal, caught.clone(), signal as usize)
-            .context("installing the signal handler")?;
-    }
+    watch_signals(flag.clone(), caught.clone())?;
 
     // Untraced unless asked: recording tlb:tlb_flush costs time on every flush (about 11% of
     // tlb-flush2's here), and a run should be the kernel's own time, as the peers' are.
@@ -187,6 +180,32 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(status));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// SIGINT and SIGTERM, handled on a thread of their own rather than in a signal handler, so
+/// that the exit on the second one can remove the trace instance first (removing it is not
+/// async-signal-safe): the first sets `flag` and `caught`; the second removes every instance of
+/// this process and exits with 128 + its number. Later signals find the process exiting and do
+/// nothing, so however many arrive, the instance goes (a SIGKILL leaves it to the next
+/// session's `cleanup_stale`).
+fn watch_signals(flag: Arc<AtomicBool>, caught: Arc<AtomicUsize>) -> Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
+        .context("installing the signal handler")?;
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            for (n, signal) in signals.forever().enumerate() {
+                if n > 0 {
+                    let _ = tlblab_tracefs::remove_registered_instances();
+                    std::process::exit((128 + signal).min(255));
+                }
+                caught.store(signal as usize, Ordering::SeqCst);
+                flag.store(true, Ordering::SeqCst);
+            }
+        })
+        .context("starting the signal thread")?;
+    Ok(())
 }
 
 /// A private tracefs instance recording `tlb:tlb_flush` of this process and every task it
