@@ -3,6 +3,7 @@
 use clap::builder::TypedValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
+use tlblab_types::bounds::{self, Bound};
 
 /// tlblab: a laboratory for x86 TLB-flush policies on Linux.
 ///
@@ -247,7 +248,7 @@ pub struct LabArgs {
     #[arg(long, value_name = "STUDY,...")]
     pub only: Option<String>,
     /// Seeds per policy of the simulated studies (default: each study's own; quick: 2).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    #[arg(long, value_parser = bounded::<u64>(bounds::SEEDS))]
     pub seeds: Option<u64>,
     /// Noise band in percent: a difference is called a change only when it is significant and
     /// its whole 95% interval lies outside ±PCT.
@@ -749,7 +750,7 @@ pub struct ReplayArgs {
     pub policies: Vec<String>,
     /// Sweep tlb_single_page_flush_ceiling over these values under the first policy instead
     /// (e.g. 1,2,4,8,16,33,64,128,256,512).
-    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    #[arg(long, value_delimiter = ',', value_name = "N,...", value_parser = bounded::<u64>(bounds::CEILING))]
     pub ceiling: Vec<u64>,
     /// Simulated CPUs (default: one more than the highest CPU in the trace).
     #[arg(long, value_name = "N")]
@@ -762,7 +763,7 @@ pub struct ReplayArgs {
     #[arg(long, value_enum, default_value = "flushed")]
     pub refill: RefillArg,
     /// Pages of each thread's working set (with --refill working-set).
-    #[arg(long, default_value_t = 64, value_name = "PAGES")]
+    #[arg(long, default_value_t = 64, value_name = "PAGES", value_parser = bounded::<u64>(bounds::WORKING_SET))]
     pub working_set: u64,
     /// Without sched_switch records: a thread's events on one CPU at most this far apart mean
     /// it ran in between, µs.
@@ -943,6 +944,18 @@ fn bench_scenarios_help() -> String {
     )
 }
 
+/// A number checked against its bound in the one table ([`tlblab_types::bounds`]) where it is
+/// parsed: clap's error names the option, the value and the range, exit status 2.
+fn bounded<T>(bound: Bound) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static
+where
+    T: TryFrom<u64> + Clone + Send + Sync + 'static,
+{
+    move |text| {
+        let n = bound.parse(text)?;
+        T::try_from(n).map_err(|_| format!("{n} is outside {}", bound.range()))
+    }
+}
+
 fn parse_page_size(text: &str) -> Result<tlblab_types::PageSize, String> {
     tlblab_types::PageSize::parse(text).ok_or_else(|| format!("{text:?} is not 4k, 2m or 1g"))
 }
@@ -1031,7 +1044,7 @@ pub struct DemoArgs {
     #[command(flatten)]
     pub machine: MachineArgs,
     /// Accesses per workload.
-    #[arg(long, default_value_t = 2_000_000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 2_000_000, value_parser = bounded::<u64>(bounds::ACCESSES))]
     pub accesses: u64,
     /// Seed of the workloads' random choices.
     #[arg(long, default_value_t = 1)]
@@ -1056,7 +1069,7 @@ pub struct RunArgs {
     #[arg(long, short = 'm', default_value = "skylake", value_name = "NAME|PATH")]
     pub machine: String,
     /// Simulated CPUs.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=4096))]
+    #[arg(long, default_value_t = 4, value_parser = bounded::<u16>(bounds::CPUS))]
     pub cpus: u16,
     // The help lists every scenario, from the kernel model's catalogue.
     #[arg(long, short = 's', help = sim_scenarios_help(), value_name = "NAME")]
@@ -1073,7 +1086,7 @@ pub struct RunArgs {
     )]
     pub policies: Vec<String>,
     /// Runs per policy, with seeds seed, seed+1, ….
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    #[arg(long, default_value_t = 3, value_parser = bounded::<u64>(bounds::SEEDS))]
     pub seeds: u64,
     /// First seed.
     #[arg(long, default_value_t = 1)]
@@ -1114,16 +1127,16 @@ pub struct WithoutArg {
 #[derive(Debug, Args)]
 pub struct ScenarioParams {
     /// Iterations (or rounds) of the measured loop.
-    #[arg(long, default_value_t = 2000)]
+    #[arg(long, default_value_t = 2000, value_parser = bounded::<u64>(bounds::ITERATIONS))]
     pub iterations: u64,
     /// pingpong: pages each side touches per round trip.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = bounded::<u64>(bounds::TOUCH))]
     pub touch: u64,
     /// madvise-busy, storm: sibling threads spinning on other CPUs.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = bounded::<usize>(bounds::BUSY))]
     pub busy: usize,
     /// munmap-threads, tlb-flush2, madvise-scale, pthread-mmap: tasks.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = bounded::<usize>(bounds::TASKS))]
     pub tasks: usize,
     /// munmap-threads, tlb-flush2, hackbench: threads of one process, or processes (default:
     /// threads; for hackbench processes, as hackbench's own default).
@@ -1134,36 +1147,36 @@ pub struct ScenarioParams {
     pub op: StormOpArg,
     /// Pages each task works on (munmap-threads, pthread-mmap, storm; tlb-flush2 always maps
     /// 1 MiB).
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = 256, value_parser = bounded::<u64>(bounds::PAGES))]
     pub pages: u64,
     /// Work per page referenced, in cycles, besides translation.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = bounded::<u64>(bounds::CYCLES_PER_PAGE))]
     pub cycles_per_page: u64,
     /// kbuild*: compile jobs in the build, run to the end (default 0: a window of a long build).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = bounded::<u64>(bounds::JOBS))]
     pub jobs: u64,
     /// Stop after this much simulated time, ms (default 0: the scenario's own window, which is
     /// 1,000 ms for kbuild* and none for the others).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = bounded::<u64>(bounds::WINDOW_MS))]
     pub window_ms: u64,
     /// rt-latency: length of each interrupts-off burst on the sibling CPU, µs.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_parser = bounded::<u64>(bounds::BURST_US))]
     pub burst_us: u64,
     /// Windowed runs (kbuild* without --jobs): simulated time run before the window but not
     /// measured, ms; every counter starts after it (default 0: none).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = bounded::<u64>(bounds::WARMUP_MS))]
     pub warmup_ms: u64,
     /// hackbench: groups of senders and receivers.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = bounded::<usize>(bounds::GROUPS))]
     pub groups: usize,
     /// hackbench: senders and receivers per group.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_parser = bounded::<usize>(bounds::FDS))]
     pub fds: usize,
     /// hackbench: messages each sender writes to each receiver of its group.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, value_parser = bounded::<u64>(bounds::LOOPS))]
     pub loops: u64,
     /// hackbench: bytes per message.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, value_parser = bounded::<u64>(bounds::DATASIZE))]
     pub datasize: u64,
     /// hackbench: pipes instead of AF_UNIX stream sockets.
     #[arg(long)]
@@ -1224,27 +1237,27 @@ pub struct CheckArgs {
     #[arg(long, short = 'm', default_value = "skylake", value_name = "NAME|PATH")]
     pub machine: String,
     /// Simulated CPUs.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=4096))]
+    #[arg(long, default_value_t = 4, value_parser = bounded::<u16>(bounds::CPUS))]
     pub cpus: u16,
     /// Perturbed schedules to run, with seeds SEED, SEED+1, …; each changes the timer phases,
     /// the workload's random draws and every IPI's delivery delay.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 1000, value_parser = bounded::<u64>(bounds::SCHEDULES))]
     pub schedules: u64,
     /// First seed (a witness names the seed that replays it).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Largest extra delay of an IPI's delivery, cycles (0: the preset's latency only); also
     /// the longest stall inside an mm switch and the longest disturbance window.
-    #[arg(long, default_value_t = 20_000)]
+    #[arg(long, default_value_t = 20_000, value_parser = bounded::<u64>(bounds::MAX_IPI_DELAY))]
     pub max_ipi_delay: u64,
     /// Mean gap between disturbances on each CPU, cycles: an interrupts-off window, a
     /// preemption from user mode by a kernel thread, or a migration to another CPU, drawn
     /// uniformly at random points (0: none).
-    #[arg(long, default_value_t = 200_000)]
+    #[arg(long, default_value_t = 200_000, value_parser = bounded::<u64>(bounds::DISTURB_EVERY))]
     pub disturb_every: u64,
     /// Unperturbed runs without the checker (seeds SEED, SEED+1, …) that measure the policy's
     /// speed on the scenario, shown next to its verdict (0: none).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = bounded::<u64>(bounds::SPEED_RUNS))]
     pub speed_runs: u64,
     /// The scenario's parameters.
     #[command(flatten)]
@@ -1328,7 +1341,7 @@ pub struct StudyArgs {
     pub name: String,
     /// Runs per policy, with seeds SEED, SEED+1, … (default: the study's own: 3, or 5 for S3
     /// as `perf stat -r 5`).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    #[arg(long, value_parser = bounded::<u64>(bounds::SEEDS))]
     pub seeds: Option<u64>,
     /// First seed.
     #[arg(long, default_value_t = 1)]
@@ -1386,6 +1399,128 @@ mod tests {
     #[test]
     fn command_line_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    /// Every bounded option of the simulator, with a command line that reaches it.
+    fn bounded_options() -> Vec<(&'static [&'static str], Bound)> {
+        use bounds::*;
+        const RUN: &[&str] = &["tlblab", "sim", "run", "-s", "storm"];
+        const CHECK: &[&str] =
+            &["tlblab", "sim", "check", "-p", "linux-6.18", "-s", "lazy-readers"];
+        const REPLAY: &[&str] = &["tlblab", "sim", "replay", "t.flushtrace"];
+        let params = [
+            ITERATIONS,
+            TOUCH,
+            BUSY,
+            TASKS,
+            PAGES,
+            CYCLES_PER_PAGE,
+            JOBS,
+            WINDOW_MS,
+            WARMUP_MS,
+            BURST_US,
+            GROUPS,
+            FDS,
+            LOOPS,
+            DATASIZE,
+        ];
+        let mut all: Vec<(&[&str], Bound)> = vec![(RUN, CPUS), (RUN, SEEDS)];
+        all.extend(params.iter().map(|&b| (RUN, b)));
+        all.extend(params.iter().map(|&b| (CHECK, b)));
+        for b in [CPUS, SCHEDULES, SPEED_RUNS, MAX_IPI_DELAY, DISTURB_EVERY] {
+            all.push((CHECK, b));
+        }
+        all.extend([
+            (REPLAY, CEILING),
+            (REPLAY, WORKING_SET),
+            (&["tlblab", "sim", "demo"][..], ACCESSES),
+            (&["tlblab", "sim", "study", "s1"][..], SEEDS),
+            (&["tlblab", "study"][..], SEEDS),
+        ]);
+        all
+    }
+
+    /// What parsing `--NAME value` did: accepted, or refused with clap's message (exit status
+    /// 2 in `main`), on a thread of its own so that no case can stall the run.
+    fn parse(line: &'static [&'static str], name: &str, value: String) -> Result<(), String> {
+        let args: Vec<String> =
+            line.iter().map(|a| a.to_string()).chain([format!("--{name}"), value]).collect();
+        tlblab_types::bounded::within(std::time::Duration::from_secs(10), move || {
+            Cli::try_parse_from(args).map(drop).map_err(|e| (e.exit_code(), e.to_string()))
+        })
+        .expect("parsing finishes")
+        .map_err(|(code, message)| {
+            assert_eq!(code, 2, "{message}");
+            message
+        })
+    }
+
+    /// The values at a bound's edges and just past them, as text.
+    fn edges(b: Bound) -> Vec<String> {
+        let mut v = vec![b.min, b.max, b.max.saturating_add(1), u64::MAX, 0];
+        v.extend(b.min.checked_sub(1));
+        let mut text: Vec<String> = v.iter().map(u64::to_string).collect();
+        text.push("18446744073709551616".into()); // u64::MAX + 1
+        text
+    }
+
+    /// Accepted exactly when the table says so; refused with the option, the value and the
+    /// range named.
+    fn judge(line: &'static [&'static str], b: Bound, value: String) -> Result<bool, String> {
+        let inside = value.parse::<u64>().is_ok_and(|n| b.contains(n));
+        match parse(line, b.name, value.clone()) {
+            Ok(()) if inside => Ok(true),
+            Err(m) if !inside => {
+                let named = m.contains(&format!("--{}", b.name))
+                    && m.contains(&value)
+                    && m.contains(&b.range());
+                if named {
+                    Ok(false)
+                } else {
+                    Err(format!("{line:?} --{} {value}: message {m}", b.name))
+                }
+            }
+            Ok(()) => Err(format!("{line:?} --{} {value}: accepted, outside {b}", b.name)),
+            Err(m) => Err(format!("{line:?} --{} {value}: refused, inside {b}: {m}", b.name)),
+        }
+    }
+
+    /// Issue 29, items 1 and 6: every bounded option at its edges and one past them.
+    #[test]
+    fn every_bounded_option_takes_its_edges_and_refuses_one_past_them() {
+        for (line, b) in bounded_options() {
+            for value in edges(b) {
+                judge(line, b, value).unwrap();
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 512, failure_persistence: None, ..Default::default()
+        })]
+
+        /// Fuzz: any option of the table, any whole number (near its edges, anywhere below
+        /// 2^64, or past it): accepted exactly when in range, else exit 2 naming all three.
+        #[test]
+        fn any_number_for_any_bounded_option_is_judged_by_the_table(
+            which in 0usize..64,
+            kind in 0u8..4,
+            offset in 0u64..3,
+            any in proptest::prelude::any::<u64>(),
+        ) {
+            let all = bounded_options();
+            let (line, b) = all[which % all.len()];
+            let value = match kind {
+                0 => b.min.saturating_sub(offset).to_string(),
+                1 => b.max.saturating_add(offset).to_string(),
+                2 => any.to_string(),
+                _ => format!("{any}{offset}"), // often past u64::MAX
+            };
+            if let Err(e) = judge(line, b, value) {
+                proptest::prop_assert!(false, "{}", e);
+            }
+        }
     }
 }
 

@@ -613,14 +613,13 @@ const VARIANTS: &[Variant] = &[
     },
 ];
 
-/// `hz` (`CONFIG_HZ`, ticks per second): x86 Linux offers 100 to 1000; 0 has no tick, and far
-/// beyond 10,000 the simulated ticks alone make a run last hours.
-pub const HZ_RANGE: std::ops::RangeInclusive<u64> = 1..=10_000;
+/// `hz` (`CONFIG_HZ`, ticks per second): [`tlblab_types::bounds::HZ`], where the reason is.
+pub const HZ_RANGE: std::ops::RangeInclusive<u64> =
+    tlblab_types::bounds::HZ.min..=tlblab_types::bounds::HZ.max;
 
-/// `tlb_single_page_flush_ceiling`: a range flush below it is a loop of one INVLPG per page, so
-/// a ceiling past 65,535 pages (256 MiB) turns the large flushes of exec and exit into loops of
-/// millions of steps; Linux's default is 33.
-pub const CEILING_RANGE: std::ops::RangeInclusive<u64> = 0..=65_535;
+/// `tlb_single_page_flush_ceiling`: [`tlblab_types::bounds::CEILING`], where the reason is.
+pub const CEILING_RANGE: std::ops::RangeInclusive<u64> =
+    tlblab_types::bounds::CEILING.min..=tlblab_types::bounds::CEILING.max;
 
 impl Policy {
     /// The first numeric switch outside the range the model runs ([`HZ_RANGE`],

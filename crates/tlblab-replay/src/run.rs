@@ -173,6 +173,8 @@ pub(crate) fn run(
     loop {
         horizon += slice;
         k.run_until(Cycles(horizon));
+        k.event_limit_reached()
+            .map_err(|source| ReplayError::Kernel { policy: policy.name.clone(), source })?;
         if meter.borrow().done == threads || horizon > give_up {
             break;
         }

@@ -203,6 +203,14 @@ pub fn check(
     let first = request.first_seed;
     crate::check_cpus_and_seeds(request.cpus, first, request.schedules, "schedules")?;
     crate::check_cpus_and_seeds(request.cpus, first, request.speed_runs, "speed runs")?;
+    {
+        use tlblab_types::bounds as b;
+        b::SCHEDULES.check(request.schedules)?;
+        b::SPEED_RUNS.check(request.speed_runs)?;
+        b::MAX_IPI_DELAY.check(request.max_ipi_delay)?;
+        b::DISTURB_EVERY.check(request.disturb_every)?;
+    }
+    crate::check_params(&request.params)?;
     let spec = crate::load_machine(&request.machine)?;
     let info = scenario(&request.scenario)?;
     // Every policy is loaded (and a bad one refused) before anything runs.
@@ -248,6 +256,7 @@ fn check_one(
             // A scenario with a window stops at its end, tasks finished or not.
             let windowed = info.time_limit(params, k.clock_mhz()) != Cycles(u64::MAX);
             let finished = info.run(&mut k, params) || windowed;
+            k.event_limit_reached()?;
             let (accesses, window_uses) = k.check_counts().unwrap_or_default();
             progress.finished();
             Ok(Outcome {
@@ -329,6 +338,7 @@ fn speed(
                 |_| {},
             )?;
             info.run(&mut k, params);
+            k.event_limit_reached()?;
             Ok(info.metric.value(&k.report()))
         })
         .collect::<Result<Vec<f64>, _>>()?;

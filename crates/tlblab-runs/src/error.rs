@@ -29,6 +29,9 @@ pub enum RunsError {
     /// The kernel model refuses the configuration.
     #[error(transparent)]
     Kernel(Box<KernelError>),
+    /// A number outside its bound ([`tlblab_types::bounds`]), as the command line refuses it.
+    #[error(transparent)]
+    OutOfBounds(#[from] tlblab_types::bounds::OutOfBounds),
     /// A request with no policy.
     #[error("no policy given: give at least one")]
     NoPolicies,

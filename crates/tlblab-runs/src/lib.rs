@@ -87,6 +87,32 @@ pub fn scenario_kernel(
     Ok(kernel)
 }
 
+/// Refuses a scenario parameter outside its bound ([`tlblab_types::bounds`]), as the command
+/// line refuses it where it is parsed: a library or Python caller gets the same error.
+pub fn check_params(p: &Params) -> Result<(), RunsError> {
+    use tlblab_types::bounds as b;
+    let usize = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+    for (bound, value) in [
+        (b::ITERATIONS, p.iterations),
+        (b::TOUCH, p.touch),
+        (b::BUSY, usize(p.busy)),
+        (b::TASKS, usize(p.tasks)),
+        (b::PAGES, p.pages),
+        (b::CYCLES_PER_PAGE, p.cycles_per_page),
+        (b::JOBS, p.jobs),
+        (b::WINDOW_MS, p.window_ms),
+        (b::WARMUP_MS, p.warmup_ms),
+        (b::BURST_US, p.burst_us),
+        (b::GROUPS, usize(p.groups)),
+        (b::FDS, usize(p.fds)),
+        (b::LOOPS, p.loops),
+        (b::DATASIZE, p.datasize),
+    ] {
+        bound.check(value)?;
+    }
+    Ok(())
+}
+
 /// Simulated CPUs a request may ask for (as `--cpus` allows).
 const CPUS: std::ops::RangeInclusive<u16> = 1..=4096;
 

@@ -161,7 +161,7 @@ pub fn run(request: &RunRequest, progress: &dyn Progress) -> Result<RunReport, R
             expected: "from 0 to 1 (a fraction)",
         });
     }
-    if !(1..=1000).contains(&request.seeds) {
+    if !tlblab_types::bounds::SEEDS.contains(request.seeds) {
         return Err(RunsError::OutOfRange {
             field: "seeds",
             value: request.seeds.to_string(),
@@ -169,6 +169,7 @@ pub fn run(request: &RunRequest, progress: &dyn Progress) -> Result<RunReport, R
         });
     }
     crate::check_cpus_and_seeds(request.cpus, request.first_seed, request.seeds, "seeds")?;
+    crate::check_params(&request.params)?;
     let spec = crate::load_machine(&request.machine)?;
     let info = scenario(&request.scenario)?;
     let policies = crate::load_policies(&request.policies)?;
@@ -199,6 +200,7 @@ pub fn run(request: &RunRequest, progress: &dyn Progress) -> Result<RunReport, R
             let run = (request.cpus, request.first_seed + s, variants[v].1);
             let mut kernel = crate::scenario_kernel(&spec, &policies[p], run, scenario, |_| {})?;
             info.run(&mut kernel, params);
+            kernel.event_limit_reached()?;
             let report = kernel.report();
             progress.finished();
             Ok((info.metric.value(&report), (v == 0).then_some(report)))

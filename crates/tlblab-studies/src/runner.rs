@@ -478,6 +478,7 @@ fn run_one(
     )
     .map_err(kernel_error)?;
     let finished = scenario.run(&mut kernel, &part.params);
+    kernel.event_limit_reached().map_err(|e| kernel_error(e.into()))?;
     let report = kernel.report();
     let metric = scenario.metric;
     let checked = match prepared.measures.iter().any(|m| m.checked()) {
@@ -535,6 +536,7 @@ fn check_schedules(
             },
         )?;
         scenario.run(&mut k, &part.params);
+        k.event_limit_reached()?;
         out.violations += k.violations().len() as u64;
         out.exposure.extend(k.exposure().user);
     }

@@ -100,6 +100,7 @@ fn execute_run(job: &Job) -> Result<Row, SweepError> {
     // A scenario with a window stops at its end, tasks finished or not.
     let windowed = info.time_limit(&params, k.clock_mhz()) != Cycles(u64::MAX);
     let finished = info.run(&mut k, &params);
+    k.event_limit_reached().map_err(|e| SweepError::job(job, &e))?;
     let report = k.report();
     let (mut measures, mut notes) = (BTreeMap::new(), BTreeMap::new());
     for m in Measure::ALL {
@@ -167,6 +168,7 @@ fn execute_check(job: &Job) -> Result<Row, SweepError> {
         // A scenario with a window stops at its end, tasks finished or not.
         let windowed = info.time_limit(&params, k.clock_mhz()) != Cycles(u64::MAX);
         let finished = info.run(&mut k, &params) || windowed;
+        k.event_limit_reached().map_err(|e| SweepError::job(job, &e))?;
         all_finished &= finished;
         let (accesses, window_uses) = k.check_counts().unwrap_or_default();
         add("schedules", 1);

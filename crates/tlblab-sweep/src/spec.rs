@@ -115,32 +115,34 @@ impl Axis {
         AXES.iter().find(|(k, _)| *k == key).map(|&(_, a)| a)
     }
 
-    /// The values it accepts: text, or a whole number in a range.
+    /// The values it accepts: text, or a whole number in its bound
+    /// ([`tlblab_types::bounds`], the one table every entry point checks).
     fn domain(self) -> Domain {
+        use tlblab_types::bounds as b;
         use Domain::*;
         match self {
             Axis::Machine | Axis::Scenario | Axis::Policy => Text(&[]),
             Axis::Param(Param::Mode) => Text(&["threads", "processes"]),
             Axis::Param(Param::Op) => Text(&["munmap", "mprotect"]),
-            Axis::Cpus => Number(1, 4096),
-            Axis::Ceiling => Number(1, 65_535),
-            Axis::Seed => Number(0, u64::MAX / 2),
-            Axis::Schedules => Number(1, 1_000_000),
-            Axis::MaxIpiDelay => Number(0, 1_000_000_000),
-            Axis::DisturbEvery => Number(0, 1_000_000_000_000),
-            Axis::Param(p) => match p {
-                // Up to i64::MAX: a part whose window ends its runs (S6) sets it that high.
-                Param::Iterations => Number(1, i64::MAX as u64),
-                Param::Touch => Number(0, 1 << 20),
-                Param::Busy => Number(0, 4095),
-                Param::Tasks => Number(1, 4096),
-                Param::Pages => Number(1, 1 << 24),
-                Param::CyclesPerPage => Number(0, 1_000_000_000),
-                Param::Jobs => Number(0, 10_000_000),
-                Param::WindowMs | Param::WarmupMs => Number(0, 3_600_000),
-                Param::BurstUs => Number(0, 1_000_000),
+            Axis::Cpus => Number(b::CPUS),
+            Axis::Ceiling => Number(b::CEILING),
+            Axis::Seed => Number(b::SEED),
+            Axis::Schedules => Number(b::SCHEDULES),
+            Axis::MaxIpiDelay => Number(b::MAX_IPI_DELAY),
+            Axis::DisturbEvery => Number(b::DISTURB_EVERY),
+            Axis::Param(p) => Number(match p {
+                Param::Iterations => b::ITERATIONS,
+                Param::Touch => b::TOUCH,
+                Param::Busy => b::BUSY,
+                Param::Tasks => b::TASKS,
+                Param::Pages => b::PAGES,
+                Param::CyclesPerPage => b::CYCLES_PER_PAGE,
+                Param::Jobs => b::JOBS,
+                Param::WindowMs => b::WINDOW_MS,
+                Param::WarmupMs => b::WARMUP_MS,
+                Param::BurstUs => b::BURST_US,
                 Param::Mode | Param::Op => unreachable!("text parameters"),
-            },
+            }),
         }
     }
 }
@@ -148,8 +150,8 @@ impl Axis {
 enum Domain {
     /// Text; one of these when the list is not empty.
     Text(&'static [&'static str]),
-    /// A whole number in `min ..= max`.
-    Number(u64, u64),
+    /// A whole number in its bound.
+    Number(tlblab_types::bounds::Bound),
 }
 
 /// One value of an axis.
@@ -526,12 +528,12 @@ fn scalar(axis: Axis, v: &toml::Value) -> Result<Value, String> {
             }
             Ok(Value::Text(s.clone()))
         }
-        (Domain::Number(min, max), toml::Value::Integer(n)) => match u64::try_from(*n) {
-            Ok(n) if (min..=max).contains(&n) => Ok(Value::Number(n)),
-            _ => Err(format!("{key} = {n} is outside {min} to {max}")),
+        (Domain::Number(bound), toml::Value::Integer(n)) => match u64::try_from(*n) {
+            Ok(n) if bound.contains(n) => Ok(Value::Number(n)),
+            _ => Err(format!("{key} = {n} is outside {}", bound.range())),
         },
         (Domain::Text(_), other) => Err(format!("{key} must be text, found {}", other.type_str())),
-        (Domain::Number(..), other) => {
+        (Domain::Number(_), other) => {
             Err(format!("{key} must be a whole number, found {}", other.type_str()))
         }
     }

@@ -18,6 +18,7 @@
 
 pub mod atomic;
 pub mod bounded;
+pub mod bounds;
 pub mod cpulist;
 pub mod escape;
 mod event;

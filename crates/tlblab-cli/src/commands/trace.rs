@@ -96,11 +96,17 @@ pub struct RunError {
     pub message: String,
 }
 
+/// Worker threads for `files` files: `--jobs` (default: the CPUs), never more than the files,
+/// since each thread simulates whole files (`--jobs 16000` on one file started 16,000 threads).
+fn threads(jobs: Option<u16>, files: usize) -> usize {
+    jobs.map_or_else(rayon::current_num_threads, usize::from).min(files).max(1)
+}
+
 pub fn run(args: &TraceArgs) -> Result<ExitCode> {
     let spec = load_machine(&args.machine)?;
     args.output.check()?;
     let (format, options) = read_options(&args.input, args.input_format());
-    let jobs = args.jobs.map_or_else(rayon::current_num_threads, usize::from);
+    let jobs = threads(args.jobs, args.files.len());
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs)
         .build()
@@ -240,4 +246,14 @@ fn render_text(report: &TraceReport, spec: &MachineSpec, per_cpu: bool) -> Strin
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn jobs_never_start_more_threads_than_there_are_files() {
+        assert_eq!(super::threads(Some(16_000), 1), 1);
+        assert_eq!(super::threads(Some(2), 5), 2);
+        assert_eq!(super::threads(None, 1), 1);
+    }
 }

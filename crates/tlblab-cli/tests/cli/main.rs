@@ -6,6 +6,7 @@
 //! runs in parallel.
 
 mod bench;
+mod bounds;
 mod check;
 mod cliout;
 mod common;

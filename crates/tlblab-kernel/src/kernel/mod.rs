@@ -100,6 +100,14 @@ pub enum KernelError {
     /// Too few or too many CPUs.
     #[error("{0} CPUs: the model runs 1 to 4096")]
     CpuCount(usize),
+    /// The run passed its event limit ([`KernelConfig::event_limit`]) and was stopped.
+    #[error("the run was stopped after {events} events, the limit of one run (docs/sim-output.md, \"Limits\"): {lower}")]
+    EventLimit {
+        /// Events popped.
+        events: u64,
+        /// Which parameter to change.
+        lower: &'static str,
+    },
     /// The machine preset is unusable with these settings.
     #[error(transparent)]
     Machine(#[from] tlblab_sim::machine::MachineError),
@@ -417,12 +425,21 @@ pub struct KernelConfig {
     pub time_limit: Cycles,
     /// The model's mechanisms switched on (all by default).
     pub mechanisms: Mechanisms,
+    /// Stop after this many events even if tasks remain, and say so
+    /// ([`Kernel::event_limit_reached`]); [`tlblab_types::bounds::MAX_EVENTS`] by default.
+    pub event_limit: u64,
 }
 
 impl KernelConfig {
-    /// `nr_cpus` CPUs from `seed`, no time limit, every mechanism on.
+    /// `nr_cpus` CPUs from `seed`, no time limit, every mechanism on, the default event limit.
     pub fn new(nr_cpus: usize, seed: u64) -> KernelConfig {
-        KernelConfig { nr_cpus, seed, time_limit: Cycles(u64::MAX), mechanisms: Mechanisms::all() }
+        KernelConfig {
+            nr_cpus,
+            seed,
+            time_limit: Cycles(u64::MAX),
+            mechanisms: Mechanisms::all(),
+            event_limit: tlblab_types::bounds::MAX_EVENTS,
+        }
     }
 
     /// This configuration with `mechanisms` on.
@@ -495,6 +512,10 @@ pub struct Kernel<O: Observer> {
     check: Option<Box<check::Checker>>,
     /// Schedule perturbation ([`Kernel::perturb`], [`Kernel::disturb`]).
     perturb: Option<Perturbation>,
+    /// Disturbance events popped (to say what to change when the event limit stops a run).
+    disturb_events: u64,
+    /// [`Kernel::run_until`] stopped at [`KernelConfig::event_limit`].
+    event_limit_hit: bool,
 }
 
 /// A perturbed schedule's random stream and bounds.
@@ -666,6 +687,8 @@ impl<O: Observer> Kernel<O> {
             measured_from: Cycles(0),
             check: None,
             perturb: None,
+            disturb_events: 0,
+            event_limit_hit: false,
             spec,
             config,
         };
@@ -825,6 +848,22 @@ impl<O: Observer> Kernel<O> {
             Mm::new(self.last_mm_ctx_id, self.cpus.len().max(1), self.jiffies(), self.policy.hz);
         self.mms.push(mm);
         MmId(self.mms.len() as u32 - 1)
+    }
+
+    /// Whether the last [`Kernel::run_until`] stopped at the event limit
+    /// ([`KernelConfig::event_limit`]), with what to change: a run that would not end in
+    /// reasonable time is an error, not a result.
+    pub fn event_limit_reached(&self) -> Result<(), KernelError> {
+        if !self.event_limit_hit {
+            return Ok(());
+        }
+        let events = self.queue.popped();
+        let lower = if self.disturb_events > events / 2 {
+            "most were disturbances: raise --disturb-every (or 0: none)"
+        } else {
+            "lower --iterations (or --window-ms, --pages, --tasks, hackbench's --loops; sim replay: --working-set)"
+        };
+        Err(KernelError::EventLimit { events, lower })
     }
 
     /// Lowers the run's time limit to `limit` (a scenario's window).

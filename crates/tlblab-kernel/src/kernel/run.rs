@@ -33,6 +33,10 @@ impl<O: Observer> Kernel<O> {
             if self.queue.peek().is_none_or(|k| k.time > limit) {
                 break;
             }
+            if self.queue.popped() >= self.config.event_limit {
+                self.event_limit_hit = true; // `event_limit_reached` tells the caller
+                break;
+            }
             let Some((_, event)) = self.queue.pop() else { break };
             match event {
                 Event::Resume { cpu, gen } => {
@@ -55,7 +59,10 @@ impl<O: Observer> Kernel<O> {
                 Event::IrqDrain { cpu } => self.irq_drain(cpu),
                 Event::Ack { call } => self.ack(call),
                 Event::Tick { cpu } => self.tick(cpu),
-                Event::Disturb { cpu } => self.disturb_now(cpu),
+                Event::Disturb { cpu } => {
+                    self.disturb_events += 1;
+                    self.disturb_now(cpu);
+                }
                 Event::DisturbEnd { cpu, end } => self.disturbance_ends(cpu, end),
                 Event::VcpuPreempt { cpu } => self.vcpu_slice_ends(cpu),
                 Event::VcpuResume { cpu } => self.vcpu_resumes(cpu),

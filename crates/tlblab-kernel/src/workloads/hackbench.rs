@@ -57,7 +57,7 @@ pub fn skb_truesize(datasize: u64) -> u64 {
 
 /// hackbench's largest `--datasize` here: one page, so that a pipe write is atomic
 /// (`PIPE_BUF`) and a socket write one linear skb.
-pub const MAX_DATASIZE: u64 = 4096;
+pub const MAX_DATASIZE: u64 = tlblab_types::bounds::DATASIZE.max;
 
 /// The kind of the channels hackbench creates with `fdpair()`, carrying `datasize`-byte
 /// messages.

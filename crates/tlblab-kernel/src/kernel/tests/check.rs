@@ -229,3 +229,36 @@ fn disturbances_make_cpus_lazy_where_the_scenario_does_not() {
     assert_eq!(migrations(0), 0);
     assert!(migrations(200_000) > 0);
 }
+
+/// Issue 29, H1: disturbances more frequent than their own cost keep lazy-readers' writer in
+/// the kernel (at `--disturb-every 30` it never reaches user mode), so the run never ends. The
+/// event limit stops it and names `--disturb-every`; an undisturbed run stopped by a low limit
+/// names `--iterations`; a run within the limit is byte for byte the run without one.
+#[test]
+fn the_event_limit_stops_a_run_and_says_what_to_change() {
+    let spec = tlblab_sim::machine::builtin("skylake").unwrap();
+    let p = Params { tasks: 2, pages: 8, iterations: 2, ..Params::default() };
+    let s = scenario("lazy-readers").unwrap();
+    let go = |event_limit: u64, every: u64| {
+        let config = KernelConfig { event_limit, ..KernelConfig::new(3, 1) };
+        let policy = Policy::named("linux-6.18").unwrap();
+        let mut k = Kernel::new(&spec, &policy, config, TraceLog::default()).unwrap();
+        k.enable_checker();
+        k.perturb(Cycles(0));
+        k.disturb(Cycles(every));
+        s.install(&mut k, &p).unwrap();
+        let finished = s.run(&mut k, &p);
+        let limit = k.event_limit_reached().map_err(|e| e.to_string());
+        (finished, limit, serde_json::to_string(&k.report()).unwrap())
+    };
+    let (finished, limit, _) = go(1_000_000, 30);
+    let e = limit.unwrap_err();
+    assert!(!finished);
+    assert!(e.contains("after 1000000 events") && e.contains("raise --disturb-every"), "{e}");
+    let (finished, limit, _) = go(50, 0);
+    let e = limit.unwrap_err();
+    assert!(!finished && e.contains("after 50 events") && e.contains("lower --iterations"), "{e}");
+    let (finished, limit, report) = go(tlblab_types::bounds::MAX_EVENTS, 200_000);
+    assert!(finished && limit.is_ok());
+    assert_eq!(report, go(u64::MAX, 200_000).2);
+}
