@@ -37,6 +37,14 @@ impl<T> Source<T> {
         matches!(self, Source::Available(_))
     }
 
+    /// The value, or its reason as the error.
+    pub fn result(&self) -> Result<&T, String> {
+        match self {
+            Source::Available(v) => Ok(v),
+            Source::Unavailable { reason } => Err(reason.clone()),
+        }
+    }
+
     /// The reason, if unavailable.
     pub fn reason(&self) -> Option<&str> {
         match self {

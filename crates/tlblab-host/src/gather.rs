@@ -141,16 +141,15 @@ fn read_parameters(dir: &Path) -> Source<std::collections::BTreeMap<String, Stri
         Ok(e) => e,
         Err(e) => return Source::unavailable(reason(&dir.display().to_string(), &e)),
     };
-    let mut out = std::collections::BTreeMap::new();
-    for e in entries.filter_map(|e| e.ok()) {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let path = e.path().display().to_string();
-        match read_text(&path) {
-            Source::Available(v) => out.insert(name, v.trim().to_owned()),
-            Source::Unavailable { reason } => return Source::unavailable(reason),
-        };
-    }
-    Source::Available(out)
+    entries
+        .filter_map(|e| e.ok())
+        .map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let value = read_text(&e.path().display().to_string()).result()?.trim().to_owned();
+            Ok((name, value))
+        })
+        .collect::<Result<_, String>>()
+        .into()
 }
 
 fn read_caches(dir: &Path) -> Source<Vec<CacheFact>> {

@@ -7,7 +7,6 @@ use crate::facts::{HostFacts, StealSample, CMDLINE_PATH, CPUIDLE_DRIVER_PATH, PR
 use crate::kernel_costs::{figure_of, Derivation, Derived};
 use crate::provenance::{Origin, Provenance};
 use tlblab_env::hypervisor;
-use tlblab_env::Source;
 use tlblab_sim::machine::nested::RawNested;
 use tlblab_sim::machine::raw::{
     GuestFact, GuestIdle, KernelFigure, Ratio, RawGuest, RawHaltpoll, Scales, WrittenCost,
@@ -207,17 +206,11 @@ fn idle(facts: &HostFacts) -> Option<(GuestIdle, String)> {
 /// (`current_governor_ro`); an error says why there is none.
 pub(crate) fn haltpoll(facts: &HostFacts) -> Result<RawHaltpoll, String> {
     use crate::facts::{CPUIDLE_GOVERNOR_PATH, HALTPOLL_PARAMETERS_DIR};
-    let governor = match &facts.cpuidle_governor {
-        Source::Available(g) => g,
-        Source::Unavailable { reason } => return Err(reason.clone()),
-    };
+    let governor = facts.cpuidle_governor.result()?;
     if governor != "haltpoll" {
         return Err(format!("{CPUIDLE_GOVERNOR_PATH} = {governor:?}"));
     }
-    let params = match &facts.haltpoll_parameters {
-        Source::Available(p) => p,
-        Source::Unavailable { reason } => return Err(reason.clone()),
-    };
+    let params = facts.haltpoll_parameters.result()?;
     let get = |name: &str| {
         params.get(name).ok_or_else(|| format!("{HALTPOLL_PARAMETERS_DIR}/{name} is missing"))
     };

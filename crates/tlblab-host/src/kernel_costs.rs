@@ -357,6 +357,11 @@ pub fn derive(
     out
 }
 
+/// The `[kernel]` figure `name`, if it was derived.
+fn derived<'a>(out: &'a Derivation, name: &str) -> Option<&'a Derived> {
+    out.kernel.iter().find(|(n, _)| *n == name).and_then(|(_, d)| d.as_ref().ok())
+}
+
 /// A halted vCPU's wake-up, the `[idle]` HLT state's exit latency: a token pass that wakes a
 /// thread on the other CPU (halted: its thread blocked) less the same pass on one CPU leaves the
 /// wake-up's delivery; the guest model charges the IPI's pieces of it itself (the waker's exit,
@@ -369,13 +374,8 @@ fn halt_wake(costs: &PathCosts, out: &Derivation) -> Result<Derived, String> {
         Some(Err(e)) => return Err(format!("vm_exit: {e}")),
         None => return Err("no vm_exit".into()),
     };
-    let piece = |name: &str| {
-        out.kernel
-            .iter()
-            .find(|(n, _)| *n == name)
-            .and_then(|(_, d)| d.as_ref().ok().map(|d| d.ns))
-            .ok_or_else(|| format!("{name} not derived"))
-    };
+    let piece =
+        |name: &str| derived(out, name).map(|d| d.ns).ok_or_else(|| format!("{name} not derived"));
     let (latency, handler) = (piece("ipi_latency")?, piece("ipi_handler")?);
     let rule = "thread_wake_remote − thread_switch − (2 × vm_exit + ipi_latency + ipi_handler)";
     let ns = positive(rule, remote - local - 2.0 * exit - latency - handler)?;
@@ -398,9 +398,7 @@ fn halt_wake(costs: &PathCosts, out: &Derivation) -> Result<Derived, String> {
 /// context_switch)`, the halt wake being [`Derivation::halt_wake`], or one more `vm_exit` (its
 /// lower bound) without it.
 fn migrate_without_wake_up(out: &mut Derivation) {
-    let get = |name: &str| {
-        out.kernel.iter().find(|(n, _)| *n == name).and_then(|(_, d)| d.as_ref().ok().cloned())
-    };
+    let get = |name: &str| derived(out, name).cloned();
     let (Some(migrate), Some(Ok(exit))) = (get("migrate"), out.vm_exit.clone()) else { return };
     let parts = ["ipi_latency", "ipi_handler", "context_switch"].map(get);
     let [Some(latency), Some(handler), Some(switch)] = parts else { return };

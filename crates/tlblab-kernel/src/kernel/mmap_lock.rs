@@ -121,15 +121,14 @@ impl<O: Observer> Kernel<O> {
         }
         let lock = &self.mms[mm.0 as usize].mmap_lock;
         let running = |h: &TaskId| self.tasks[h.0 as usize].state == TaskState::Running;
+        let (writer_runs, readers_run) =
+            (lock.writer.iter().any(running), lock.readers.iter().any(running));
         let spin = if rules.steal {
             // Before 5.3 a writer does not spin on a reader-owned lock; with a handoff pending
             // the lock waits for the first waiter.
-            let owners = lock.writer.iter().any(running)
-                || rules.handoff && lock.readers.iter().any(running);
-            !queued && !lock.handoff && owners
+            !queued && !lock.handoff && (writer_runs || rules.handoff && readers_run)
         } else {
-            (lock.writer.iter().any(running) || lock.readers.iter().any(running))
-                && lock.waiters.is_empty()
+            (writer_runs || readers_run) && lock.waiters.is_empty()
         };
         if write && spin {
             // Optimistic spinning: look again shortly.
