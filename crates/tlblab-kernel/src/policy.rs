@@ -109,6 +109,10 @@ pub struct Policy {
     pub name: String,
     /// Which kernel (version, commit or patch series) it mirrors.
     pub mirrors: String,
+    /// The policy file it was read from, if any: errors found when it runs name it. Not a
+    /// switch, and not written with the policy.
+    #[serde(skip)]
+    pub file: Option<String>,
     /// Use PCIDs with `TLB_NR_DYN_ASIDS` dynamic ASIDs per CPU when the CPU has them (4.14+).
     pub pcid: bool,
     /// Track `tlb_gen` per mm and per CPU ASID slot, with the partial-flush rules of
@@ -335,6 +339,7 @@ fn linux_6_18() -> Policy {
     Policy {
         name: "linux-6.18".into(),
         mirrors: "Linux 6.18 arch/x86/mm/tlb.c (lazy mm_cpumask, LOADED_MM_SWITCHING fix)".into(),
+        file: None,
         pcid: true,
         tlb_gen: true,
         lazy: LazyMode::SkipLazy,
@@ -683,9 +688,11 @@ impl Policy {
     /// A policy from a TOML file (see [`Policy::from_toml`]).
     pub fn from_file(path: &std::path::Path) -> Result<Policy, PolicyError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path)
+        let bytes = std::fs::read(path)
             .map_err(|source| PolicyError::Io { path: shown.clone(), source })?;
-        Policy::from_toml(&text, &shown)
+        let text = tlblab_types::plain::utf8_text(&bytes)
+            .map_err(|message| PolicyError::Parse { origin: shown.clone(), message })?;
+        Ok(Policy { file: Some(shown.clone()), ..Policy::from_toml(text, &shown)? })
     }
 
     /// A user-defined policy: a `name`, a `base` (any name [`Policy::named`] accepts), an
@@ -717,7 +724,14 @@ impl Policy {
         let file: File = toml::from_str(text).map_err(|e| {
             parse(tlblab_types::plain::toml_error(text, e.message().trim_end(), e.span()))
         })?;
-        let base = Policy::named(&file.base)?;
+        // A bad base is the file's error: name the file and the line that sets it.
+        let base = Policy::named(&file.base).map_err(|e| {
+            let line = tlblab_types::plain::toml_line_of(text, "", "base");
+            parse(match line {
+                Some(line) => format!("line {line}, `base`: {e}"),
+                None => format!("`base`: {e}"),
+            })
+        })?;
         // Merge the changes into the base's own table, so that serde checks every key and type.
         let mut table = base.switch_table().map_err(parse)?;
         let known = table.keys().cloned().collect::<Vec<_>>().join(", ");
@@ -782,6 +796,14 @@ impl Policy {
         file.insert("mirrors".into(), format!("{} (edited)", self.mirrors).into());
         file.insert("set".into(), toml::Value::Table(self.switch_table().unwrap_or_default()));
         toml::to_string(&file).unwrap_or_default()
+    }
+
+    /// How an error names the policy: its name, and its file when it came from one.
+    pub fn shown(&self) -> String {
+        match &self.file {
+            Some(file) => format!("{} ({file})", self.name),
+            None => self.name.clone(),
+        }
     }
 
     /// A built-in name, or a path to a TOML file (ends in `.toml` or contains `/`).

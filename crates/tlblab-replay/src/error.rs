@@ -80,7 +80,7 @@ pub enum ReplayError {
         twin_seed: u64,
     },
     /// The kernel model refused the policy on this machine.
-    #[error("policy {policy}: {source}")]
+    #[error("{}", naming_the_policy(policy, source))]
     Kernel {
         /// The policy.
         policy: String,
@@ -98,5 +98,28 @@ impl ReplayError {
             }
             _ => None,
         }
+    }
+
+    /// Whether the trace's content is at fault (a record, its span, its CPUs, no request), so
+    /// that the message should name the trace's file; a setting's error names the setting.
+    pub fn is_about_the_trace(&self) -> bool {
+        matches!(
+            self,
+            ReplayError::OutOfOrder { .. }
+                | ReplayError::CpuOutOfRange { .. }
+                | ReplayError::TooManyCpus { .. }
+                | ReplayError::NothingToReplay
+                | ReplayError::TooLong { .. }
+        )
+    }
+}
+
+/// The kernel model's refusal, led by the policy's name unless it already is.
+fn naming_the_policy(policy: &str, source: &tlblab_kernel::KernelError) -> String {
+    let text = source.to_string();
+    if text.starts_with(&format!("policy {policy}")) {
+        text
+    } else {
+        format!("policy {policy}: {text}")
     }
 }

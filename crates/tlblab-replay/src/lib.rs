@@ -57,7 +57,7 @@ pub const MAX_CEILING: u64 = plan::MAX_REQUEST_PAGES - 1;
 fn censored_pages(policy: &Policy, ceiling: u64) -> Result<u64, ReplayError> {
     if ceiling > MAX_CEILING {
         return Err(ReplayError::CeilingTooHigh {
-            policy: policy.name.clone(),
+            policy: policy.shown(),
             ceiling,
             max: MAX_CEILING,
         });

@@ -109,7 +109,7 @@ pub(crate) fn run(
     let config = KernelConfig::new(n + 1, seed);
     let observer = FlushCounter { start: setup.lead, cpus: n, counts: Default::default() };
     let mut k = Kernel::new(spec, policy, config, observer)
-        .map_err(|source| ReplayError::Kernel { policy: policy.name.clone(), source })?;
+        .map_err(|source| ReplayError::Kernel { policy: policy.shown(), source })?;
     let setup = Arc::new(setup);
     let meter =
         Rc::new(RefCell::new(Meter { writes: vec![0; plan.threads.len()], ..Meter::default() }));
@@ -174,7 +174,7 @@ pub(crate) fn run(
         horizon += slice;
         k.run_until(Cycles(horizon));
         k.event_limit_reached()
-            .map_err(|source| ReplayError::Kernel { policy: policy.name.clone(), source })?;
+            .map_err(|source| ReplayError::Kernel { policy: policy.shown(), source })?;
         if meter.borrow().done == threads || horizon > give_up {
             break;
         }

@@ -38,10 +38,12 @@ pub fn run(args: &ReplayArgs) -> Result<ExitCode> {
         records.push(r);
         positions.push(source.position());
     }
-    // An error about a record names where it is in the file.
+    // An error about the trace names its file, and a record's error where it is in the file.
     let at = |e: ReplayError| -> anyhow::Error {
+        let file = args.input.display();
         match e.record().and_then(|i| positions.get(usize::try_from(i).ok()?)) {
-            Some(p) => anyhow::Error::from(e).context(format!("{}: {p}", args.input.display())),
+            Some(p) => anyhow::Error::from(e).context(format!("{file}: {p}")),
+            None if e.is_about_the_trace() => anyhow::Error::from(e).context(file.to_string()),
             None => e.into(),
         }
     };

@@ -378,3 +378,48 @@ fn mistyped_names_suggest_the_close_one() {
     let e = one_error(tlblab().args(["sim", "study", "zz"]), BAD_INPUT);
     assert!(!e.contains("did you mean") && e.contains("s1-pti (s1)"), "{e}");
 }
+
+/// Refusals found after a file is read still name it (issue 29 item 5): a policy file's unknown
+/// `base` (with its line), one that needs what the machine lacks, a preset file without
+/// `[kernel]`, a flush trace with no request to replay; a non-UTF-8 policy or preset names the
+/// byte offset.
+#[test]
+fn refusals_found_after_reading_name_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("p.toml");
+    write(&policy, b"name = 'x'\n\nbase = 'linux-9.9'\n");
+    let run = ["sim", "run", "-s", "storm", "--cpus", "4", "--iterations", "20"];
+    let stderr = one_error(tlblab().args(run).arg("-p").arg(&policy), BAD_INPUT);
+    assert!(stderr.contains(&format!("{}: line 3, `base`: ", policy.display())), "{stderr}");
+    assert!(stderr.contains("unknown policy \"linux-9.9\""), "{stderr}");
+
+    // Found when the model starts: the default machine (skylake) has no INVLPGB.
+    write(&policy, b"name = 'x'\nbase = 'linux-6.18'\n[set]\ninvlpgb = true\n");
+    let stderr = one_error(tlblab().args(run).arg("-p").arg(&policy), BAD_INPUT);
+    let named = format!("policy x ({}) needs INVLPGB", policy.display());
+    assert!(stderr.contains(&named), "{stderr}");
+
+    // The golden preset has no [kernel] section: the TLB model runs it, the kernel model not.
+    let stderr = one_error(tlblab().args(run).arg("-m").arg(golden_machine()), BAD_INPUT);
+    assert!(stderr.contains(&golden_machine().display().to_string()), "{stderr}");
+    assert!(stderr.contains("no [kernel] section"), "{stderr}");
+    let without = dir.path().join("m.toml");
+
+    let quiet = dir.path().join("quiet.txt");
+    write(
+        &quiet,
+        b"  bash-1  [000] d..1.  1.000000: tlb_flush: pages:-1 reason:flush on task switch (0)\n",
+    );
+    let stderr = one_error(tlblab().args(["sim", "replay"]).arg(&quiet), BAD_INPUT);
+    assert!(
+        stderr.contains(&format!("{}: the trace has no flush requests", quiet.display())),
+        "{stderr}"
+    );
+
+    for (flag, file) in [("-p", &policy), ("-m", &without)] {
+        write(file, b"name = 'x\xff'\n");
+        let stderr = one_error(tlblab().args(run).arg(flag).arg(file), BAD_INPUT);
+        assert!(stderr.contains("byte offset 9 (byte 0xff) is not UTF-8 text"), "{flag}: {stderr}");
+        assert!(stderr.contains(&file.display().to_string()), "{flag}: {stderr}");
+    }
+}

@@ -76,7 +76,7 @@ pub(super) fn check_policy(policy: &crate::Policy) -> Result<(), super::KernelEr
         p if p.latr && p.invlpgb => "LATR with INVLPGB: broadcast flushes send no IPI to defer",
         _ => return Ok(()),
     };
-    Err(super::KernelError::Unsupported { policy: policy.name.clone(), why })
+    Err(super::KernelError::Unsupported { policy: policy.shown(), why })
 }
 
 impl<O: Observer> Kernel<O> {

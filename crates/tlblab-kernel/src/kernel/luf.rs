@@ -127,7 +127,7 @@ impl PageAlloc {
 pub(super) fn check_policy(policy: &crate::Policy) -> Result<(), super::KernelError> {
     if policy.unmap_flush != UnmapFlush::Off && !policy.tlb_gen {
         let why = "migrc and LUF on a kernel without tlb_gen: CPUs that were lazy or on another mm catch up through tlb_gen";
-        return Err(super::KernelError::Unsupported { policy: policy.name.clone(), why });
+        return Err(super::KernelError::Unsupported { policy: policy.shown(), why });
     }
     Ok(())
 }

@@ -555,19 +555,16 @@ impl<O: Observer> Kernel<O> {
         config: KernelConfig,
         observer: O,
     ) -> Result<Kernel<O>, KernelError> {
-        let costs = spec
-            .raw()
-            .kernel
-            .clone()
-            .ok_or_else(|| KernelError::NoKernelCosts(spec.name().to_string()))?;
+        let costs =
+            spec.raw().kernel.clone().ok_or_else(|| KernelError::NoKernelCosts(spec.shown()))?;
         if config.nr_cpus == 0 || config.nr_cpus > usize::from(u16::MAX) || config.nr_cpus > 4096 {
             return Err(KernelError::CpuCount(config.nr_cpus));
         }
         let features = &spec.raw().features;
         let missing = |feature| KernelError::MissingFeature {
-            policy: policy.name.clone(),
+            policy: policy.shown(),
             feature,
-            machine: spec.name().to_string(),
+            machine: spec.shown(),
         };
         if policy.invlpgb && !features.invlpgb {
             return Err(missing("INVLPGB"));
@@ -577,14 +574,14 @@ impl<O: Observer> Kernel<O> {
         }
         if policy.rar && policy.invlpgb {
             return Err(KernelError::Unsupported {
-                policy: policy.name.clone(),
+                policy: policy.shown(),
                 why: "RAR and INVLPGB together: no CPU has both (the RAR series uses INVLPGB \
                       when the CPU has it)",
             });
         }
         if policy.rar && policy.pti != crate::policy::Pti::Off {
             return Err(KernelError::Unsupported {
-                policy: policy.name.clone(),
+                policy: policy.shown(),
                 why: "RAR with PTI: the model does not mirror the RFC's second action for the \
                       user PCID",
             });
@@ -599,7 +596,7 @@ impl<O: Observer> Kernel<O> {
         };
         if policy.invlpgb && policy.pti != crate::policy::Pti::Off {
             return Err(KernelError::Unsupported {
-                policy: policy.name.clone(),
+                policy: policy.shown(),
                 why:
                     "INVLPGB with PTI: Linux 6.16+ turns INVLPGB off when PTI is on (94a17f2dc90b)",
             });
@@ -607,7 +604,7 @@ impl<O: Observer> Kernel<O> {
         latr::check_policy(policy)?;
         luf::check_policy(policy)?;
         if let Some((_, message)) = policy.out_of_range() {
-            return Err(KernelError::OutOfRange { policy: policy.name.clone(), message });
+            return Err(KernelError::OutOfRange { policy: policy.shown(), message });
         }
         let pcid = policy.pcid && features.pcid;
         let n = config.nr_cpus;

@@ -81,6 +81,8 @@ pub struct StructureSpec {
 pub struct MachineSpec {
     raw: RawMachine,
     origin: String,
+    /// The file it was read from, if any (errors found later name it).
+    file: Option<String>,
     structures: Vec<StructureSpec>,
     paging_levels: u8,
     /// Nested paging is in force (the preset's `[guest.nested]` says so and the run kept it).
@@ -102,15 +104,24 @@ impl MachineSpec {
         resolve_kernel_figures(&mut raw).map_err(invalid)?;
         let nested =
             raw.guest.as_ref().and_then(|g| g.nested.as_ref()).and_then(NestedSpec::from_raw);
-        Ok(MachineSpec { raw, origin: origin.to_string(), structures, paging_levels: 4, nested })
+        Ok(MachineSpec {
+            raw,
+            origin: origin.to_string(),
+            file: None,
+            structures,
+            paging_levels: 4,
+            nested,
+        })
     }
 
     /// Reads a preset file.
     pub fn from_file(path: &Path) -> Result<MachineSpec, MachineError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path)
+        let bytes = std::fs::read(path)
             .map_err(|source| MachineError::Io { path: shown.clone(), source })?;
-        MachineSpec::from_toml(&text, &shown)
+        let text = tlblab_types::plain::utf8_text(&bytes)
+            .map_err(|message| MachineError::Parse { origin: shown.clone(), message })?;
+        Ok(MachineSpec { file: Some(shown.clone()), ..MachineSpec::from_toml(text, &shown)? })
     }
 
     /// A built-in preset by name, or a file if `name_or_path` ends in `.toml` or contains a `/`.
@@ -131,7 +142,7 @@ impl MachineSpec {
     /// Chooses 4- or 5-level paging; 5 needs LA57.
     pub fn with_paging_levels(mut self, levels: u8) -> Result<MachineSpec, MachineError> {
         let unsupported =
-            |message: String| MachineError::Unsupported { machine: self.raw.name.clone(), message };
+            |message: String| MachineError::Unsupported { machine: self.shown(), message };
         match levels {
             4 => {}
             5 if self.raw.features.la57 => {}
@@ -152,10 +163,10 @@ impl MachineSpec {
         overcommit: f64,
         why: &str,
     ) -> Result<MachineSpec, MachineError> {
-        let origin = self.origin.clone();
+        let (origin, machine) = (self.origin.clone(), self.shown());
         let Some(g) = self.raw.guest.as_mut() else {
             return Err(MachineError::Unsupported {
-                machine: self.raw.name.clone(),
+                machine,
                 message: "a guest setting needs a preset with a [guest] section".into(),
             });
         };
@@ -192,6 +203,14 @@ impl MachineSpec {
     /// Where the preset came from (file path or built-in name).
     pub fn origin(&self) -> &str {
         &self.origin
+    }
+
+    /// How an error names the preset: its name, and its file when it came from one.
+    pub fn shown(&self) -> String {
+        match &self.file {
+            Some(file) => format!("{} ({file})", self.raw.name),
+            None => self.raw.name.clone(),
+        }
     }
 
     /// The preset as written, with every kernel-path figure resolved to cycles at the preset's
