@@ -403,7 +403,8 @@ def sweep(
     ``results.jsonl`` (one row per job in the sweep's order: the same bytes with either engine),
     ``summary.json`` and ``summary.txt``; the DataFrame is ``results.parquet`` read back and
     ``df.attrs["summary"]`` the summary. Ctrl-C stops the sweep at once and keeps the jobs
-    finished (with the local engine, running jobs are abandoned): ``resume=True`` runs the rest.
+    finished (with the local engine, running jobs are abandoned and their runs end at once,
+    not in the background of the session): ``resume=True`` runs the rest.
 
     Raises:
         TlblabError: a bad spec (naming its file, line and key), a directory with results

@@ -57,7 +57,7 @@ pub mod workloads;
 
 pub use kernel::{
     ChannelId, ChannelKind, ChannelStats, FlushRequest, FlushTlbInfo, Kernel, KernelConfig,
-    KernelError, Violation, ViolationKind, FLUSH_ALL_END, PAGE_SHIFT,
+    KernelError, Violation, ViolationKind, FLUSH_ALL_END, PAGE_SHIFT, STOP_CHECK_EVENTS,
 };
 pub use mechanisms::{EffectStatus, Mechanism, Mechanisms};
 pub use observer::{

@@ -95,8 +95,9 @@ impl Sweep {
 
     /// Runs the pending jobs on every core of this machine (the local engine, without the GIL),
     /// recording each row as it finishes. `progress(done, total, failed)` is called about every
-    /// half second from this thread. Ctrl-C (KeyboardInterrupt) stops starting jobs; the running
-    /// ones finish and are kept, and the KeyboardInterrupt is raised.
+    /// half second from this thread. Ctrl-C (KeyboardInterrupt) stops the sweep: no job starts,
+    /// the running ones are abandoned (not recorded; their runs end within a few thousand
+    /// events, not in the background of the session), and the KeyboardInterrupt is raised.
     ///
     /// Raises TlblabError for the first failed job (in plan order) once the others have run.
     #[pyo3(signature = (progress=None))]

@@ -29,7 +29,7 @@ mod writer;
 pub use error::SweepError;
 pub use local::{run_local, NoProgress, Progress};
 pub use plan::{Job, Plan, Point};
-pub use row::{execute, Row};
+pub use row::{execute, execute_until, Row};
 pub use spec::{Axis, Kind, Spec};
 pub use summary::Summary;
 pub use writer::{read_journal, Writer, FILES};

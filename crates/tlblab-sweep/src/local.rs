@@ -1,8 +1,8 @@
 //! The local engine: every pending job on this machine's threads (rayon), each row recorded as
-//! soon as its job finishes; a stop abandons the running jobs.
+//! soon as its job finishes; a stop abandons the running jobs and stops their runs.
 
 use crate::error::SweepError;
-use crate::row::execute;
+use crate::row::execute_until;
 use crate::writer::Writer;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -37,9 +37,10 @@ impl Progress for NoProgress {
 /// Runs `writer`'s pending jobs in parallel, recording each row as it finishes.
 ///
 /// When `progress` says stop, the rows of the jobs that finished are recorded, and the running
-/// jobs are abandoned: their rows are never recorded, and their threads (which cannot be
-/// stopped mid-run) go on in the background until the job ends or the process exits, which is
-/// what a command-line caller does next. The journal holds whole rows only, so it stays valid.
+/// jobs are abandoned: their rows are never recorded, and their runs stop within a few
+/// thousand events ([`tlblab_kernel::STOP_CHECK_EVENTS`]), so that a caller that goes on (a
+/// Python session) is not left with jobs running in the background. The journal holds whole
+/// rows only, so it stays valid.
 ///
 /// Errors: [`SweepError::JobsFailed`] with the first failed job (in plan order) once every
 /// other job has run,
@@ -59,7 +60,7 @@ pub fn run_local(writer: &mut Writer, progress: &dyn Progress) -> Result<(), Swe
             if stopped.load(Ordering::Relaxed) {
                 return;
             }
-            let _ = tx.send((job.index, execute(job)));
+            let _ = tx.send((job.index, execute_until(job, Some(&stopped))));
         });
     });
     let mut handle = |(index, result): (u64, Result<crate::Row, SweepError>)| match result {

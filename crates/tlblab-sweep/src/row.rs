@@ -5,6 +5,8 @@ use crate::plan::{Job, Point};
 use crate::spec::Kind;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use tlblab_kernel::exposure::RunExposure;
 use tlblab_kernel::{Kernel, Mechanisms, NoObserver, ViolationKind};
 use tlblab_studies::report::RunSummary;
@@ -66,9 +68,16 @@ pub fn lower_is_better(key: &str, scenario: &str) -> bool {
 
 /// Runs `job` in this thread: deterministic, whatever the thread or machine.
 pub fn execute(job: &Job) -> Result<Row, SweepError> {
+    execute_until(job, None)
+}
+
+/// Runs `job` in this thread, and stops it soon after `stop` is set (a stopped sweep's
+/// abandoned job): it then returns [`SweepError::Job`] saying so, which is no row. Until then,
+/// the same as [`execute`].
+pub fn execute_until(job: &Job, stop: Option<&Arc<AtomicBool>>) -> Result<Row, SweepError> {
     match job.kind {
-        Kind::Run => execute_run(job),
-        Kind::Check => execute_check(job),
+        Kind::Run => execute_run(job, stop),
+        Kind::Check => execute_check(job, stop),
     }
 }
 
@@ -76,7 +85,7 @@ pub fn execute(job: &Job) -> Result<Row, SweepError> {
 /// studies build it; `prepare` runs first (the checker must be on before any task starts).
 fn kernel(
     job: &Job,
-    seed: u64,
+    (seed, stop): (u64, Option<&Arc<AtomicBool>>),
     info: &tlblab_kernel::workloads::ScenarioInfo,
     prepare: impl FnOnce(&mut Kernel<NoObserver>),
 ) -> Result<Kernel<NoObserver>, SweepError> {
@@ -87,16 +96,21 @@ fn kernel(
         &job.policy,
         (cpus, seed, Mechanisms::all()),
         (info, &job.point.params()),
-        prepare,
+        |k| {
+            if let Some(stop) = stop {
+                k.stop_when(stop.clone());
+            }
+            prepare(k)
+        },
     )
     .map_err(|e| SweepError::job(job, &e))
 }
 
-fn execute_run(job: &Job) -> Result<Row, SweepError> {
+fn execute_run(job: &Job, stop: Option<&Arc<AtomicBool>>) -> Result<Row, SweepError> {
     let info = tlblab_kernel::workloads::scenario(&job.point.scenario)
         .map_err(|e| SweepError::job(job, &e))?;
     let params = job.point.params();
-    let mut k = kernel(job, job.point.seed, info, |_| {})?;
+    let mut k = kernel(job, (job.point.seed, stop), info, |_| {})?;
     // A scenario with a window stops at its end, tasks finished or not.
     let windowed = info.time_limit(&params, k.clock_mhz()) != Cycles(u64::MAX);
     let finished = info.run(&mut k, &params);
@@ -149,7 +163,7 @@ fn flatten(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, u64>)
     }
 }
 
-fn execute_check(job: &Job) -> Result<Row, SweepError> {
+fn execute_check(job: &Job, stop: Option<&Arc<AtomicBool>>) -> Result<Row, SweepError> {
     let info = tlblab_kernel::workloads::scenario(&job.point.scenario)
         .map_err(|e| SweepError::job(job, &e))?;
     let params = job.point.params();
@@ -160,7 +174,7 @@ fn execute_check(job: &Job) -> Result<Row, SweepError> {
     let (mut deferred_uses, mut missed) = (0, 0);
     let mut all_finished = true;
     for seed in first..first + schedules {
-        let mut k = kernel(job, seed, info, |k| {
+        let mut k = kernel(job, (seed, stop), info, |k| {
             k.enable_checker();
             k.perturb(Cycles(job.point.max_ipi_delay.unwrap_or(0)));
             k.disturb(Cycles(job.point.disturb_every.unwrap_or(0)));

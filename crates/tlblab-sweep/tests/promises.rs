@@ -8,9 +8,12 @@
 use proptest::prelude::*;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
-use tlblab_sweep::{read_journal, run_local, NoProgress, Plan, Progress, Row, SweepError, Writer};
+use tlblab_sweep::{
+    execute, execute_until, read_journal, run_local, NoProgress, Plan, Progress, Row, SweepError,
+    Writer,
+};
 
 /// 2 policies × 2 seeds of a short pingpong: four jobs of a few milliseconds.
 const SMALL: &str = r#"
@@ -212,15 +215,20 @@ impl Progress for StopSoon {
     }
 }
 
-#[test]
-fn a_stop_abandons_the_running_job_and_records_nothing() {
-    // One job of seconds (release) to minutes (debug); the engine asks twice, 50 ms apart, so
-    // the job is running when the stop comes: had the engine waited for it, it would be recorded.
+/// One job of seconds (release) to minutes (debug).
+fn slow_plan() -> Plan {
     let slow = SMALL
         .replace("seeds = 2", "seeds = 1")
         .replace(r#"policy = ["linux-4.13", "linux-4.14"]"#, r#"policy = "linux-4.13""#)
         .replace("iterations = 20", "iterations = 1000000");
-    let plan = Plan::from_toml(&slow, "slow.toml").unwrap();
+    Plan::from_toml(&slow, "slow.toml").unwrap()
+}
+
+#[test]
+fn a_stop_abandons_the_running_job_and_records_nothing() {
+    // One job of seconds (release) to minutes (debug); the engine asks twice, 50 ms apart, so
+    // the job is running when the stop comes: had the engine waited for it, it would be recorded.
+    let plan = slow_plan();
     let dir = tempfile::tempdir().unwrap();
     let mut writer = Writer::open(dir.path(), &plan, false, false).unwrap();
     let e = run_local(&mut writer, &StopSoon { asked: AtomicBool::new(false) }).unwrap_err();
@@ -228,6 +236,27 @@ fn a_stop_abandons_the_running_job_and_records_nothing() {
     assert_eq!(writer.done(), 0);
     drop(writer);
     assert_eq!(std::fs::read(dir.path().join("journal.jsonl")).unwrap(), b"");
+}
+
+/// An abandoned job does not run on: its run looks at the stop flag every few thousand events
+/// and ends, which is no row (a Python session that stopped a sweep is not left with jobs
+/// running). A flag never set changes nothing.
+#[test]
+fn a_stopped_job_ends_its_run_and_gives_no_row() {
+    let plan = slow_plan();
+    let stop = Arc::new(AtomicBool::new(false));
+    let setter = stop.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        setter.store(true, Ordering::Relaxed);
+    });
+    let e = execute_until(&plan.jobs()[0], Some(&stop)).unwrap_err();
+    assert!(e.to_string().contains("stopped before its end"), "{e}");
+    let plan = Plan::from_toml(SMALL, "small.toml").unwrap();
+    let job = &plan.jobs()[0];
+    let never = Arc::new(AtomicBool::new(false));
+    let json = |row: Row| serde_json::to_string(&row).unwrap();
+    assert_eq!(json(execute_until(job, Some(&never)).unwrap()), json(execute(job).unwrap()));
 }
 
 /// A valid spec, cut, with bytes flipped, or with a hostile line added.

@@ -108,6 +108,9 @@ pub enum KernelError {
         /// Which parameter to change.
         lower: &'static str,
     },
+    /// The run's stop flag was set ([`Kernel::stop_when`]) and it stopped before its end.
+    #[error("the run was stopped before its end (its caller was stopped): it is no result")]
+    Stopped,
     /// The machine preset is unusable with these settings.
     #[error(transparent)]
     Machine(#[from] tlblab_sim::machine::MachineError),
@@ -516,6 +519,10 @@ pub struct Kernel<O: Observer> {
     disturb_events: u64,
     /// [`Kernel::run_until`] stopped at [`KernelConfig::event_limit`].
     event_limit_hit: bool,
+    /// Set from outside to stop the run ([`Kernel::stop_when`]).
+    stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// [`Kernel::run_until`] stopped because `stop` was set.
+    stopped: bool,
 }
 
 /// A perturbed schedule's random stream and bounds.
@@ -543,6 +550,10 @@ const LA57_CHECKS_WALK: u64 = 4;
 const LA57_CHECKS_MMAP: u64 = 2;
 /// An mm switch: `sync_current_stack_to_mm()` tests the mode.
 const LA57_CHECKS_SWITCH_MM: u64 = 1;
+
+/// How often a run looks at its stop flag ([`Kernel::stop_when`]), in events: a stopped run
+/// ends within this many more.
+pub const STOP_CHECK_EVENTS: u64 = 4096;
 
 /// Page references processed per step of a touch (bounds how stale a step's view can be).
 const TOUCH_CHUNK: u64 = 64;
@@ -686,6 +697,8 @@ impl<O: Observer> Kernel<O> {
             perturb: None,
             disturb_events: 0,
             event_limit_hit: false,
+            stop: None,
+            stopped: false,
             spec,
             config,
         };
@@ -850,7 +863,11 @@ impl<O: Observer> Kernel<O> {
     /// Whether the last [`Kernel::run_until`] stopped at the event limit
     /// ([`KernelConfig::event_limit`]), with what to change: a run that would not end in
     /// reasonable time is an error, not a result.
+    /// Also an error when the run was stopped by its flag ([`Kernel::stop_when`]).
     pub fn event_limit_reached(&self) -> Result<(), KernelError> {
+        if self.stopped {
+            return Err(KernelError::Stopped);
+        }
         if !self.event_limit_hit {
             return Ok(());
         }
@@ -861,6 +878,14 @@ impl<O: Observer> Kernel<O> {
             "lower --iterations (or --window-ms, --pages, --tasks, hackbench's --loops; sim replay: --working-set)"
         };
         Err(KernelError::EventLimit { events, lower })
+    }
+
+    /// Stops the run soon after `flag` is set (within [`STOP_CHECK_EVENTS`] events), as a
+    /// stopped sweep stops the jobs it abandons, so that they do not run on in the background
+    /// of a process that goes on (a Python session). A stopped run is no result:
+    /// [`Kernel::event_limit_reached`] says so. A run whose flag is never set is unchanged.
+    pub fn stop_when(&mut self, flag: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+        self.stop = Some(flag);
     }
 
     /// Lowers the run's time limit to `limit` (a scenario's window).

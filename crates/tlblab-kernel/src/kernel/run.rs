@@ -7,6 +7,7 @@ use crate::mm::{Pte, VmaId};
 use crate::observer::{SwitchEvent, SwitchedOut};
 use crate::policy::{FlushInfo, Pti};
 use crate::program::{Action, Env};
+use std::sync::atomic::Ordering;
 use tlblab_types::{Access, AccessKind, Page, PageSize};
 
 /// What a step did.
@@ -35,6 +36,14 @@ impl<O: Observer> Kernel<O> {
             }
             if self.queue.popped() >= self.config.event_limit {
                 self.event_limit_hit = true; // `event_limit_reached` tells the caller
+                break;
+            }
+            // An atomic load every few thousand events: nothing next to an event's cost.
+            if self.stopped
+                || (self.queue.popped().is_multiple_of(super::STOP_CHECK_EVENTS)
+                    && self.stop.as_ref().is_some_and(|f| f.load(Ordering::Relaxed)))
+            {
+                self.stopped = true; // `event_limit_reached` tells the caller
                 break;
             }
             let Some((_, event)) = self.queue.pop() else { break };

@@ -262,3 +262,32 @@ fn the_event_limit_stops_a_run_and_says_what_to_change() {
     assert!(finished && limit.is_ok());
     assert_eq!(report, go(u64::MAX, 200_000).2);
 }
+
+/// A run whose stop flag is set ends within `STOP_CHECK_EVENTS` events and says it is no result
+/// (a stopped sweep's abandoned job); a flag never set leaves the run byte for byte as it was.
+#[test]
+fn a_stop_flag_ends_the_run_soon_and_a_clear_one_changes_nothing() {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    let spec = tlblab_sim::machine::builtin("skylake").unwrap();
+    let p = Params { tasks: 2, pages: 8, iterations: 200, ..Params::default() };
+    let s = scenario("lazy-readers").unwrap();
+    let go = |flag: Option<bool>| {
+        let policy = Policy::named("linux-6.18").unwrap();
+        let mut k =
+            Kernel::new(&spec, &policy, KernelConfig::new(3, 1), TraceLog::default()).unwrap();
+        if let Some(set) = flag {
+            k.stop_when(Arc::new(AtomicBool::new(set)));
+        }
+        s.install(&mut k, &p).unwrap();
+        let finished = s.run(&mut k, &p);
+        let stopped = k.event_limit_reached().map_err(|e| e.to_string());
+        (finished, stopped, k.report().events, serde_json::to_string(&k.report()).unwrap())
+    };
+    let (finished, stopped, events, _) = go(Some(true));
+    assert!(!finished && stopped.unwrap_err().contains("stopped before its end"));
+    assert!(events <= crate::kernel::STOP_CHECK_EVENTS, "{events} events after the stop");
+    let (finished, stopped, events, report) = go(Some(false));
+    assert!(finished && stopped.is_ok() && events > crate::kernel::STOP_CHECK_EVENTS);
+    assert_eq!(report, go(None).3);
+}
