@@ -39,8 +39,15 @@ pub struct TaskReport {
     /// When the open span began.
     #[serde(skip)]
     pub span_begin: Option<Cycles>,
-    /// Migrations by `sched_setaffinity`.
+    /// Migrations: by `sched_setaffinity`, and by a wake-up placed on another CPU.
     pub migrations: u64,
+    /// Times it was switched out asleep (blocked), as `getrusage()`'s `ru_nvcsw` counts
+    /// voluntary switches. NOTE: the last switch of an exiting task, which the kernel also
+    /// counts there, is not (no `getrusage()` sees it).
+    pub voluntary_switches: u64,
+    /// Times it was switched out still runnable (a used slice, a wake-up that preempted it), as
+    /// `ru_nivcsw` counts involuntary switches.
+    pub involuntary_switches: u64,
     /// When it exited.
     pub exited: Option<Cycles>,
 }

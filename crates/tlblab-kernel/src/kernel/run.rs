@@ -189,6 +189,12 @@ impl<O: Observer> Kernel<O> {
             TaskState::Blocked => SwitchedOut::Blocked,
             TaskState::Dead => SwitchedOut::Exited,
         };
+        let report = &mut self.tasks[prev.0 as usize].report;
+        match prev_state {
+            SwitchedOut::Blocked => report.voluntary_switches += 1,
+            SwitchedOut::Preempted => report.involuntary_switches += 1,
+            SwitchedOut::Idle | SwitchedOut::Exited => {}
+        }
         let event = SwitchEvent {
             time: self.queue.now(),
             cpu,

@@ -90,3 +90,34 @@ fn la57_runtime_pays_a_load_per_check_and_patched_pays_nothing() {
     assert_eq!(runtime - off, checks * l1d_load);
     assert_eq!(patched, off);
 }
+
+/// `getrusage()`'s switch counts: each side of pingpong blocks once per round trip and is
+/// never preempted (the live loop measures 1.0 voluntary switch per op); two compute-bound
+/// tasks on one CPU never block and are switched out still runnable when a slice (0.75 ms) is
+/// used up, which the scheduler notices at a tick (HZ 250): every tick while both run.
+#[test]
+fn switches_are_counted_as_getrusage_counts_them() {
+    let p = crate::workloads::Params { iterations: 300, ..Default::default() };
+    let policy = Policy::named("linux-6.18").unwrap();
+    let spec = tlblab_sim::machine::builtin("skylake").unwrap();
+    let mut k = Kernel::new(&spec, &policy, KernelConfig::new(4, 1), TraceLog::default()).unwrap();
+    let s = crate::workloads::scenario("pingpong").unwrap();
+    s.install(&mut k, &p).unwrap();
+    assert!(s.run(&mut k, &p));
+    for t in &k.report().tasks {
+        assert_eq!((t.ops, t.voluntary_switches, t.involuntary_switches), (300, 300, 0));
+    }
+
+    let mut k = kernel("linux-6.18", 1);
+    let ms = k.clock_mhz() * 1000;
+    // 0.1 ms steps: a need_resched set at a tick is acted on at the end of a step.
+    for _ in 0..2 {
+        k.spawn_process(script((0..400).map(|_| Step::Compute(ms / 10)).collect()), C0, true);
+    }
+    assert!(k.run());
+    let r = k.report();
+    let ticks = r.elapsed_cycles / (4 * ms);
+    let involuntary: u64 = r.tasks.iter().map(|t| t.involuntary_switches).sum();
+    assert!(r.tasks.iter().all(|t| t.voluntary_switches == 0 && t.involuntary_switches > 0));
+    assert!((ticks - 2..=ticks).contains(&involuntary), "{involuntary} for {ticks} ticks");
+}
