@@ -84,6 +84,50 @@ pub struct Cpu {
     cr4: Cr4,
     /// The host side of walks, when nested paging is in force.
     nested: Option<Box<Nested>>,
+    /// The tags this CPU's TLBs and paging-structure caches may hold entries under.
+    tags: TagsSeen,
+}
+
+/// Which tags (PCIDs, and global) a CPU has translated under since it was made: a superset of
+/// those its structures hold, never cleared. A broadcast INVLPGB of a PCID this CPU never
+/// used drops nothing here, and is skipped without looking (most CPUs of a big machine never
+/// ran a small process).
+#[derive(Clone, Debug)]
+struct TagsSeen {
+    /// One bit per 12-bit PCID (a larger value shares a bit: a harmless false "seen").
+    pcids: Box<[u64; 64]>,
+    global: bool,
+}
+
+impl TagsSeen {
+    fn new() -> TagsSeen {
+        TagsSeen { pcids: Box::new([0; 64]), global: false }
+    }
+
+    #[inline(always)]
+    fn bit(pcid: u16) -> (usize, u64) {
+        ((usize::from(pcid) >> 6) & 63, 1 << (pcid & 63))
+    }
+
+    #[inline(always)]
+    fn note(&mut self, pcid: u16, global: bool) {
+        let (word, bit) = TagsSeen::bit(pcid);
+        self.pcids[word] |= bit;
+        self.global |= global;
+    }
+
+    /// Whether an entry could match `pcid` (any PCID for `None`), or be global when globals
+    /// are included.
+    fn may_hold(&self, pcid: Option<u16>, include_global: bool) -> bool {
+        let nonglobal = match pcid {
+            Some(p) => {
+                let (word, bit) = TagsSeen::bit(p);
+                self.pcids[word] & bit != 0
+            }
+            None => self.pcids.iter().any(|&w| w != 0),
+        };
+        nonglobal || (include_global && self.global)
+    }
 }
 
 /// The paging-structure-cache key for the entry at `level` (0 = PML5E … 3 = PDE) used to
@@ -156,6 +200,7 @@ impl Cpu {
             invlpg_psc_scope: spec.invlpg_psc_scope(),
             cr4: Cr4 { pge: true, pcide: raw.features.pcid },
             nested: Nested::new(spec, &walk_latency).map(Box::new),
+            tags: TagsSeen::new(),
         }
     }
 
@@ -240,6 +285,7 @@ impl Cpu {
         let size = access.page.size.index();
         let pcid = self.tag(access.pcid);
         let global = access.global && self.cr4.pge;
+        self.tags.note(pcid, global);
         stats.accesses[kind] += weight;
         let l1 = self.route[0][kind][size];
         if l1 != NONE {
@@ -452,6 +498,9 @@ impl Cpu {
     pub fn invlpgb_remote(&mut self, scope: &InvlpgbScope, stats: &mut HwStats) {
         let pcid = scope.pcid.map(|p| p.get());
         let include_global = scope.include_global;
+        if !self.tags.may_hold(pcid, include_global) {
+            return; // nothing here can match: nothing to drop, nothing to count
+        }
         let tlb_match = move |tp: u16, global: bool| {
             if global {
                 include_global
