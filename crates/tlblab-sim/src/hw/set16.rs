@@ -12,8 +12,8 @@
 //! PLRU state is the MRU bits.
 
 use super::lanes::{
-    fingerprint, make_tag, split_tag, tag_match, with_byte, zero_byte_bits, TagMatch, EMPTY,
-    INVALID, ONES,
+    bytes_equal, fingerprint, make_tag, split_tag, tag_match, with_byte, zero_byte_bits, TagMatch,
+    EMPTY, INVALID, ONES,
 };
 use super::structure::{Displaced, Outcome, Replacement};
 
@@ -264,12 +264,20 @@ impl Set16Assoc {
         }
         let mut dropped = 0;
         for set in 0..self.sets.len() {
-            for way in 0..self.ways {
-                let (key, (pcid, global)) =
-                    (self.sets[set].keys[way], split_tag(self.sets[set].tags[way]));
-                if key != INVALID && drop(key, pcid, global) {
-                    self.invalidate_way(set, way);
-                    dropped += 1;
+            for word in 0..2 {
+                // The ways that hold an entry, from the fingerprints (an empty way's, and a lane
+                // beyond the associativity, is EMPTY): an empty set is passed without loading
+                // its keys' cache lines. The order (set, then way) is the plain loop's.
+                let mut full = !bytes_equal(self.sets[set].fingerprints[word], EMPTY);
+                while full != 0 {
+                    let way = word * 8 + full.trailing_zeros() as usize;
+                    full &= full - 1;
+                    let (key, (pcid, global)) =
+                        (self.sets[set].keys[way], split_tag(self.sets[set].tags[way]));
+                    if key != INVALID && drop(key, pcid, global) {
+                        self.invalidate_way(set, way);
+                        dropped += 1;
+                    }
                 }
             }
         }

@@ -244,12 +244,20 @@ impl SetAssoc {
         }
         let mut dropped = 0;
         for set in 0..self.sets {
-            for way in 0..self.ways {
-                let index = set * self.ways + way;
-                let (key, (pcid, global)) = (self.keys[index], split_tag(self.tags[index]));
-                if key != INVALID && drop(key, pcid, global) {
-                    self.invalidate_way(set, way);
-                    dropped += 1;
+            for word in 0..self.words {
+                // The ways that hold an entry, from the fingerprints (an empty way's is EMPTY):
+                // a mostly empty structure is scanned without loading the keys of its empty
+                // ways. The order (set, then way) is the plain loop's.
+                let mut full = !bytes_equal(self.fingerprints[set * self.words + word], EMPTY);
+                while full != 0 {
+                    let way = word * LANES + full.trailing_zeros() as usize;
+                    full &= full - 1;
+                    let index = set * self.ways + way;
+                    let (key, (pcid, global)) = (self.keys[index], split_tag(self.tags[index]));
+                    if key != INVALID && drop(key, pcid, global) {
+                        self.invalidate_way(set, way);
+                        dropped += 1;
+                    }
                 }
             }
         }
