@@ -863,6 +863,7 @@ impl<O: Observer> Kernel<O> {
     /// Whether the last [`Kernel::run_until`] stopped at the event limit
     /// ([`KernelConfig::event_limit`]), with what to change: a run that would not end in
     /// reasonable time is an error, not a result.
+    ///
     /// Also an error when the run was stopped by its flag ([`Kernel::stop_when`]).
     pub fn event_limit_reached(&self) -> Result<(), KernelError> {
         if self.stopped {
