@@ -800,10 +800,7 @@ impl Policy {
 
     /// How an error names the policy: its name, and its file when it came from one.
     pub fn shown(&self) -> String {
-        match &self.file {
-            Some(file) => format!("{} ({file})", self.name),
-            None => self.name.clone(),
-        }
+        tlblab_types::names::with_file(&self.name, self.file.as_deref())
     }
 
     /// A built-in name, or a path to a TOML file (ends in `.toml` or contains `/`).

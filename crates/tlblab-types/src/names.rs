@@ -22,6 +22,21 @@ pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str
         .map_or(String::new(), |(_, _, c)| format!("; did you mean {c:?}?"))
 }
 
+/// How an error names a preset or a policy: `name`, and `(file)` after it when it was read from
+/// one (a built-in has none), so that a refusal found after reading names the file.
+///
+/// ```
+/// use tlblab_types::names::with_file;
+/// assert_eq!(with_file("x", Some("p.toml")), "x (p.toml)");
+/// assert_eq!(with_file("linux-6.18", None), "linux-6.18");
+/// ```
+pub fn with_file(name: &str, file: Option<&str>) -> String {
+    match file {
+        Some(file) => format!("{name} ({file})"),
+        None => name.to_string(),
+    }
+}
+
 /// The names in a `known` list as the errors print it (`a, b (short), c`): every word that is
 /// not a separator, short forms included.
 pub fn listed(known: &str) -> impl Iterator<Item = &str> {

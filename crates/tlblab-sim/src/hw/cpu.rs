@@ -285,7 +285,6 @@ impl Cpu {
         let size = access.page.size.index();
         let pcid = self.tag(access.pcid);
         let global = access.global && self.cr4.pge;
-        self.tags.note(pcid, global);
         stats.accesses[kind] += weight;
         let l1 = self.route[0][kind][size];
         if l1 != NONE {
@@ -296,6 +295,9 @@ impl Cpu {
                 return 0;
             }
         }
+        // Past an L1 hit (an entry filled, so noted, before): the fills below, and the L1's
+        // own on its miss, are under this tag.
+        self.tags.note(pcid, global);
         stats.misses[kind].l1_miss += weight;
         let l2 = self.route[1][kind][size];
         let mut cycles = 0;

@@ -207,10 +207,7 @@ impl MachineSpec {
 
     /// How an error names the preset: its name, and its file when it came from one.
     pub fn shown(&self) -> String {
-        match &self.file {
-            Some(file) => format!("{} ({file})", self.raw.name),
-            None => self.raw.name.clone(),
-        }
+        tlblab_types::names::with_file(&self.raw.name, self.file.as_deref())
     }
 
     /// The preset as written, with every kernel-path figure resolved to cycles at the preset's
