@@ -128,7 +128,7 @@ pub fn undocumented<'a>(
 }
 
 /// Every mechanism, in `tlblab sim mechanisms` order.
-pub const MECHANISMS: [&str; 29] = [
+pub const MECHANISMS: [&str; 30] = [
     "guest",
     "idle-states",
     "csd-queue",
@@ -157,5 +157,6 @@ pub const MECHANISMS: [&str; 29] = [
     "vfork-wait",
     "poll-wake",
     "rwsem-steal",
+    "wakeup-preemption",
     "haltpoll",
 ];

@@ -22,6 +22,7 @@ mod collapse;
 mod cpumask_line;
 mod deferral;
 mod disturb;
+mod fair;
 mod flush;
 pub(crate) mod guest;
 mod idle;
@@ -321,8 +322,11 @@ struct Task {
     last: Outcome,
     /// The run ends when every essential task has exited.
     essential: bool,
-    /// When it last started running (for the scheduler's slice).
+    /// When it last started running, or when `update_curr()` last counted its run (for the
+    /// scheduler's slice).
     slice_start: Cycles,
+    /// Its fair-class entity (mechanism `wakeup-preemption`, `kernel/fair.rs`).
+    se: fair::Entity,
     /// `sched_setaffinity` asked it to move here (set in the system call).
     migrate_to: Option<CpuId>,
     /// It is leaving its CPU for this one (queued there once switched out).
@@ -358,6 +362,9 @@ struct PerCpu {
     /// The PCID accesses use now (CR3's).
     cr3: Pcid,
     need_resched: bool,
+    /// The run queue's last average vruntime (`kernel/fair.rs`), where a task arriving on an
+    /// empty queue is placed.
+    vclock: i64,
     /// XPFO deferred: flush everything at the next `switch_mm_irqs_off()`.
     xpfo_pending: bool,
     /// A disturbance's window is open ([`Kernel::disturb`]).
@@ -509,6 +516,10 @@ pub struct Kernel<O: Observer> {
     essential_left: u32,
     tick_cycles: u64,
     slice_cycles: u64,
+    /// EEVDF's `sysctl_sched_base_slice`, scaled by the CPU count (`kernel/fair.rs`).
+    fair_slice: u64,
+    /// The CPU whose steps run now (a wake-up from it needs no reschedule IPI to itself).
+    stepping: Option<CpuId>,
     /// When the measurement began (0, or the end of a warm-up): the report covers the time since.
     measured_from: Cycles,
     /// The safety checker, when enabled ([`Kernel::enable_checker`]).
@@ -692,6 +703,8 @@ impl<O: Observer> Kernel<O> {
             essential_left: 0,
             tick_cycles: 0,
             slice_cycles: 0,
+            fair_slice: 0,
+            stepping: None,
             measured_from: Cycles(0),
             check: None,
             perturb: None,
@@ -706,6 +719,8 @@ impl<O: Observer> Kernel<O> {
         k.tick_cycles = mhz * 1_000_000 / k.policy.hz;
         // EEVDF's base slice (sysctl_sched_base_slice, 0.75 ms since 6.6).
         k.slice_cycles = mhz * 750;
+        // SCHED_TUNABLESCALING_LOG: × (1 + ilog2(min(CPUs, 8))).
+        k.fair_slice = k.slice_cycles * (1 + u64::from(n.clamp(1, 8).ilog2()));
         // init_mm: ctx_id 1, on every CPU.
         let mut init = Mm::new(1, n, 0, k.policy.hz);
         init.users = 1;
@@ -740,6 +755,7 @@ impl<O: Observer> Kernel<O> {
                 // CR3 at boot: init_mm in ASID 0 (`initialize_tlbstate_and_flush()`).
                 cr3: k.kern_pcid(Asid(0)),
                 need_resched: false,
+                vclock: fair::VRUNTIME_ORIGIN,
                 xpfo_pending: false,
                 disturbed: false,
                 rar_flush_on_load: false,
@@ -784,6 +800,7 @@ impl<O: Observer> Kernel<O> {
             last: Outcome::None,
             essential,
             slice_start: Cycles(0),
+            se: fair::Entity::default(),
             migrate_to: None,
             moving_to: None,
             waiters: Vec::new(),

@@ -59,7 +59,9 @@ impl<O: Observer> Kernel<O> {
                         }
                         Some(_) => {
                             self.cpus[c].resume = None;
+                            self.stepping = Some(cpu);
                             self.run_cpu(cpu);
+                            self.stepping = None;
                         }
                         None => {}
                     }
@@ -145,12 +147,27 @@ impl<O: Observer> Kernel<O> {
 
     /// Puts a runnable task on its CPU's run queue, waking the CPU if idle.
     pub(super) fn enqueue(&mut self, t: TaskId) {
+        if self.eevdf() {
+            self.place_entity(t);
+        }
         let task = &mut self.tasks[t.0 as usize];
         task.state = TaskState::Runnable;
         let cpu = task.cpu;
         let c = usize::from(cpu.0);
         self.cpus[c].rq.push_back(t);
         let idle = self.cpus[c].curr == self.cpus[c].idle && self.cpus[c].switch.is_none();
+        if !idle && self.eevdf() && self.wakeup_preempt(c, t) {
+            // resched_curr(): the flag now, and a reschedule IPI to another CPU so that it
+            // acts on it at its next return from the interrupt. NOTE: a CPU in a long user
+            // step (`Compute`) acts on it at the step's end.
+            self.cpus[c].need_resched = true;
+            if self.stepping != Some(cpu) {
+                let delay = self.guest_send_cycles(0) + self.costs.ipi_latency.cycles;
+                let at = Cycles(self.queue.now().0 + delay + self.ipi_jitter());
+                self.push(at, Event::Ipi { cpu, ipi: Ipi::Reschedule });
+            }
+            return;
+        }
         if !idle || self.cpus[c].resume.is_some() {
             return;
         }
@@ -175,7 +192,8 @@ impl<O: Observer> Kernel<O> {
     /// must already be requeued, blocked or dead.
     pub(super) fn schedule(&mut self, cpu: CpuId) -> Step {
         let c = usize::from(cpu.0);
-        let next = self.cpus[c].rq.pop_front().unwrap_or(self.cpus[c].idle);
+        let next = if self.eevdf() { self.pick_next_fair(c) } else { self.cpus[c].rq.pop_front() };
+        let next = next.unwrap_or(self.cpus[c].idle);
         self.cpus[c].need_resched = false;
         if next == self.cpus[c].curr {
             self.tasks[next.0 as usize].state = TaskState::Running;
@@ -208,6 +226,27 @@ impl<O: Observer> Kernel<O> {
         self.observer.sched_switch(&event);
         self.cpus[c].switch = Some(Switch { next, phase: SwitchPhase::Start });
         Step::Next
+    }
+
+    /// `pick_next_task_fair()`: `cpu`'s current task is put back (requeued, or leaving) and
+    /// the next one taken off the queue.
+    fn pick_next_fair(&mut self, c: usize) -> Option<TaskId> {
+        let prev = self.cpus[c].curr;
+        let mut requeued = None;
+        if prev != self.cpus[c].idle && self.cpus[c].switch.is_none() {
+            let task = &self.tasks[prev.0 as usize];
+            let leaves = task.state != TaskState::Runnable || task.moving_to.is_some();
+            self.put_prev_entity(c, prev, leaves);
+            requeued = Some(prev).filter(|_| !leaves);
+        }
+        let next = self.pick_eevdf(c, requeued)?;
+        let rq = &mut self.cpus[c].rq;
+        let i = rq.iter().position(|&t| t == next).expect("picked from the queue");
+        rq.remove(i);
+        if Some(next) != requeued {
+            self.set_next_entity(next);
+        }
+        Some(next)
     }
 
     /// One step of a context switch (`__schedule()` → `context_switch()`).
@@ -490,8 +529,13 @@ impl<O: Observer> Kernel<O> {
         let cycles = self.costs.timer_tick.cycles + self.latr_tick(cpu);
         self.acct_insert(cpu, cycles, Inserted::Irq);
         self.delay_step(cpu, cycles);
-        let ran = now.0.saturating_sub(self.tasks[curr.0 as usize].slice_start.0);
-        if self.cpus[c].rq.is_empty() || ran < self.slice_cycles {
+        let resched = if self.eevdf() {
+            self.tick_fair(c)
+        } else {
+            let ran = now.0.saturating_sub(self.tasks[curr.0 as usize].slice_start.0);
+            !self.cpus[c].rq.is_empty() && ran >= self.slice_cycles
+        };
+        if !resched {
             return;
         }
         self.cpus[c].need_resched = true;
@@ -953,6 +997,9 @@ impl<O: Observer> Kernel<O> {
             Syscall::Null | Syscall::Yield => {
                 self.push_frame(t, exit);
                 if matches!(call, Syscall::Yield) && !self.cpus[usize::from(cpu.0)].rq.is_empty() {
+                    if self.eevdf() {
+                        self.yield_task_fair(usize::from(cpu.0));
+                    }
                     self.cpus[usize::from(cpu.0)].need_resched = true;
                 }
                 Step::Next

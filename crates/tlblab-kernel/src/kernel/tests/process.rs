@@ -92,8 +92,9 @@ fn la57_runtime_pays_a_load_per_check_and_patched_pays_nothing() {
 }
 
 /// `getrusage()`'s switch counts: a pingpong round trip is two switches, one per side, as
-/// live (here 1.13 voluntary and 0.87 involuntary per op: the woken side preempts its waker,
-/// which the model does not do yet, so each side blocks once per round trip); two compute-bound
+/// live. Here 300 round trips take less of each side's run time than its first deadline (half
+/// a slice of 2.25 ms on 4 CPUs), so `RUN_TO_PARITY` keeps every waker on the CPU and each side
+/// blocks once per round trip (longer runs are preempted: kernel/tests/mechanisms.rs); two compute-bound
 /// tasks on one CPU never block and are switched out still runnable when a slice (0.75 ms) is
 /// used up, which the scheduler notices at a tick (HZ 250): every tick while both run.
 #[test]
