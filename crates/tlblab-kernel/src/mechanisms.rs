@@ -192,9 +192,9 @@ mechanisms! {
         "mmap_lock's free lock goes to whoever takes it first: a running writer takes it past sleeping waiters, 5.3+ a reader one no writer holds; a release grants the lock to readers at the head but only wakes a writer there, which tries again when it runs (5.3+: a handoff after RWSEM_WAIT_TIMEOUT)",
         "docs/kernel-model.md, \"How time is modelled\" (mmap_lock)",
         "a release hands the lock to the head of the queue, writer or readers, and nobody passes a sleeping waiter (a convoy; the model before this mechanism)";
-    /// EEVDF's pick and wake-up preemption (`kernel/fair.rs`).
+    /// The fair class's pick and wake-up preemption, EEVDF or CFS (`kernel/fair.rs`).
     WakeupPreemption => "wakeup-preemption",
-        "the fair class's EEVDF (6.6+): per-task vruntime, deadline and lag; the eligible task with the earliest deadline runs next, a slice of 0.75 ms × (1 + ilog2(min(CPUs, 8))), and a woken task preempts the running one when pick_eevdf() would pick it (RUN_TO_PARITY keeps an eligible one to the end of its slice)",
+        "the fair class as the policy's kernel has it: EEVDF (6.6+: the eligible task with the earliest deadline runs next; a woken task preempts when pick_eevdf() would pick it) or CFS (before: the least vruntime runs next; a woken task preempts one more than the wake-up granularity ahead of it), tunables scaled by 1 + ilog2(min(CPUs, 8))",
         "docs/kernel-model.md, \"Scheduler\"",
         "a round-robin run queue, a slice of 0.75 ms noticed at a tick, and no wake-up preemption (the model before this mechanism)";
     /// The haltpoll cpuidle governor of a KVM guest (`kernel/idle.rs`).

@@ -101,6 +101,25 @@ impl UnmapFlush {
     }
 }
 
+/// The fair class's scheduler a kernel has.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FairSched {
+    /// The Completely Fair Scheduler (2.6.23–6.5): the least vruntime runs next; a woken task
+    /// preempts when it is a wake-up granularity behind the running one.
+    Cfs,
+    /// Earliest Eligible Virtual Deadline First (6.6+).
+    #[default]
+    Eevdf,
+}
+
+impl FairSched {
+    /// Whether it is EEVDF (the default, not written with a policy).
+    pub fn is_eevdf(&self) -> bool {
+        *self == FairSched::Eevdf
+    }
+}
+
 /// A policy: the switches, with the names it goes by.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -178,6 +197,10 @@ pub struct Policy {
     pub tlb_single_page_flush_ceiling: u64,
     /// `CONFIG_HZ`: ticks per second (jiffies drive the cpumask trim and global-ASID sampling).
     pub hz: u64,
+    /// The fair class's scheduler (kernel/sched/fair.c; the model's `kernel/fair.rs`, mechanism
+    /// `wakeup-preemption`): EEVDF since 6.6 (147f3efaa241, Peter Zijlstra), CFS before.
+    #[serde(default, skip_serializing_if = "FairSched::is_eevdf")]
+    pub fair_sched: FairSched,
     /// LATR (Kumar et al., ASPLOS'18; prototype sslab-gatech/latr on 4.10): the flushes of
     /// munmap() and MADV_DONTNEED send no IPI. The initiator flushes itself and leaves a state
     /// for the CPUs it would have interrupted; each applies it at its next scheduler tick or
@@ -361,6 +384,7 @@ fn linux_6_18() -> Policy {
         xpfo: Xpfo::Off,
         tlb_single_page_flush_ceiling: 33,
         hz: 250,
+        fair_sched: FairSched::Eevdf,
         latr: false,
         idle_leave_mm: false,
         pv_tlb_flush: true,
@@ -385,6 +409,8 @@ fn linux_4_14() -> Policy {
         munmap_downgrade: false,
         rwsem_handoff: false,
         idle_leave_mm: true,
+        // EEVDF came with 6.6.
+        fair_sched: FairSched::Cfs,
         // KVM's PV TLB flush came with 4.16.
         pv_tlb_flush: false,
         lru_drain_on_zap: true,

@@ -1,11 +1,16 @@
-//! EEVDF, the fair class's pick and its wake-up preemption (kernel/sched/fair.c, 6.6–6.18;
-//! mechanism `wakeup-preemption`).
+//! The fair class: its pick, its slices and its wake-up preemption (kernel/sched/fair.c;
+//! mechanism `wakeup-preemption`), as EEVDF (6.6–6.18) or, for the policies before 6.6, CFS
+//! (`Policy::fair_sched`).
 //!
-//! Every task is nice 0, so a task's virtual runtime advances as its run time does and the
-//! run queue's average is a plain mean. Per task: `vruntime`, `deadline` (a slice of virtual
-//! time past the point it was last given one), `vlag` (how far it stood behind the average
-//! when it left a run queue, clamped as `update_entity_lag()` clamps it) and the
-//! `RUN_TO_PARITY` protection (the kernel's `vlag == deadline` trick of `set_next_entity()`).
+//! Every task is nice 0, so a task's virtual runtime advances as its run time does and the run
+//! queue's average is a plain mean. The slices are the scheduler's tunables scaled by
+//! `1 + ilog2(min(CPUs, 8))` (`SCHED_TUNABLESCALING_LOG`, `sched_update_scaling()`): the base
+//! slice and CFS's minimum granularity 0.75 ms, CFS's latency 6 ms and wake-up granularity 1 ms.
+//!
+//! **EEVDF.** Per task: `vruntime`, `deadline` (a slice of virtual time past the point it was
+//! last given one), `vlag` (how far it stood behind the average when it left a run queue,
+//! clamped as `update_entity_lag()` clamps it) and the `RUN_TO_PARITY` protection (6.6's
+//! `vlag == deadline` trick of `set_next_entity()`, 6.17's `vprot`).
 //! - `place_entity()`: an arriving task (woken, new, migrated) is placed its lag behind the
 //!   queue's average, the lag scaled by `(n + 1) / n` so that adding it leaves the average
 //!   where it was (`PLACE_LAG`); a new task's first deadline is half a slice away
@@ -15,19 +20,27 @@
 //!   used the slice it was picked with (`RUN_TO_PARITY`).
 //! - `update_deadline()`, from `update_curr()` at a tick or a wake-up: a task that has used its
 //!   slice gets the next one and is rescheduled when others are queued.
-//! - `check_preempt_wakeup_fair()` (6.8: `check_preempt_wakeup_fair()`; 6.6: `check_preempt_
-//!   wakeup()`): the woken task preempts the current one when `pick_eevdf()` would pick it.
+//! - `check_preempt_wakeup_fair()` (6.6: `check_preempt_wakeup()`): the woken task preempts the
+//!   current one when `pick_eevdf()` would pick it.
 //!
-//! The slice is `sysctl_sched_base_slice`: 0.75 ms × (1 + ilog2(min(CPUs, 8)))
-//! (`SCHED_TUNABLESCALING_LOG`, `sched_update_scaling()`).
+//! **CFS** (4.13–6.5). Per run queue a `min_vruntime` that only grows; the least vruntime runs
+//! next. A woken sleeper is placed at least half a latency behind `min_vruntime`
+//! (`place_entity()`, `GENTLE_FAIR_SLEEPERS`), a new task a slice past it (`START_DEBIT`), a
+//! migrated one as far from the new queue's `min_vruntime` as it was from the old one's. A woken
+//! task preempts when the running one is more than the wake-up granularity ahead of it
+//! (`check_preempt_wakeup()` → `wakeup_preempt_entity()`); at a tick the running task is
+//! rescheduled when it has run its share of the latency period since it was picked, or at
+//! least the minimum granularity and more than that share ahead of the least
+//! (`check_preempt_tick()`). `sched_yield()` makes it the skip buddy: the next pick passes it
+//! over when another task waits.
 //!
-//! NOTE: every policy runs this scheduler, the pre-6.6 ones (CFS) included; CFS's wake-up
-//! preemption (`wakeup_gran()` against the sleeper credit of `GENTLE_FAIR_SLEEPERS`) also lets a
-//! woken sleeper preempt a task that has run, so the effect the model needs is common to both,
-//! but its thresholds differ. NOTE: 6.12's `DELAY_DEQUEUE` (a sleeper with negative lag stays
-//! queued until eligible) and load balancing are not modelled; steal time counts as run time.
+//! NOTE: 6.12's `DELAY_DEQUEUE` (a sleeper with negative lag stays queued until eligible), CFS's
+//! next and last buddies (`LAST_BUDDY`: after a wake-up preemption CFS returns to the preempted
+//! task when it is within a granularity of the least) and the skip buddy's granularity check,
+//! priorities and load balancing are not modelled; steal time counts as run time.
 
 use super::*;
+use crate::policy::FairSched;
 
 /// A vruntime far from 0, so that a lag subtracted from it never goes below.
 pub(super) const VRUNTIME_ORIGIN: i64 = 1 << 50;
@@ -42,6 +55,16 @@ pub(super) struct Entity {
     protect: bool,
     /// It has never been placed (`ENQUEUE_INITIAL`).
     initial: bool,
+    /// Run time in all, and when it was last picked (`sum_exec_runtime`,
+    /// `prev_sum_exec_runtime`).
+    sum_exec: u64,
+    prev_sum_exec: u64,
+    /// CFS: the CPU it left, that queue's `min_vruntime` then, and whether it left to sleep.
+    left: usize,
+    left_min: i64,
+    slept: bool,
+    /// CFS: `sched_yield()` made it the skip buddy.
+    skip: bool,
 }
 
 impl Default for Entity {
@@ -52,14 +75,26 @@ impl Default for Entity {
             vlag: 0,
             protect: false,
             initial: true,
+            sum_exec: 0,
+            prev_sum_exec: 0,
+            left: 0,
+            left_min: VRUNTIME_ORIGIN,
+            slept: false,
+            skip: false,
         }
     }
 }
 
 impl<O: Observer> Kernel<O> {
-    /// Whether the fair class's EEVDF rules are on (else a round-robin queue and a fixed slice).
-    pub(super) fn eevdf(&self) -> bool {
+    /// Whether the fair class's rules are on, EEVDF or CFS (else a round-robin queue and a
+    /// fixed slice).
+    pub(super) fn fair_class(&self) -> bool {
         self.config.mechanisms.is_on(Mechanism::WakeupPreemption)
+    }
+
+    /// Whether the policy's fair class is CFS.
+    fn cfs(&self) -> bool {
+        self.policy.fair_sched == FairSched::Cfs
     }
 
     /// The fair class's current task of `cpu`: the one it runs, or the one it is switching
@@ -81,8 +116,15 @@ impl<O: Observer> Kernel<O> {
         let task = &mut self.tasks[t.0 as usize];
         let ran = now.0.saturating_sub(task.slice_start.0);
         task.slice_start = now;
+        let cfs = self.policy.fair_sched == FairSched::Cfs;
         let se = &mut task.se;
         se.vruntime += ran as i64;
+        se.sum_exec += ran;
+        if cfs {
+            let c = usize::from(task.cpu.0);
+            self.update_min_vruntime(c);
+            return false;
+        }
         if se.vruntime < se.deadline {
             return false;
         }
@@ -125,6 +167,9 @@ impl<O: Observer> Kernel<O> {
     pub(super) fn place_entity(&mut self, t: TaskId) {
         let c = usize::from(self.tasks[t.0 as usize].cpu.0);
         self.update_curr_of(c);
+        if self.cfs() {
+            return self.place_entity_cfs(c, t);
+        }
         let load = self.fair_load(c, self.fair_curr(c));
         let avg = self.avg_vruntime(c, load);
         let n = load.0;
@@ -145,6 +190,16 @@ impl<O: Observer> Kernel<O> {
         if !leaves {
             return;
         }
+        if self.cfs() {
+            // dequeue_entity(): a migrating task's vruntime is kept relative to this queue's
+            // min_vruntime; a sleeper's is kept as it is, and made relative only if woken
+            // elsewhere (migrate_task_rq_fair()).
+            let slept = self.tasks[t.0 as usize].state == TaskState::Blocked;
+            let min = self.cpus[c].vclock;
+            let se = &mut self.tasks[t.0 as usize].se;
+            (se.left, se.left_min, se.slept) = (c, min, slept);
+            return;
+        }
         let load = self.fair_load(c, Some(t));
         let avg = self.avg_vruntime(c, load);
         let limit = (2 * self.fair_slice).max(self.tick_cycles) as i64;
@@ -152,11 +207,20 @@ impl<O: Observer> Kernel<O> {
         se.vlag = (avg - se.vruntime).clamp(-limit, limit);
     }
 
+    /// The next task of `cpu`'s queue, by the policy's fair class ([`Kernel::pick_eevdf`],
+    /// [`Kernel::pick_cfs`]).
+    pub(super) fn pick_fair(&self, c: usize, curr: Option<TaskId>) -> Option<TaskId> {
+        if self.cfs() {
+            return self.pick_cfs(c);
+        }
+        self.pick_eevdf(c, curr)
+    }
+
     /// `pick_eevdf()` over `cpu`'s queue and `curr` (in the queue when it was requeued, or
     /// still running): the eligible task with the earliest deadline, an earlier-queued one on
     /// a tie, `curr` only when strictly earlier; but `curr` while it is eligible and its
     /// picked slice lasts (`RUN_TO_PARITY`).
-    pub(super) fn pick_eevdf(&self, c: usize, curr: Option<TaskId>) -> Option<TaskId> {
+    fn pick_eevdf(&self, c: usize, curr: Option<TaskId>) -> Option<TaskId> {
         let rq = &self.cpus[c].rq;
         let extra = curr.filter(|t| !rq.contains(t));
         let load = self.fair_load(c, extra);
@@ -180,12 +244,18 @@ impl<O: Observer> Kernel<O> {
 
     /// `set_next_entity()`: `t` is picked to run; `RUN_TO_PARITY` protects its slice.
     pub(super) fn set_next_entity(&mut self, t: TaskId) {
-        self.tasks[t.0 as usize].se.protect = true;
+        let se = &mut self.tasks[t.0 as usize].se;
+        se.protect = true;
+        se.prev_sum_exec = se.sum_exec;
+        se.skip = false;
     }
 
     /// The tick's `update_curr()`: whether the current task used its slice with others queued
     /// (`resched_curr()`).
     pub(super) fn tick_fair(&mut self, c: usize) -> bool {
+        if self.cfs() {
+            return self.check_preempt_tick(c);
+        }
         self.update_curr_of(c) && !self.cpus[c].rq.is_empty()
     }
 
@@ -193,6 +263,10 @@ impl<O: Observer> Kernel<O> {
     pub(super) fn yield_task_fair(&mut self, c: usize) {
         if let Some(t) = self.fair_curr(c) {
             self.update_curr(t);
+            if self.cfs() {
+                self.tasks[t.0 as usize].se.skip = true;
+                return;
+            }
             let slice = self.fair_slice as i64;
             let se = &mut self.tasks[t.0 as usize].se;
             se.deadline += slice;
@@ -210,6 +284,100 @@ impl<O: Observer> Kernel<O> {
         if self.update_curr(curr) {
             return true;
         }
+        if self.cfs() {
+            // wakeup_preempt_entity(): more than the wake-up granularity ahead.
+            let se = |t: TaskId| self.tasks[t.0 as usize].se;
+            return se(curr).vruntime - se(w).vruntime > self.wakeup_gran();
+        }
         self.pick_eevdf(c, Some(curr)) == Some(w)
+    }
+
+    // ----- CFS -----
+
+    /// `sysctl_sched_latency`, scaled: eight minimum granularities.
+    fn sched_latency(&self) -> i64 {
+        8 * self.fair_slice as i64
+    }
+
+    /// `sysctl_sched_wakeup_granularity`, scaled: 1 ms to the minimum granularity's 0.75.
+    fn wakeup_gran(&self) -> i64 {
+        self.fair_slice as i64 * 4 / 3
+    }
+
+    /// `sched_slice()` of a nice-0 task among `nr` runnable: the latency period (stretched to
+    /// `nr` minimum granularities past `sched_nr_latency`) shared equally.
+    fn sched_slice(&self, nr: i64) -> i64 {
+        let nr = nr.max(1);
+        self.sched_latency().max(nr * self.fair_slice as i64) / nr
+    }
+
+    /// `update_min_vruntime()`: the least vruntime of the running and queued tasks, never going
+    /// back.
+    fn update_min_vruntime(&mut self, c: usize) {
+        let curr = self.fair_curr(c).filter(|_| self.cpus[c].switch.is_none());
+        let ts = self.cpus[c].rq.iter().copied().chain(curr);
+        if let Some(least) = ts.map(|t| self.tasks[t.0 as usize].se.vruntime).min() {
+            self.cpus[c].vclock = self.cpus[c].vclock.max(least);
+        }
+    }
+
+    /// CFS's `place_entity()` (and `enqueue_entity()`'s renormalisation) of `t` on `cpu`.
+    fn place_entity_cfs(&mut self, c: usize, t: TaskId) {
+        self.update_min_vruntime(c);
+        let min = self.cpus[c].vclock;
+        let nr = self.cpus[c].rq.len() as i64 + i64::from(self.fair_curr(c).is_some()) + 1;
+        let (slice, half_latency) = (self.sched_slice(nr), self.sched_latency() / 2);
+        let se = &mut self.tasks[t.0 as usize].se;
+        if se.initial {
+            // task_fork_fair(): START_DEBIT, a new task owes a slice.
+            se.vruntime = se.vruntime.max(min + slice);
+            se.initial = false;
+            return;
+        }
+        if se.left != c {
+            se.vruntime = se.vruntime - se.left_min + min;
+        }
+        if se.slept {
+            // GENTLE_FAIR_SLEEPERS: a sleeper's credit is at most half a latency.
+            se.vruntime = se.vruntime.max(min - half_latency);
+        }
+        se.slept = false;
+    }
+
+    /// CFS's `pick_next_entity()`: the least vruntime, an earlier-queued one on a tie; the
+    /// skip buddy only when nothing else waits.
+    fn pick_cfs(&self, c: usize) -> Option<TaskId> {
+        let rq = &self.cpus[c].rq;
+        let se = |t: TaskId| &self.tasks[t.0 as usize].se;
+        let by_vruntime = |skip: bool| {
+            rq.iter()
+                .enumerate()
+                .filter(|&(_, &t)| !(skip && se(t).skip))
+                .min_by_key(|&(i, &t)| (se(t).vruntime, i))
+                .map(|(_, &t)| t)
+        };
+        by_vruntime(true).or_else(|| by_vruntime(false))
+    }
+
+    /// `check_preempt_tick()`: whether the running task has had its share.
+    fn check_preempt_tick(&mut self, c: usize) -> bool {
+        let Some(curr) = self.fair_curr(c).filter(|_| self.cpus[c].switch.is_none()) else {
+            return false;
+        };
+        self.update_curr(curr);
+        if self.cpus[c].rq.is_empty() {
+            return false;
+        }
+        let ideal = self.sched_slice(self.cpus[c].rq.len() as i64 + 1);
+        let se = self.tasks[curr.0 as usize].se;
+        let ran = (se.sum_exec - se.prev_sum_exec) as i64;
+        if ran > ideal {
+            return true;
+        }
+        if ran < self.fair_slice as i64 {
+            return false;
+        }
+        let least = self.pick_cfs(c).map(|t| self.tasks[t.0 as usize].se.vruntime);
+        least.is_some_and(|v| se.vruntime - v > ideal)
     }
 }

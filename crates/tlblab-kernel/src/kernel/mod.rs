@@ -516,7 +516,8 @@ pub struct Kernel<O: Observer> {
     essential_left: u32,
     tick_cycles: u64,
     slice_cycles: u64,
-    /// EEVDF's `sysctl_sched_base_slice`, scaled by the CPU count (`kernel/fair.rs`).
+    /// EEVDF's `sysctl_sched_base_slice`, CFS's `sysctl_sched_min_granularity`, scaled by the
+    /// CPU count (`kernel/fair.rs`).
     fair_slice: u64,
     /// The CPU whose steps run now (a wake-up from it needs no reschedule IPI to itself).
     stepping: Option<CpuId>,

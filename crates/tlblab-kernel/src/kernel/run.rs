@@ -147,7 +147,7 @@ impl<O: Observer> Kernel<O> {
 
     /// Puts a runnable task on its CPU's run queue, waking the CPU if idle.
     pub(super) fn enqueue(&mut self, t: TaskId) {
-        if self.eevdf() {
+        if self.fair_class() {
             self.place_entity(t);
         }
         let task = &mut self.tasks[t.0 as usize];
@@ -156,7 +156,7 @@ impl<O: Observer> Kernel<O> {
         let c = usize::from(cpu.0);
         self.cpus[c].rq.push_back(t);
         let idle = self.cpus[c].curr == self.cpus[c].idle && self.cpus[c].switch.is_none();
-        if !idle && self.eevdf() && self.wakeup_preempt(c, t) {
+        if !idle && self.fair_class() && self.wakeup_preempt(c, t) {
             // resched_curr(): the flag now, and a reschedule IPI to another CPU so that it
             // acts on it at its next return from the interrupt. NOTE: a CPU in a long user
             // step (`Compute`) acts on it at the step's end.
@@ -192,7 +192,8 @@ impl<O: Observer> Kernel<O> {
     /// must already be requeued, blocked or dead.
     pub(super) fn schedule(&mut self, cpu: CpuId) -> Step {
         let c = usize::from(cpu.0);
-        let next = if self.eevdf() { self.pick_next_fair(c) } else { self.cpus[c].rq.pop_front() };
+        let next =
+            if self.fair_class() { self.pick_next_fair(c) } else { self.cpus[c].rq.pop_front() };
         let next = next.unwrap_or(self.cpus[c].idle);
         self.cpus[c].need_resched = false;
         if next == self.cpus[c].curr {
@@ -239,7 +240,7 @@ impl<O: Observer> Kernel<O> {
             self.put_prev_entity(c, prev, leaves);
             requeued = Some(prev).filter(|_| !leaves);
         }
-        let next = self.pick_eevdf(c, requeued)?;
+        let next = self.pick_fair(c, requeued)?;
         let rq = &mut self.cpus[c].rq;
         let i = rq.iter().position(|&t| t == next).expect("picked from the queue");
         rq.remove(i);
@@ -529,7 +530,7 @@ impl<O: Observer> Kernel<O> {
         let cycles = self.costs.timer_tick.cycles + self.latr_tick(cpu);
         self.acct_insert(cpu, cycles, Inserted::Irq);
         self.delay_step(cpu, cycles);
-        let resched = if self.eevdf() {
+        let resched = if self.fair_class() {
             self.tick_fair(c)
         } else {
             let ran = now.0.saturating_sub(self.tasks[curr.0 as usize].slice_start.0);
@@ -997,7 +998,7 @@ impl<O: Observer> Kernel<O> {
             Syscall::Null | Syscall::Yield => {
                 self.push_frame(t, exit);
                 if matches!(call, Syscall::Yield) && !self.cpus[usize::from(cpu.0)].rq.is_empty() {
-                    if self.eevdf() {
+                    if self.fair_class() {
                         self.yield_task_fair(usize::from(cpu.0));
                     }
                     self.cpus[usize::from(cpu.0)].need_resched = true;

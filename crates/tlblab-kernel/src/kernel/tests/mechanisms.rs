@@ -263,8 +263,8 @@ fn mmap_lock_serialises_threads_that_map_and_unmap() {
 /// pingpong's loops reference their own code and data each round trip: without PCID (4.13)
 /// every switch flushes, so each side refills its working set ((2 + 6) + (2 + 5) pages) every
 /// round trip; with PCID (4.14) the two mms keep their ASIDs and nothing is refilled. (Without
-/// wake-up preemption, so that the two sides alternate strictly: preempted at its send, the
-/// echo lets the initiator run two iterations on one refill.)
+/// wake-up preemption, so that the two sides alternate strictly: a side preempted at its send
+/// lets the other run two iterations on one refill.)
 #[test]
 fn working_set_is_refilled_after_every_flushing_switch_only() {
     let p = Params { iterations: 200, ..Params::default() };
@@ -383,27 +383,4 @@ fn nested_paging_off_is_the_preset_without_it() {
     assert!(!Mechanism::NestedPaging.present_on(&skylake));
     let on = madv_migrate(&skylake, &[]);
     assert_eq!(json(&on), json(&madv_migrate(&skylake, &[Mechanism::NestedPaging])));
-}
-
-/// Wake-up preemption (EEVDF, kernel/sched/fair.c): pingpong's two sides share one CPU, and
-/// each keeps the lag it had when it blocked. Placed by that lag, a woken side whose waker has
-/// run ahead of the average preempts it (live on the project's guest: 0.87 involuntary
-/// switches per op; the model on `host`: 0.80). Without PCID (4.13) the echo's refills after
-/// each flushing switch put it ahead: it is preempted by the initiator it wakes in many round
-/// trips. A round trip still costs two switches, a block or a preemption per side. Without the
-/// mechanism each side always runs on until it blocks.
-#[test]
-fn a_woken_task_preempts_its_waker_only_with_wakeup_preemption() {
-    let p = Params { iterations: 2000, ..Params::default() };
-    let on = scenario_run("pingpong", "linux-4.13", &[], 1, &p);
-    let off = scenario_run("pingpong", "linux-4.13", &[Mechanism::WakeupPreemption], 1, &p);
-    let switches = |r: &KernelReport| {
-        let sum = |f: fn(&crate::stats::TaskReport) -> u64| r.tasks.iter().map(f).sum::<u64>();
-        (sum(|t| t.voluntary_switches), sum(|t| t.involuntary_switches))
-    };
-    let ((von, ion), (voff, ioff)) = (switches(&on), switches(&off));
-    assert_eq!((voff, ioff), (4000, 0));
-    assert_eq!(von + ion, 4000);
-    assert!(ion > 400, "{ion} preemptions in 2000 round trips");
-    assert_eq!(on.tasks[0].involuntary_switches, 0, "the initiator is never preempted");
 }

@@ -123,3 +123,52 @@ fn switches_are_counted_as_getrusage_counts_them() {
     assert!(r.tasks.iter().all(|t| t.voluntary_switches == 0 && t.involuntary_switches > 0));
     assert!((ticks - 2..=ticks).contains(&involuntary), "{involuntary} for {ticks} ticks");
 }
+
+/// The fair class's wake-up preemption (kernel/sched/fair.c): a task sleeping on an eventfd
+/// shares CPU 0 with a CPU hog, and a task on CPU 1 wakes it every 4 ms, ten times.
+/// - CFS (4.14; on 2 CPUs the wake-up granularity is 2 ms and the latency 12 ms): the sleeper
+///   comes back 4 ms of vruntime behind the hog (its credit is capped at half the latency, not
+///   reached here), more than the granularity, and preempts it at once. Its first wake is the
+///   exception: `START_DEBIT` placed the new task a slice (12 ms / 3) past `min_vruntime`, so the
+///   hog is not yet far enough ahead, and the sleeper waits for the hog's tick.
+/// - EEVDF (6.18): the hog has run past the average while the sleeper kept its lag, so the hog
+///   is not eligible and `pick_eevdf()` picks the sleeper: it preempts at every wake.
+/// - Without the mechanism the sleeper waits for a tick that finds the hog's slice used.
+#[test]
+fn a_woken_sleeper_preempts_a_cpu_hog_by_its_fair_class_rules() {
+    let run = |policy: &str, on: bool| {
+        let spec = tlblab_sim::machine::builtin("skylake").unwrap();
+        let mut mechanisms = crate::Mechanisms::all();
+        if !on {
+            mechanisms = mechanisms.without(crate::Mechanism::WakeupPreemption);
+        }
+        let config = KernelConfig::new(2, 7).with_mechanisms(mechanisms);
+        let policy = Policy::named(policy).unwrap();
+        let mut k = Kernel::new(&spec, &policy, config, TraceLog::default()).unwrap();
+        let ms = k.clock_mhz() * 1000;
+        let fd = k.eventfd();
+        k.spawn_process(script((0..4500).map(|_| Step::Compute(ms / 100)).collect()), C0, true);
+        let sleeper = (0..10).flat_map(|_| [Step::Read(fd), Step::Compute(ms / 100), Step::Op]);
+        // Not awaited: two writes before one read are one wake-up (an eventfd counter).
+        k.spawn_process(script(sleeper.collect()), C0, false);
+        let waker = (0..10).flat_map(|_| [Step::Compute(4 * ms), Step::Write(fd), Step::Op]);
+        k.spawn_process(script(waker.collect()), CpuId(1), true);
+        assert!(k.run());
+        let r = k.report();
+        let (hog, sleeper, waker) = (&r.tasks[0], &r.tasks[1], &r.tasks[2]);
+        // How long after the last write the sleeper's last operation ended, in ms.
+        let late = (sleeper.last_op.0 - waker.last_op.0) as f64 / ms as f64;
+        (sleeper.ops, hog.involuntary_switches, late)
+    };
+    let (ops, preempted, late) = run("linux-4.14", true);
+    assert_eq!((ops, preempted), (9, 9), "CFS: all but the first wake-up preempt");
+    assert!(late < 0.05, "{late} ms");
+    let (ops, preempted, late) = run("linux-6.18", true);
+    assert_eq!(ops, 10);
+    assert!(preempted >= 10, "{preempted}");
+    assert!(late < 0.05, "{late} ms");
+    for policy in ["linux-4.14", "linux-6.18"] {
+        let (_, _, late) = run(policy, false);
+        assert!(late > 1.0, "{policy}: {late} ms");
+    }
+}
