@@ -109,8 +109,8 @@ impl<O: Observer> Kernel<O> {
     }
 
     /// `update_curr()` of `t`, which runs: its vruntime advances by the time it ran since
-    /// last counted; then `update_deadline()`. Returns whether it used its slice (and got the
-    /// next one).
+    /// last counted; then EEVDF's `update_deadline()` or CFS's `update_min_vruntime()`.
+    /// Returns whether it used its slice and got the next one (never under CFS).
     fn update_curr(&mut self, t: TaskId) -> bool {
         let now = self.queue.now();
         let task = &mut self.tasks[t.0 as usize];

@@ -362,8 +362,8 @@ struct PerCpu {
     /// The PCID accesses use now (CR3's).
     cr3: Pcid,
     need_resched: bool,
-    /// The run queue's last average vruntime (`kernel/fair.rs`), where a task arriving on an
-    /// empty queue is placed.
+    /// EEVDF: the run queue's last average vruntime, where a task arriving on an empty queue
+    /// is placed; CFS: its `min_vruntime` (`kernel/fair.rs`).
     vclock: i64,
     /// XPFO deferred: flush everything at the next `switch_mm_irqs_off()`.
     xpfo_pending: bool,
