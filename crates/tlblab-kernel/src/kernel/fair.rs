@@ -31,13 +31,13 @@
 //! (`check_preempt_wakeup()` → `wakeup_preempt_entity()`); at a tick the running task is
 //! rescheduled when it has run its share of the latency period since it was picked, or at
 //! least the minimum granularity and more than that share ahead of the least
-//! (`check_preempt_tick()`). `sched_yield()` makes it the skip buddy: the next pick passes it
-//! over when another task waits.
+//! (`check_preempt_tick()`). `sched_yield()` makes it the skip buddy: a pick passes it over for
+//! the next task when that one is within the wake-up granularity of it.
 //!
 //! NOTE: 6.12's `DELAY_DEQUEUE` (a sleeper with negative lag stays queued until eligible), CFS's
 //! next and last buddies (`LAST_BUDDY`: after a wake-up preemption CFS returns to the preempted
-//! task when it is within a granularity of the least) and the skip buddy's granularity check,
-//! priorities and load balancing are not modelled; steal time counts as run time.
+//! task when it is within a granularity of the least), priorities and load balancing are not
+//! modelled; steal time counts as run time.
 
 use super::*;
 use crate::policy::FairSched;
@@ -344,19 +344,30 @@ impl<O: Observer> Kernel<O> {
         se.slept = false;
     }
 
-    /// CFS's `pick_next_entity()`: the least vruntime, an earlier-queued one on a tie; the
-    /// skip buddy only when nothing else waits.
+    /// CFS's `pick_next_entity()`: the least vruntime, an earlier-queued one on a tie; when that
+    /// is the skip buddy, the next one instead if it is within the wake-up granularity of it
+    /// (`wakeup_preempt_entity(second, left) < 1`).
     fn pick_cfs(&self, c: usize) -> Option<TaskId> {
+        let se = |t: TaskId| &self.tasks[t.0 as usize].se;
+        let left = self.leftmost(c, None)?;
+        if !se(left).skip {
+            return Some(left);
+        }
+        let second = self.leftmost(c, Some(left));
+        let near = |t: TaskId| se(t).vruntime - se(left).vruntime <= self.wakeup_gran();
+        Some(second.filter(|&t| near(t)).unwrap_or(left))
+    }
+
+    /// The least vruntime of `cpu`'s queue but `except`, an earlier-queued one on a tie
+    /// (`__pick_first_entity()`, `__pick_next_entity()`).
+    fn leftmost(&self, c: usize, except: Option<TaskId>) -> Option<TaskId> {
         let rq = &self.cpus[c].rq;
         let se = |t: TaskId| &self.tasks[t.0 as usize].se;
-        let by_vruntime = |skip: bool| {
-            rq.iter()
-                .enumerate()
-                .filter(|&(_, &t)| !(skip && se(t).skip))
-                .min_by_key(|&(i, &t)| (se(t).vruntime, i))
-                .map(|(_, &t)| t)
-        };
-        by_vruntime(true).or_else(|| by_vruntime(false))
+        rq.iter()
+            .enumerate()
+            .filter(|&(_, &t)| Some(t) != except)
+            .min_by_key(|&(i, &t)| (se(t).vruntime, i))
+            .map(|(_, &t)| t)
     }
 
     /// `check_preempt_tick()`: whether the running task has had its share.
@@ -377,7 +388,7 @@ impl<O: Observer> Kernel<O> {
         if ran < self.fair_slice as i64 {
             return false;
         }
-        let least = self.pick_cfs(c).map(|t| self.tasks[t.0 as usize].se.vruntime);
+        let least = self.leftmost(c, None).map(|t| self.tasks[t.0 as usize].se.vruntime);
         least.is_some_and(|v| se.vruntime - v > ideal)
     }
 }
