@@ -108,15 +108,19 @@ impl<O: Observer> Kernel<O> {
         }
     }
 
+    /// The fair class's current task of `cpu` when it runs (not mid-switch).
+    fn fair_running(&self, c: usize) -> Option<TaskId> {
+        self.fair_curr(c).filter(|_| self.cpus[c].switch.is_none())
+    }
+
     /// `update_curr()` of `t`, which runs: its vruntime advances by the time it ran since
     /// last counted; then EEVDF's `update_deadline()` or CFS's `update_min_vruntime()`.
     /// Returns whether it used its slice and got the next one (never under CFS).
     fn update_curr(&mut self, t: TaskId) -> bool {
-        let now = self.queue.now();
+        let (now, cfs) = (self.queue.now(), self.cfs());
         let task = &mut self.tasks[t.0 as usize];
         let ran = now.0.saturating_sub(task.slice_start.0);
         task.slice_start = now;
-        let cfs = self.policy.fair_sched == FairSched::Cfs;
         let se = &mut task.se;
         se.vruntime += ran as i64;
         se.sum_exec += ran;
@@ -135,10 +139,7 @@ impl<O: Observer> Kernel<O> {
 
     /// `update_curr()` of `cpu`'s current task, if one runs (not mid-switch).
     fn update_curr_of(&mut self, c: usize) -> bool {
-        match self.fair_curr(c) {
-            Some(t) if self.cpus[c].switch.is_none() => self.update_curr(t),
-            _ => false,
-        }
+        self.fair_running(c).is_some_and(|t| self.update_curr(t))
     }
 
     /// The count and vruntime sum of `cpu`'s queued tasks and `extra` (a current task not in
@@ -229,12 +230,8 @@ impl<O: Observer> Kernel<O> {
         if let Some(t) = curr.filter(|&t| se(t).protect) {
             return Some(t);
         }
-        let best = rq
-            .iter()
-            .enumerate()
-            .filter(|&(_, &t)| Some(t) != curr && self.eligible(t, load))
-            .min_by_key(|&(i, &t)| (se(t).deadline, i))
-            .map(|(_, &t)| t);
+        let keep = |t: TaskId| Some(t) != curr && self.eligible(t, load);
+        let best = self.first_queued(c, keep, |e| e.deadline);
         match (best, curr) {
             (Some(b), Some(t)) if se(t).deadline < se(b).deadline => Some(t),
             (Some(b), _) => Some(b),
@@ -277,10 +274,7 @@ impl<O: Observer> Kernel<O> {
     /// `check_preempt_wakeup_fair()` after `w` was queued on `cpu`: whether the current task
     /// is to be rescheduled for it (or for its used slice, `update_deadline()`).
     pub(super) fn wakeup_preempt(&mut self, c: usize, w: TaskId) -> bool {
-        let Some(curr) = self.fair_curr(c) else { return false };
-        if self.cpus[c].switch.is_some() || curr == w {
-            return false;
-        }
+        let Some(curr) = self.fair_running(c).filter(|&t| t != w) else { return false };
         if self.update_curr(curr) {
             return true;
         }
@@ -314,7 +308,7 @@ impl<O: Observer> Kernel<O> {
     /// `update_min_vruntime()`: the least vruntime of the running and queued tasks, never going
     /// back.
     fn update_min_vruntime(&mut self, c: usize) {
-        let curr = self.fair_curr(c).filter(|_| self.cpus[c].switch.is_none());
+        let curr = self.fair_running(c);
         let ts = self.cpus[c].rq.iter().copied().chain(curr);
         if let Some(least) = ts.map(|t| self.tasks[t.0 as usize].se.vruntime).min() {
             self.cpus[c].vclock = self.cpus[c].vclock.max(least);
@@ -361,20 +355,25 @@ impl<O: Observer> Kernel<O> {
     /// The least vruntime of `cpu`'s queue but `except`, an earlier-queued one on a tie
     /// (`__pick_first_entity()`, `__pick_next_entity()`).
     fn leftmost(&self, c: usize, except: Option<TaskId>) -> Option<TaskId> {
+        self.first_queued(c, |t| Some(t) != except, |e| e.vruntime)
+    }
+
+    /// The task of `cpu`'s queue that `keep` keeps with the least `key`, the earlier queued on
+    /// a tie (the rbtree's leftmost: equal keys go right).
+    fn first_queued(
+        &self,
+        c: usize,
+        keep: impl Fn(TaskId) -> bool,
+        key: impl Fn(&Entity) -> i64,
+    ) -> Option<TaskId> {
         let rq = &self.cpus[c].rq;
-        let se = |t: TaskId| &self.tasks[t.0 as usize].se;
-        rq.iter()
-            .enumerate()
-            .filter(|&(_, &t)| Some(t) != except)
-            .min_by_key(|&(i, &t)| (se(t).vruntime, i))
-            .map(|(_, &t)| t)
+        let queued = rq.iter().enumerate().filter(|&(_, &t)| keep(t));
+        queued.min_by_key(|&(i, &t)| (key(&self.tasks[t.0 as usize].se), i)).map(|(_, &t)| t)
     }
 
     /// `check_preempt_tick()`: whether the running task has had its share.
     fn check_preempt_tick(&mut self, c: usize) -> bool {
-        let Some(curr) = self.fair_curr(c).filter(|_| self.cpus[c].switch.is_none()) else {
-            return false;
-        };
+        let Some(curr) = self.fair_running(c) else { return false };
         self.update_curr(curr);
         if self.cpus[c].rq.is_empty() {
             return false;

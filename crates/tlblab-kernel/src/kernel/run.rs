@@ -162,8 +162,7 @@ impl<O: Observer> Kernel<O> {
             // step (`Compute`) acts on it at the step's end.
             self.cpus[c].need_resched = true;
             if self.stepping != Some(cpu) {
-                let delay = self.guest_send_cycles(0) + self.costs.ipi_latency.cycles;
-                let at = Cycles(self.queue.now().0 + delay + self.ipi_jitter());
+                let at = Cycles(self.queue.now().0 + self.reschedule_ipi_delay());
                 self.push(at, Event::Ipi { cpu, ipi: Ipi::Reschedule });
             }
             return;
@@ -182,10 +181,16 @@ impl<O: Observer> Kernel<O> {
             // The CPU is halted: the wake-up reaches it as a reschedule IPI. NOTE: in a guest
             // the waker's ICR write exits; the model delays the IPI by it but does not charge
             // the waker.
-            let delay = self.guest_send_cycles(0) + self.costs.ipi_latency.cycles;
-            (delay + self.ipi_jitter(), Ipi::Reschedule)
+            (self.reschedule_ipi_delay(), Ipi::Reschedule)
         };
         self.push(Cycles(self.queue.now().0 + at), Event::Ipi { cpu, ipi });
+    }
+
+    /// How long a reschedule IPI takes to reach its CPU: the sender's exit in a guest, the
+    /// IPI's latency and its jitter.
+    fn reschedule_ipi_delay(&mut self) -> u64 {
+        let delay = self.guest_send_cycles(0) + self.costs.ipi_latency.cycles;
+        delay + self.ipi_jitter()
     }
 
     /// Starts a context switch on `cpu` to the next runnable task (or idle). The current task
