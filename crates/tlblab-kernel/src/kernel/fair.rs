@@ -48,9 +48,9 @@ pub(super) const VRUNTIME_ORIGIN: i64 = 1 << 50;
 /// A task's fair-class scheduling entity.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Entity {
-    vruntime: i64,
-    deadline: i64,
-    vlag: i64,
+    pub(super) vruntime: i64,
+    pub(super) deadline: i64,
+    pub(super) vlag: i64,
     /// `RUN_TO_PARITY`: picked and not yet given a new slice.
     protect: bool,
     /// It has never been placed (`ENQUEUE_INITIAL`).
@@ -109,7 +109,7 @@ impl<O: Observer> Kernel<O> {
     }
 
     /// The fair class's current task of `cpu` when it runs (not mid-switch).
-    fn fair_running(&self, c: usize) -> Option<TaskId> {
+    pub(super) fn fair_running(&self, c: usize) -> Option<TaskId> {
         self.fair_curr(c).filter(|_| self.cpus[c].switch.is_none())
     }
 
@@ -164,10 +164,19 @@ impl<O: Observer> Kernel<O> {
         i128::from(self.tasks[t.0 as usize].se.vruntime) * n <= sum
     }
 
-    /// `place_entity()` of `t`, arriving on its CPU's queue (before it is added).
-    pub(super) fn place_entity(&mut self, t: TaskId) {
+    /// `enqueue_entity()` of `t`, arriving on its CPU's queue (before it is added): first the
+    /// queue's `update_curr()`, then `place_entity()`. Returns whether that `update_curr()`
+    /// rescheduled the current task: it used its slice while others were queued (with only
+    /// the current task queued, the kernel's `nr_queued == 1` return skips it).
+    pub(super) fn enqueue_entity(&mut self, t: TaskId) -> bool {
         let c = usize::from(self.tasks[t.0 as usize].cpu.0);
-        self.update_curr_of(c);
+        let resched = self.update_curr_of(c) && !self.cpus[c].rq.is_empty();
+        self.place_entity(c, t);
+        resched
+    }
+
+    /// `place_entity()` of `t` on `cpu`'s queue.
+    fn place_entity(&mut self, c: usize, t: TaskId) {
         if self.cfs() {
             return self.place_entity_cfs(c, t);
         }
@@ -272,12 +281,10 @@ impl<O: Observer> Kernel<O> {
     }
 
     /// `check_preempt_wakeup_fair()` after `w` was queued on `cpu`: whether the current task
-    /// is to be rescheduled for it (or for its used slice, `update_deadline()`).
-    pub(super) fn wakeup_preempt(&mut self, c: usize, w: TaskId) -> bool {
+    /// is to be rescheduled for it. Its `update_curr()` finds no time run since
+    /// [`Kernel::enqueue_entity`]'s, so it is left out.
+    pub(super) fn wakeup_preempt(&self, c: usize, w: TaskId) -> bool {
         let Some(curr) = self.fair_running(c).filter(|&t| t != w) else { return false };
-        if self.update_curr(curr) {
-            return true;
-        }
         if self.cfs() {
             // wakeup_preempt_entity(): more than the wake-up granularity ahead.
             let se = |t: TaskId| self.tasks[t.0 as usize].se;

@@ -147,16 +147,14 @@ impl<O: Observer> Kernel<O> {
 
     /// Puts a runnable task on its CPU's run queue, waking the CPU if idle.
     pub(super) fn enqueue(&mut self, t: TaskId) {
-        if self.fair_class() {
-            self.place_entity(t);
-        }
+        let slice_used = self.fair_class() && self.enqueue_entity(t);
         let task = &mut self.tasks[t.0 as usize];
         task.state = TaskState::Runnable;
         let cpu = task.cpu;
         let c = usize::from(cpu.0);
         self.cpus[c].rq.push_back(t);
         let idle = self.cpus[c].curr == self.cpus[c].idle && self.cpus[c].switch.is_none();
-        if !idle && self.fair_class() && self.wakeup_preempt(c, t) {
+        if !idle && (slice_used || self.fair_class() && self.wakeup_preempt(c, t)) {
             // resched_curr(): the flag now, and a reschedule IPI to another CPU so that it
             // acts on it at its next return from the interrupt. NOTE: a CPU in a long user
             // step (`Compute`) acts on it at the step's end.

@@ -172,3 +172,38 @@ fn a_woken_sleeper_preempts_a_cpu_hog_by_its_fair_class_rules() {
         assert!(late > 1.0, "{policy}: {late} ms");
     }
 }
+
+/// EEVDF's `enqueue_entity()` calls `update_curr()` before placing the woken task: a running
+/// task that has used its slice while another waits is rescheduled there (`update_deadline()`,
+/// then `resched_curr()`), even when the woken task is not the one `pick_eevdf()` would pick
+/// (v6.18 kernel/sched/fair.c). Two CPU hogs share CPU 0 and a sleeper with a negative lag
+/// (it ran more than its share) wakes between the hog's slice end and the next tick.
+#[test]
+fn a_wake_up_reschedules_a_task_past_its_slice_even_for_another_pick() {
+    let mut k = kernel("linux-6.18", 2);
+    let us = k.clock_mhz();
+    let fd = k.eventfd();
+    for _ in 0..2 {
+        k.spawn_process(script((0..2000).map(|_| Step::Compute(10 * us)).collect()), C0, true);
+    }
+    let sleeper = k.spawn_process(script(vec![Step::Read(fd), Step::Op]), C0, false);
+    let slice_used = |k: &Kernel<TraceLog>| {
+        let p = &k.cpus[0];
+        let Some(curr) = k.fair_running(0) else { return false };
+        let se = &k.tasks[curr.0 as usize].se;
+        let ran = k.queue.now().0 - k.tasks[curr.0 as usize].slice_start.0;
+        let blocked = k.tasks[sleeper.0 as usize].state == TaskState::Blocked;
+        blocked && !p.need_resched && !p.rq.is_empty() && se.vruntime + ran as i64 >= se.deadline
+    };
+    let mut now = 0;
+    while !slice_used(&k) {
+        now += 20 * us;
+        assert!(now < 100_000 * us, "no moment found with the slice used before a tick");
+        k.run_until(Cycles(now));
+    }
+    // Its lag at the limit: placed a slice and more right of the average, so not eligible.
+    k.tasks[sleeper.0 as usize].se.vlag = -2 * k.fair_slice as i64;
+    k.enqueue(sleeper);
+    assert!(!k.wakeup_preempt(0, sleeper), "the woken task is not the pick");
+    assert!(k.cpus[0].need_resched, "the used slice reschedules at the wake-up");
+}
