@@ -21,8 +21,8 @@
 //! - Poll: a task may wait until the channel holds data without taking it (`poll(POLLIN)`, not
 //!   exclusive: one write wakes every poller), as hackbench's workers wait on `wakefds`.
 //!
-//! - Wake-ups are sync wake-ups placed as `select_task_rq_fair()` places them (simplified:
-//!   [`Kernel::select_wake_cpu`]), so the woken task may move to another CPU, as hackbench's
+//! - Wake-ups are sync wake-ups placed as `select_task_rq_fair()` places them
+//!   ([`Kernel::select_task_rq_fair`], `kernel/wake.rs`), so the woken task may move to another CPU, as hackbench's
 //!   tasks do; the rest of the model keeps tasks where they are.
 //!
 //! The pipe's or socket's state (its mutex or queue lock, head and tail) is one cache line:
@@ -161,66 +161,12 @@ impl<O: Observer> Kernel<O> {
         op + if moved { self.costs.cache_line_transfer.cycles } else { 0 }
     }
 
-    /// Whether CPU `c` runs nothing and has nothing queued (`available_idle_cpu()`).
-    fn cpu_idle(&self, c: usize) -> bool {
-        let p = &self.cpus[c];
-        p.curr == p.idle && p.switch.is_none() && p.rq.is_empty()
-    }
-
-    /// The CPUs sharing a last-level cache with `c`: its socket (`[topology]`), or the whole
-    /// machine. NOTE: Zen's LLC is a CCX (8 cores on Zen 3), smaller than a socket; the
-    /// presets do not describe it.
-    fn llc_of(&self, c: usize) -> Vec<usize> {
-        let n = self.cpus.len();
-        match self.spec.raw().topology.as_ref() {
-            Some(t) => {
-                let s = t.socket_of(c, n);
-                (0..n).filter(|&x| t.socket_of(x, n) == s).collect()
-            }
-            None => (0..n).collect(),
-        }
-    }
-
-    /// `select_task_rq_fair()` for a sync wake-up (pipes and sockets wake with
-    /// `wake_up_interruptible_sync_poll()`) of a task last on `prev` by a task on `this`:
-    /// `wake_affine_idle()` picks `this` when it is idle or the waker is alone there, else
-    /// `prev` when it is idle (the load-weight comparison of `wake_affine_weight()` is not
-    /// modelled: `prev`); then `select_idle_sibling()`: the target if idle, else `prev` if idle
-    /// in the same LLC, else the first idle CPU of the target's LLC after it, else the target.
-    fn select_wake_cpu(&self, this: usize, prev: usize) -> usize {
-        let llc = self.llc_of(this);
-        let share = llc.contains(&prev);
-        let waker_alone = self.cpus[this].rq.is_empty();
-        let target = if self.cpu_idle(this) && share {
-            if self.cpu_idle(prev) {
-                prev
-            } else {
-                this
-            }
-        } else if waker_alone {
-            this
-        } else {
-            prev
-        };
-        if self.cpu_idle(target) {
-            return target;
-        }
-        if prev != target && share && self.cpu_idle(prev) {
-            return prev;
-        }
-        let scan = self.llc_of(target);
-        let start = scan.iter().position(|&x| x == target).unwrap_or(0);
-        let found =
-            (1..scan.len()).map(|i| scan[(start + i) % scan.len()]).find(|&x| self.cpu_idle(x));
-        found.unwrap_or(target)
-    }
-
-    /// `try_to_wake_up()` of `w` from `cpu` (a sync wake-up, placed by
-    /// [`Kernel::select_wake_cpu`]): its cycles on the waker.
-    fn channel_wake(&mut self, cpu: CpuId, w: TaskId) -> u64 {
+    /// `try_to_wake_up()` of `w` by `t` on `cpu` (a sync wake-up, placed by
+    /// [`Kernel::select_task_rq_fair`]): its cycles on the waker.
+    fn channel_wake(&mut self, cpu: CpuId, t: TaskId, w: TaskId) -> u64 {
         let mut cycles = self.costs.wakeup.cycles;
         let prev = usize::from(self.tasks[w.0 as usize].cpu.0);
-        let target = self.select_wake_cpu(usize::from(cpu.0), prev);
+        let target = self.select_task_rq_fair(t, w, usize::from(cpu.0));
         if target != prev {
             self.tasks[w.0 as usize].cpu = CpuId(target as u16);
             self.tasks[w.0 as usize].report.migrations += 1;
@@ -278,7 +224,7 @@ impl<O: Observer> Kernel<O> {
         }
         woken.append(&mut c.pollers);
         for w in woken {
-            cycles += self.channel_wake(cpu, w);
+            cycles += self.channel_wake(cpu, t, w);
         }
         self.push_frame(t, Frame::Syscall { call: None, phase: Phase::Exit });
         Step::Spend(cycles, super::Mode::Sys)
@@ -309,7 +255,7 @@ impl<O: Observer> Kernel<O> {
             }
         };
         for w in woken {
-            cycles += self.channel_wake(cpu, w);
+            cycles += self.channel_wake(cpu, t, w);
         }
         self.push_frame(t, Frame::Syscall { call: None, phase: Phase::Exit });
         Step::Spend(cycles, super::Mode::Sys)

@@ -40,6 +40,7 @@ mod run;
 mod switch;
 mod tlbstate_line;
 mod vcpu;
+mod wake;
 mod xpfo;
 
 pub use channel::{ChannelId, ChannelKind, ChannelStats};
@@ -327,6 +328,8 @@ struct Task {
     slice_start: Cycles,
     /// Its fair-class entity (mechanism `wakeup-preemption`, `kernel/fair.rs`).
     se: fair::Entity,
+    /// Whom it woke, for wake-up placement (`kernel/wake.rs`).
+    wakee: wake::Wakee,
     /// `sched_setaffinity` asked it to move here (set in the system call).
     migrate_to: Option<CpuId>,
     /// It is leaving its CPU for this one (queued there once switched out).
@@ -802,6 +805,7 @@ impl<O: Observer> Kernel<O> {
             essential,
             slice_start: Cycles(0),
             se: fair::Entity::default(),
+            wakee: wake::Wakee::default(),
             migrate_to: None,
             moving_to: None,
             waiters: Vec::new(),

@@ -48,6 +48,7 @@ impl<O: Observer> Kernel<O> {
             + self.la57_checks(walks * LA57_CHECKS_WALK);
         let target = self.least_loaded_cpu(cpu, false);
         let task = self.new_task(Some(child_mm), Some(program), target, false);
+        self.tasks[task.0 as usize].wakee = self.tasks[t.0 as usize].wakee;
         self.enqueue(task);
         self.tasks[t.0 as usize].last = Outcome::Spawned(task);
         self.push_frame(t, Frame::Syscall { call: None, phase: Phase::Exit });
@@ -67,6 +68,7 @@ impl<O: Observer> Kernel<O> {
         let wait = self.config.mechanisms.is_on(Mechanism::VforkWait);
         let target = self.least_loaded_cpu(cpu, wait);
         let child = self.new_task(Some(mm), Some(program), target, false);
+        self.tasks[child.0 as usize].wakee = self.tasks[t.0 as usize].wakee;
         self.enqueue(child);
         self.tasks[t.0 as usize].last = Outcome::Spawned(child);
         self.push_frame(t, Frame::Syscall { call: None, phase: Phase::Exit });

@@ -12,8 +12,9 @@
 //! `pthread_join()`) and takes the stop time. The metric is that span ("Time:").
 //!
 //! Placement: worker k (receivers then senders, group by group, as hackbench creates them) on
-//! CPU k mod N, and the main task on the next. NOTE: the model has no load balancing and no
-//! wake-up placement (`select_task_rq_fair()`), so tasks stay where they start.
+//! CPU k mod N, and the main task on the next. A worker moves only when a wake-up places it
+//! on another CPU (`select_task_rq_fair()`, `kernel/wake.rs`). NOTE: the model has no load
+//! balancing.
 
 use super::Params;
 use crate::ids::TaskId;

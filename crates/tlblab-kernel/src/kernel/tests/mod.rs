@@ -471,6 +471,7 @@ mod process;
 mod reclaim;
 mod tlbstate;
 mod vcpu;
+mod wake;
 mod xpfo;
 
 /// Runs scenario `name` to its end on `cpus` CPUs of `spec` under `policy` (seed `seed`, the
