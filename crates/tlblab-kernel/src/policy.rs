@@ -108,13 +108,18 @@ pub enum FairSched {
     /// The Completely Fair Scheduler (2.6.23–6.5): the least vruntime runs next; a woken task
     /// preempts when it is a wake-up granularity behind the running one.
     Cfs,
-    /// Earliest Eligible Virtual Deadline First (6.6+).
+    /// Earliest Eligible Virtual Deadline First as 6.12+ has it: with `DELAY_DEQUEUE` (a task
+    /// that sleeps while not eligible stays queued until it is picked or woken, 152e11f6df29).
     #[default]
     Eevdf,
+    /// EEVDF as 6.6–6.11 had it, before `DELAY_DEQUEUE`: a sleeping task leaves its queue at
+    /// once, keeping its lag.
+    #[serde(rename = "eevdf-6.6")]
+    Eevdf66,
 }
 
 impl FairSched {
-    /// Whether it is EEVDF (the default, not written with a policy).
+    /// Whether it is 6.12+ EEVDF (the default, not written with a policy).
     pub fn is_eevdf(&self) -> bool {
         *self == FairSched::Eevdf
     }
@@ -801,6 +806,7 @@ impl Policy {
         // A switch left out of the serialized form when off is still a switch.
         table.entry("latr").or_insert(toml::Value::Boolean(self.latr));
         table.entry("unmap_flush").or_insert(toml::Value::String("off".into()));
+        table.entry("fair_sched").or_insert(toml::Value::String("eevdf".into()));
         Ok(table)
     }
 

@@ -166,7 +166,9 @@ impl<O: Observer> Kernel<O> {
     fn channel_wake(&mut self, cpu: CpuId, t: TaskId, w: TaskId) -> u64 {
         let mut cycles = self.costs.wakeup.cycles;
         let prev = usize::from(self.tasks[w.0 as usize].cpu.0);
-        let target = self.select_task_rq_fair(t, w, usize::from(cpu.0));
+        // ttwu_runnable(): a delayed sleeper (DELAY_DEQUEUE) is still queued, and woken there.
+        let queued = self.fair_class() && self.delayed(w);
+        let target = if queued { prev } else { self.select_task_rq_fair(t, w, usize::from(cpu.0)) };
         if target != prev {
             self.tasks[w.0 as usize].cpu = CpuId(target as u16);
             self.tasks[w.0 as usize].report.migrations += 1;

@@ -22,6 +22,11 @@
 //!   slice gets the next one and is rescheduled when others are queued.
 //! - `check_preempt_wakeup_fair()` (6.6: `check_preempt_wakeup()`): the woken task preempts the
 //!   current one when `pick_eevdf()` would pick it.
+//! - 6.12+ (`FairSched::Eevdf`, not `Eevdf66`): `DELAY_DEQUEUE`. A task that sleeps while not
+//!   eligible stays queued, delayed, and still counts in the average. Picked, it leaves then,
+//!   its lag clipped at 0 (`DELAY_ZERO`); woken first, it is runnable where it stands
+//!   (`ttwu_runnable()`: no wake-up placement), placed again only if its lag has become
+//!   positive.
 //!
 //! **CFS** (4.13–6.5). Per run queue a `min_vruntime` that only grows; the least vruntime runs
 //! next. A woken sleeper is placed at least half a latency behind `min_vruntime`
@@ -34,8 +39,7 @@
 //! (`check_preempt_tick()`). `sched_yield()` makes it the skip buddy: a pick passes it over for
 //! the next task when that one is within the wake-up granularity of it.
 //!
-//! NOTE: 6.12's `DELAY_DEQUEUE` (a sleeper with negative lag stays queued until eligible), CFS's
-//! next and last buddies (`LAST_BUDDY`: after a wake-up preemption CFS returns to the preempted
+//! NOTE: CFS's next and last buddies (`LAST_BUDDY`: after a wake-up preemption CFS returns to the preempted
 //! task when it is within a granularity of the least), priorities and load balancing are not
 //! modelled; steal time counts as run time.
 
@@ -65,6 +69,9 @@ pub(super) struct Entity {
     slept: bool,
     /// CFS: `sched_yield()` made it the skip buddy.
     skip: bool,
+    /// EEVDF 6.12+: it slept while not eligible and stays queued (`sched_delayed`,
+    /// `DELAY_DEQUEUE`) until picked (then it leaves) or woken (then it runs on).
+    delayed: bool,
 }
 
 impl Default for Entity {
@@ -81,6 +88,7 @@ impl Default for Entity {
             left_min: VRUNTIME_ORIGIN,
             slept: false,
             skip: false,
+            delayed: false,
         }
     }
 }
@@ -95,6 +103,11 @@ impl<O: Observer> Kernel<O> {
     /// Whether the policy's fair class is CFS.
     fn cfs(&self) -> bool {
         self.policy.fair_sched == FairSched::Cfs
+    }
+
+    /// Whether `t` sleeps but stays queued (`DELAY_DEQUEUE`).
+    pub(super) fn delayed(&self, t: TaskId) -> bool {
+        self.tasks[t.0 as usize].se.delayed
     }
 
     /// The fair class's current task of `cpu`: the one it runs, or the one it is switching
@@ -170,9 +183,40 @@ impl<O: Observer> Kernel<O> {
     /// the current task queued, the kernel's `nr_queued == 1` return skips it).
     pub(super) fn enqueue_entity(&mut self, t: TaskId) -> bool {
         let c = usize::from(self.tasks[t.0 as usize].cpu.0);
+        if self.delayed(t) {
+            return self.requeue_delayed_entity(c, t);
+        }
         let resched = self.update_curr_of(c) && !self.cpus[c].rq.is_empty();
         self.place_entity(c, t);
         resched
+    }
+
+    /// `requeue_delayed_entity()`: `t`, sleeping but still queued on `cpu` (`DELAY_DEQUEUE`),
+    /// is woken where it is (`ttwu_runnable()`). With `DELAY_ZERO`, a lag it has come to have
+    /// above 0 is dropped and it is placed again; else it keeps its place. Returns whether
+    /// the wake-up's `update_curr()` (in `check_preempt_wakeup_fair()`) rescheduled the
+    /// current task, which has others queued now.
+    fn requeue_delayed_entity(&mut self, c: usize, t: TaskId) -> bool {
+        let load = self.fair_load(c, self.fair_curr(c));
+        self.update_entity_lag(c, t, load);
+        if self.tasks[t.0 as usize].se.vlag > 0 {
+            self.tasks[t.0 as usize].se.vlag = 0;
+            let rq = &mut self.cpus[c].rq;
+            rq.retain(|&x| x != t);
+            self.place_entity(c, t);
+            self.cpus[c].rq.push_back(t);
+        }
+        self.tasks[t.0 as usize].se.delayed = false;
+        self.update_curr_of(c)
+    }
+
+    /// `update_entity_lag()` of `t` on `cpu`, `load` counting it: its distance behind the
+    /// average, within ±max(2 slices, a tick).
+    fn update_entity_lag(&mut self, c: usize, t: TaskId, load: (i128, i128)) {
+        let avg = self.avg_vruntime(c, load);
+        let limit = (2 * self.fair_slice).max(self.tick_cycles) as i64;
+        let se = &mut self.tasks[t.0 as usize].se;
+        se.vlag = (avg - se.vruntime).clamp(-limit, limit);
     }
 
     /// `place_entity()` of `t` on `cpu`'s queue.
@@ -194,7 +238,9 @@ impl<O: Observer> Kernel<O> {
 
     /// `cpu`'s current task `t` is switched out: its vruntime is brought up to date and, when
     /// it leaves the queue (blocked, exited or migrating), `update_entity_lag()` keeps its
-    /// distance behind the average, within ±max(2 slices, a tick).
+    /// distance behind the average. But under 6.12+ EEVDF a task that blocks while not
+    /// eligible stays queued instead (`dequeue_entity()`, `DELAY_DEQUEUE`): it is put back on
+    /// the queue, marked delayed.
     pub(super) fn put_prev_entity(&mut self, c: usize, t: TaskId, leaves: bool) {
         self.update_curr(t);
         if !leaves {
@@ -211,10 +257,26 @@ impl<O: Observer> Kernel<O> {
             return;
         }
         let load = self.fair_load(c, Some(t));
-        let avg = self.avg_vruntime(c, load);
-        let limit = (2 * self.fair_slice).max(self.tick_cycles) as i64;
+        let task = &self.tasks[t.0 as usize];
+        let sleeps = task.state == TaskState::Blocked && task.moving_to.is_none();
+        if self.policy.fair_sched == FairSched::Eevdf && sleeps && !self.eligible(t, load) {
+            self.tasks[t.0 as usize].se.delayed = true;
+            self.cpus[c].rq.push_back(t);
+            return;
+        }
+        self.update_entity_lag(c, t, load);
+    }
+
+    /// `pick_next_entity()` found `t` delayed: it leaves `cpu`'s queue now
+    /// (`DEQUEUE_DELAYED`), with its lag, clipped at 0 (`DELAY_ZERO`: it was picked, so it was
+    /// eligible).
+    pub(super) fn finish_delayed_dequeue(&mut self, c: usize, t: TaskId) {
+        let load = self.fair_load(c, None);
+        self.update_entity_lag(c, t, load);
+        self.cpus[c].rq.retain(|&x| x != t);
         let se = &mut self.tasks[t.0 as usize].se;
-        se.vlag = (avg - se.vruntime).clamp(-limit, limit);
+        se.vlag = se.vlag.min(0);
+        se.delayed = false;
     }
 
     /// The next task of `cpu`'s queue, by the policy's fair class ([`Kernel::pick_eevdf`],

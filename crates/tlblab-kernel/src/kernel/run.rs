@@ -147,12 +147,16 @@ impl<O: Observer> Kernel<O> {
 
     /// Puts a runnable task on its CPU's run queue, waking the CPU if idle.
     pub(super) fn enqueue(&mut self, t: TaskId) {
+        // A delayed sleeper (DELAY_DEQUEUE) is still queued: it is woken in place.
+        let queued = self.fair_class() && self.delayed(t);
         let slice_used = self.fair_class() && self.enqueue_entity(t);
         let task = &mut self.tasks[t.0 as usize];
         task.state = TaskState::Runnable;
         let cpu = task.cpu;
         let c = usize::from(cpu.0);
-        self.cpus[c].rq.push_back(t);
+        if !queued {
+            self.cpus[c].rq.push_back(t);
+        }
         let idle = self.cpus[c].curr == self.cpus[c].idle && self.cpus[c].switch.is_none();
         if !idle && (slice_used || self.fair_class() && self.wakeup_preempt(c, t)) {
             // resched_curr(): the flag now, and a reschedule IPI to another CPU so that it
@@ -243,7 +247,12 @@ impl<O: Observer> Kernel<O> {
             self.put_prev_entity(c, prev, leaves);
             requeued = Some(prev).filter(|_| !leaves);
         }
-        let next = self.pick_fair(c, requeued)?;
+        let mut next = self.pick_fair(c, requeued)?;
+        while self.delayed(next) {
+            // pick_next_entity(): a delayed sleeper picked leaves now; pick again.
+            self.finish_delayed_dequeue(c, next);
+            next = self.pick_fair(c, requeued)?;
+        }
         let rq = &mut self.cpus[c].rq;
         let i = rq.iter().position(|&t| t == next).expect("picked from the queue");
         rq.remove(i);

@@ -207,3 +207,57 @@ fn a_wake_up_reschedules_a_task_past_its_slice_even_for_another_pick() {
     assert!(!k.wakeup_preempt(0, sleeper), "the woken task is not the pick");
     assert!(k.cpus[0].need_resched, "the used slice reschedules at the wake-up");
 }
+
+/// 6.12's `DELAY_DEQUEUE` (152e11f6df29): a task that sleeps while not eligible (it ran more
+/// than its share) stays queued, delayed. Woken before it is picked, it runs on from its place
+/// (`ttwu_runnable()` → `requeue_delayed_entity()`); picked first, it leaves then, with its
+/// lag clipped to 0 (`DELAY_ZERO`: being picked, it was eligible). Before 6.12 it leaves at
+/// once with its negative lag. On CPU 0 a task computes 0.5 ms while two CPU hogs wait, then
+/// sleeps on an eventfd.
+#[test]
+fn a_sleeper_past_its_share_stays_queued_under_delay_dequeue() {
+    let blocked = |fair_sched: crate::policy::FairSched| {
+        let mut policy = Policy::named("linux-6.18").unwrap();
+        policy.fair_sched = fair_sched;
+        let mut k = kernel_on("skylake", &policy, 2);
+        let ms = k.clock_mhz() * 1000;
+        let fd = k.eventfd();
+        // First queued, it runs first, and less than its first deadline (half a slice).
+        let s = k.spawn_process(script(vec![Step::Compute(ms / 2), Step::Read(fd)]), C0, false);
+        for _ in 0..2 {
+            k.spawn_process(script((0..2000).map(|_| Step::Compute(ms / 100)).collect()), C0, true);
+        }
+        let mut now = 0;
+        while k.tasks[s.0 as usize].state != TaskState::Blocked || k.cpus[0].switch.is_some() {
+            now += ms / 50;
+            assert!(now < 100 * ms, "the sleeper never slept");
+            k.run_until(Cycles(now));
+        }
+        (k, s)
+    };
+    let queued = |k: &Kernel<TraceLog>, s| k.cpus[0].rq.iter().filter(|&&t| t == s).count();
+    // 6.6-6.11: it leaves at once, its lag negative (it ran ahead of the average).
+    let (k, s) = blocked(crate::policy::FairSched::Eevdf66);
+    assert_eq!(queued(&k, s), 0);
+    assert!(k.tasks[s.0 as usize].se.vlag < 0);
+    // 6.12+: it stays queued, delayed.
+    let (mut k, s) = blocked(crate::policy::FairSched::Eevdf);
+    assert!(k.delayed(s) && queued(&k, s) == 1);
+    // Woken now: runnable where it stands, queued once, its vruntime unchanged.
+    let vruntime = k.tasks[s.0 as usize].se.vruntime;
+    let mut woken = blocked(crate::policy::FairSched::Eevdf).0;
+    woken.enqueue(s);
+    assert_eq!(woken.tasks[s.0 as usize].state, TaskState::Runnable);
+    assert!(!woken.delayed(s) && queued(&woken, s) == 1);
+    assert_eq!(woken.tasks[s.0 as usize].se.vruntime, vruntime);
+    // Not woken: the hogs run until it is picked, and it leaves with a lag of exactly 0.
+    let mut now = k.queue.now().0;
+    while queued(&k, s) == 1 {
+        now += k.clock_mhz() * 20;
+        assert!(now < k.clock_mhz() * 200_000, "never picked");
+        k.run_until(Cycles(now));
+    }
+    assert!(!k.delayed(s));
+    assert_eq!(k.tasks[s.0 as usize].state, TaskState::Blocked);
+    assert_eq!(k.tasks[s.0 as usize].se.vlag, 0);
+}
