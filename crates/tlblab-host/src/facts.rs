@@ -24,8 +24,6 @@ pub const CPUIDLE_GOVERNOR_PATH: &str = "/sys/devices/system/cpu/cpuidle/current
 pub const HALTPOLL_PARAMETERS_DIR: &str = "/sys/module/haltpoll/parameters";
 /// The kernel command line (`idle=poll`).
 pub const CMDLINE_PATH: &str = "/proc/cmdline";
-/// CPU time by kind, with the steal column (sampled twice for [`HostFacts::steal`]).
-pub const PROC_STAT_PATH: &str = "/proc/stat";
 /// Set to `0` to build the host preset without measuring kernel paths (the nearest preset's
 /// figures are then used, and the provenance says so).
 pub const MEASURE_ENV: &str = "TLBLAB_HOST_MEASURE";
@@ -71,47 +69,13 @@ pub struct HostFacts {
     /// `/sys/devices/system/cpu/vulnerabilities/*`: issue name to state line.
     #[serde(default = "not_gathered")]
     pub vulnerabilities: Source<std::collections::BTreeMap<String, String>>,
-    /// Steal time over a short window (a guest's vCPUs preempted by its host).
+    /// Steal time (a guest's vCPUs preempted by its host): over the kernel-path measurement,
+    /// cached with it; else over a second now.
     #[serde(default = "not_gathered")]
     pub steal: Source<StealSample>,
 }
 
-/// `/proc/stat`'s `cpu` line (all CPUs) sampled twice: what share of the CPU time the host took.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StealSample {
-    /// Milliseconds between the two samples.
-    pub window_ms: u64,
-    /// Steal ticks (`USER_HZ`) between them, all CPUs.
-    pub steal_ticks: u64,
-    /// Ticks of every kind between them (user to steal; guest time is inside user), all CPUs.
-    pub total_ticks: u64,
-}
-
-impl StealSample {
-    /// The share of the CPUs' time the host ran something else (0 to 1), if any time passed.
-    pub fn share(&self) -> Option<f64> {
-        (self.total_ticks > 0).then(|| self.steal_ticks as f64 / self.total_ticks as f64)
-    }
-}
-
-/// `(steal, total)` ticks of `/proc/stat`'s aggregate `cpu` line: user, nice, system, idle,
-/// iowait, irq, softirq, steal (guest and guest_nice are already in user and nice).
-pub fn parse_proc_stat_cpu(text: &str) -> Result<(u64, u64), String> {
-    let line = text
-        .lines()
-        .find(|l| l.split_whitespace().next() == Some("cpu"))
-        .ok_or_else(|| format!("{PROC_STAT_PATH} has no aggregate cpu line"))?;
-    let fields: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .take(8)
-        .map(|f| f.parse::<u64>().map_err(|_| format!("{PROC_STAT_PATH}: {f:?} in {line:?}")))
-        .collect::<Result<_, _>>()?;
-    if fields.len() < 8 {
-        return Err(format!("{PROC_STAT_PATH}: no steal column in {line:?} (before 2.6.11)"));
-    }
-    Ok((fields[7], fields.iter().sum()))
-}
+pub use tlblab_pathcost::steal::{parse_proc_stat_cpu, StealSample, PROC_STAT_PATH};
 
 fn not_gathered<T>() -> Source<T> {
     Source::unavailable("not in these facts")
@@ -193,21 +157,5 @@ mod tests {
             paging_config_lines(config),
             vec!["CONFIG_PGTABLE_LEVELS=5", "# CONFIG_X86_5LEVEL is not set"]
         );
-    }
-}
-
-#[cfg(test)]
-mod steal_tests {
-    use super::*;
-
-    #[test]
-    fn proc_stat_steal_is_the_eighth_column_of_the_cpu_line() {
-        let text = "cpu  100 2 30 4000 5 6 7 80 9 10\ncpu0 50 1 15 2000 2 3 3 40 4 5\nintr 1\n";
-        // guest and guest_nice (9, 10) are already in user and nice.
-        assert_eq!(parse_proc_stat_cpu(text), Ok((80, 100 + 2 + 30 + 4000 + 5 + 6 + 7 + 80)));
-        assert!(parse_proc_stat_cpu("cpu0 1 2 3\n").unwrap_err().contains("no aggregate"));
-        assert!(parse_proc_stat_cpu("cpu 1 2 3 4 5 6 7\n").unwrap_err().contains("no steal"));
-        let s = StealSample { window_ms: 1000, steal_ticks: 0, total_ticks: 0 };
-        assert_eq!(s.share(), None);
     }
 }

@@ -2,10 +2,9 @@
 
 use crate::cpuid::CpuidDump;
 use crate::facts::{
-    paging_config_lines, parse_proc_stat_cpu, parse_vmalloc_total, CacheFact, HostFacts,
-    StealSample, BASE_FREQUENCY_PATH, CACHE_DIR, CMDLINE_PATH, CONFIG_PATH, CPUIDLE_DRIVER_PATH,
-    CPUIDLE_GOVERNOR_PATH, HALTPOLL_PARAMETERS_DIR, MEASURE_ENV, ONLINE_PATH, POSSIBLE_PATH,
-    PROC_STAT_PATH,
+    paging_config_lines, parse_vmalloc_total, CacheFact, HostFacts, BASE_FREQUENCY_PATH, CACHE_DIR,
+    CMDLINE_PATH, CONFIG_PATH, CPUIDLE_DRIVER_PATH, CPUIDLE_GOVERNOR_PATH, HALTPOLL_PARAMETERS_DIR,
+    MEASURE_ENV, ONLINE_PATH, POSSIBLE_PATH,
 };
 use std::io::Read as _;
 use std::path::Path;
@@ -45,6 +44,15 @@ impl HostFacts {
     }
 
     fn gather_with(afresh: bool) -> HostFacts {
+        let path_costs = measure_paths(afresh);
+        // Steal time is sampled around the path measurement and cached with it, so a preset
+        // built from the cache is the same at every build.
+        let steal = match path_costs.available() {
+            Some(c) => c.costs.steal.clone().map_err(|e| format!("steal time: {e}")).into(),
+            None => {
+                Source::unavailable("steal time is sampled with the kernel paths, not measured")
+            }
+        };
         HostFacts {
             cpuid: read_cpuid(),
             cpuinfo: read_text("/proc/cpuinfo"),
@@ -58,35 +66,18 @@ impl HostFacts {
             }),
             vmalloc_total_kib: read_text("/proc/meminfo").and_then(|t| parse_vmalloc_total(&t)),
             kernel_config: read_config(),
-            path_costs: measure_paths(afresh),
+            path_costs,
             cpuidle_driver: read_text(CPUIDLE_DRIVER_PATH).map(|t| t.trim().to_owned()),
             cpuidle_governor: read_text(CPUIDLE_GOVERNOR_PATH).map(|t| t.trim().to_owned()),
             haltpoll_parameters: read_parameters(Path::new(HALTPOLL_PARAMETERS_DIR)),
             cmdline: read_text(CMDLINE_PATH).map(|t| t.trim().to_owned()),
-            steal: sample_steal(std::time::Duration::from_secs(1)),
+            steal,
             vulnerabilities: tlblab_env::vulnerabilities::read_vulnerability_dir(
                 std::path::Path::new("/sys/devices/system/cpu/vulnerabilities"),
             )
             .into(),
         }
     }
-}
-
-/// Steal time over `window`: `/proc/stat` read before and after.
-fn sample_steal(window: std::time::Duration) -> Source<StealSample> {
-    let read = || read_text(PROC_STAT_PATH).and_then(|t| parse_proc_stat_cpu(&t));
-    let (steal0, total0) = match read() {
-        Source::Available(v) => v,
-        Source::Unavailable { reason } => return Source::unavailable(reason),
-    };
-    let start = std::time::Instant::now();
-    std::thread::sleep(window);
-    let window_ms = start.elapsed().as_millis() as u64;
-    read().map(|(steal1, total1)| StealSample {
-        window_ms,
-        steal_ticks: steal1.saturating_sub(steal0),
-        total_ticks: total1.saturating_sub(total0),
-    })
 }
 
 /// This machine's kernel-path costs: from the cache, else measured (a few seconds, once per

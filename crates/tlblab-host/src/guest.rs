@@ -123,9 +123,9 @@ fn preemption(
     let Some(share) = s.share() else { return };
     let r = (1.0 / (1.0 - share).max(1.0 / MAX_OVERCOMMIT) * 100.0).round() / 100.0;
     let source = format!(
-        "{PROC_STAT_PATH}: steal {} of {} ticks ({:.1}%) over {} ms, all CPUs: overcommit = \
-         1 / (1 − steal share) (a fair host scheduler's share; one short window: 0 on a quiet \
-         dedicated host)",
+        "{PROC_STAT_PATH}: steal {} of {} ticks ({:.1}%) over the {} ms of the kernel-path \
+         measurement (cached with it), all CPUs: overcommit = 1 / (1 − steal share) (a fair \
+         host scheduler's share; one short window: 0 on a quiet dedicated host)",
         s.steal_ticks,
         s.total_ticks,
         100.0 * share,

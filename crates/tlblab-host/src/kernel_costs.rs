@@ -553,6 +553,7 @@ mod tests {
             cpus: vec![0, 1],
             seconds: 1.0,
             results: pairs.iter().map(|(n, o)| (n.to_string(), o.clone())).collect(),
+            steal: Err("not sampled".into()),
         }
     }
 

@@ -56,6 +56,7 @@ fn emerald_rapids_vm_measuring<const N: usize>(
             cpus: vec![0, 1],
             seconds: 4.0,
             results: results.into_iter().map(|(n, o)| (n.to_owned(), o)).collect(),
+            steal: Err("not sampled".into()),
         },
         file: None,
         from_cache: false,
@@ -418,6 +419,7 @@ fn measured_kernel_paths_and_the_guest_section() {
             cpus: vec![0, 1],
             seconds: 4.0,
             results: results.into_iter().map(|(n, o)| (n.to_owned(), o)).collect(),
+            steal: Err("not sampled".into()),
         },
         file: Some("/tmp/host-costs-test.json".into()),
         from_cache: true,
@@ -502,7 +504,7 @@ fn measured_kernel_paths_and_the_guest_section() {
     assert!(g.host_slice.is_none() && g.host_hz.is_none(), "no preemption to describe");
     let p = provenance(&host, "guest.overcommit");
     assert_eq!(p.origin, Origin::Measured);
-    assert!(p.source.contains("steal 0 of 200 ticks (0.0%) over 1000 ms"), "{}", p.source);
+    assert!(p.source.contains("steal 0 of 200 ticks (0.0%) over the 1000 ms of the kernel-path"), "{}", p.source);
     let again = tlblab_sim::machine::MachineSpec::from_toml(&host.toml, "again").unwrap();
     assert_eq!(again.raw(), host.spec.raw());
     simulates(&host);

@@ -38,6 +38,7 @@ pub mod loops;
 pub mod measure;
 pub mod sequences;
 pub mod stats;
+pub mod steal;
 mod sys;
 
 pub use cache::{cached_or_measure_in, measure_into, CacheKey, Cached};
@@ -158,6 +159,15 @@ pub struct PathCosts {
     pub seconds: f64,
     /// By name ([`names`]).
     pub results: BTreeMap<String, Outcome>,
+    /// Steal time over the measurement (a guest's host load while it measured), or why it
+    /// could not be read: cached with the costs, so that a preset built from the cache is the
+    /// same at every build.
+    #[serde(default = "steal_not_sampled")]
+    pub steal: Result<steal::StealSample, String>,
+}
+
+fn steal_not_sampled() -> Result<steal::StealSample, String> {
+    Err("not sampled".into())
 }
 
 impl PathCosts {

@@ -51,15 +51,18 @@ type Run<'a> = dyn FnMut(u64) -> Result<Duration, String> + 'a;
 pub fn measure_all(opts: &Options, key: CacheKey) -> PathCosts {
     let opts = opts.clone();
     let started = Instant::now();
-    let worker = std::thread::Builder::new()
-        .name("tlblab-pathcost".into())
-        .spawn(move || measure_on_this_thread(&opts));
-    let (cpus, results) = match worker.map(|h| h.join()) {
+    let (joined, steal) = crate::steal::around(|| {
+        let worker = std::thread::Builder::new()
+            .name("tlblab-pathcost".into())
+            .spawn(move || measure_on_this_thread(&opts));
+        worker.map(|h| h.join())
+    });
+    let (cpus, results) = match joined {
         Ok(Ok(r)) => r,
         Ok(Err(_)) => (Vec::new(), failed_all("the measuring thread panicked")),
         Err(e) => (Vec::new(), failed_all(&format!("cannot start the measuring thread: {e}"))),
     };
-    PathCosts { key, cpus, seconds: started.elapsed().as_secs_f64(), results }
+    PathCosts { key, cpus, seconds: started.elapsed().as_secs_f64(), results, steal }
 }
 
 fn failed_all(reason: &str) -> BTreeMap<String, Outcome> {
