@@ -504,7 +504,11 @@ fn measured_kernel_paths_and_the_guest_section() {
     assert!(g.host_slice.is_none() && g.host_hz.is_none(), "no preemption to describe");
     let p = provenance(&host, "guest.overcommit");
     assert_eq!(p.origin, Origin::Measured);
-    assert!(p.source.contains("steal 0 of 200 ticks (0.0%) over the 1000 ms of the kernel-path"), "{}", p.source);
+    assert!(
+        p.source.contains("steal 0 of 200 ticks (0.0%) over the 1000 ms of the kernel-path"),
+        "{}",
+        p.source
+    );
     let again = tlblab_sim::machine::MachineSpec::from_toml(&host.toml, "again").unwrap();
     assert_eq!(again.raw(), host.spec.raw());
     simulates(&host);

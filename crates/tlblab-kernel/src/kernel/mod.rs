@@ -339,6 +339,9 @@ struct Task {
     /// The parent blocked in `vfork()` until this child execs or exits (mechanism
     /// `vfork-wait`).
     vfork_parent: Option<TaskId>,
+    /// `exit_notify()` has run (`EXIT_ZOMBIE`): its waiters were woken, and a `waitpid()` on it
+    /// returns at once, though it has not finished exiting.
+    zombie: bool,
     report: TaskReport,
 }
 
@@ -810,6 +813,7 @@ impl<O: Observer> Kernel<O> {
             moving_to: None,
             waiters: Vec::new(),
             vfork_parent: None,
+            zombie: false,
             report: TaskReport::default(),
         });
         if essential {

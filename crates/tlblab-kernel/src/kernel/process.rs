@@ -129,7 +129,7 @@ impl<O: Observer> Kernel<O> {
             self.push_frame(t, Frame::Syscall { call: None, phase: Phase::Exit });
             return Step::Next; // ECHILD
         };
-        if c.state == TaskState::Dead {
+        if c.state == TaskState::Dead || c.zombie {
             self.push_frame(t, Frame::Syscall { call: None, phase: Phase::Exit });
             return Step::Next;
         }

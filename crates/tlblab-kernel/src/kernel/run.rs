@@ -1520,9 +1520,12 @@ impl<O: Observer> Kernel<O> {
                 Step::Spend(cycles, Mode::Sys)
             }
             Phase::Body => {
-                // exit_notify(): wake a parent blocked in waitpid() (and mm_release(): one
-                // blocked in vfork(), if the child never exec'd).
+                // exit_notify(): the task is a zombie, and a parent blocked in waitpid() is
+                // woken (and mm_release(): one blocked in vfork(), if the child never
+                // exec'd). A waitpid() from now on returns at once: none can block after the
+                // wake-up and miss it.
                 self.push_frame(t, Frame::Exit { phase: Phase::Exit });
+                self.tasks[t.0 as usize].zombie = true;
                 let cycles = self.wake_waiters(t) + self.vfork_done(t);
                 Step::Spend(cycles, Mode::Sys)
             }

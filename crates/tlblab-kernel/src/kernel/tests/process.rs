@@ -261,3 +261,31 @@ fn a_sleeper_past_its_share_stays_queued_under_delay_dequeue() {
     assert_eq!(k.tasks[s.0 as usize].state, TaskState::Blocked);
     assert_eq!(k.tasks[s.0 as usize].se.vlag, 0);
 }
+
+/// `exit_notify()` makes the exiting child a zombie as it wakes its waiters, so a `waitpid()`
+/// retried by the woken parent before the child has finished exiting returns at once. Before,
+/// the retry found the child alive and slept again, for a wake-up that had already happened
+/// (hackbench's main task hung so under DELAY_DEQUEUE's timings). The parent waits for a child
+/// on the other CPU; in the window between the wake-up and the end of the exit, its retry is
+/// made.
+#[test]
+fn a_waitpid_retried_during_the_childs_exit_returns() {
+    let mut k = kernel("linux-6.18", 2);
+    let us = k.clock_mhz();
+    let parent = vec![Step::Fork(vec![Step::Compute(100 * us)]), Step::Wait, Step::Op];
+    let parent = k.spawn_process(script(parent), C0, true);
+    let child = TaskId(parent.0 + 1);
+    let in_window = |k: &Kernel<TraceLog>| {
+        k.tasks.get(child.0 as usize).is_some_and(|c| c.zombie && c.state != TaskState::Dead)
+    };
+    let mut now = 0;
+    while !in_window(&k) {
+        now += 10;
+        assert!(now < 1_000 * us, "the child never exited");
+        k.run_until(Cycles(now));
+    }
+    assert_eq!(k.tasks[child.0 as usize].cpu, C1);
+    k.sys_wait(C0, parent, child);
+    assert!(k.tasks[child.0 as usize].waiters.is_empty(), "it would sleep for a past wake-up");
+    assert_ne!(k.tasks[parent.0 as usize].state, TaskState::Blocked);
+}
