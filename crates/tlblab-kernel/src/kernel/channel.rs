@@ -22,8 +22,8 @@
 //!   exclusive: one write wakes every poller), as hackbench's workers wait on `wakefds`.
 //!
 //! - Wake-ups are sync wake-ups placed as `select_task_rq_fair()` places them
-//!   ([`Kernel::select_task_rq_fair`], `kernel/wake.rs`), so the woken task may move to another CPU, as hackbench's
-//!   tasks do; the rest of the model keeps tasks where they are.
+//!   ([`Kernel::select_task_rq_fair`], `kernel/wake.rs`), so the woken task may move to another
+//!   CPU, as hackbench's tasks do; the rest of the model keeps tasks where they are.
 //!
 //! The pipe's or socket's state (its mutex or queue lock, head and tail) is one cache line:
 //! an operation from another CPU than the last one's moves it (`cache_line_transfer`).

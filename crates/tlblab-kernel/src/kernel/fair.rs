@@ -39,9 +39,9 @@
 //! (`check_preempt_tick()`). `sched_yield()` makes it the skip buddy: a pick passes it over for
 //! the next task when that one is within the wake-up granularity of it.
 //!
-//! NOTE: CFS's next and last buddies (`LAST_BUDDY`: after a wake-up preemption CFS returns to the preempted
-//! task when it is within a granularity of the least), priorities and load balancing are not
-//! modelled; steal time counts as run time.
+//! NOTE: CFS's next and last buddies (`LAST_BUDDY`: after a wake-up preemption CFS returns to
+//! the preempted task when it is within a granularity of the least), priorities and load
+//! balancing are not modelled; steal time counts as run time.
 
 use super::*;
 use crate::policy::FairSched;
