@@ -5,7 +5,7 @@
 //! translation the kernel promised was gone: a violation. One filled before a change still in
 //! progress is the stale use the kernel allows during an operation's own window, counted apart.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use serde::Serialize;
 use tlblab_types::{CpuId, Cycles};
@@ -120,16 +120,16 @@ pub(crate) struct FreedTable {
 /// The checker's state inside the kernel model.
 #[derive(Clone, Debug)]
 pub(crate) struct Checker {
-    ptes: HashMap<(u64, u64), PteVersions>,
+    ptes: FxHashMap<(u64, u64), PteVersions>,
     /// Per CPU: (PCID tag as loaded in CR3, page) → its fill.
-    fills: Vec<HashMap<(u16, u64), Fill>>,
-    pending: HashMap<TaskId, Vec<Pending>>,
+    fills: Vec<FxHashMap<(u16, u64), Fill>>,
+    pending: FxHashMap<TaskId, Vec<Pending>>,
     /// Per (mm, block): how many times its page table was freed (the live table's allocation).
-    tables: HashMap<(u64, u64), u32>,
+    tables: FxHashMap<(u64, u64), u32>,
     /// Per CPU: (PCID tag, block) → the PDE-cache entry's fill (`version` = table allocation).
-    pde_fills: Vec<HashMap<(u16, u64), Fill>>,
+    pde_fills: Vec<FxHashMap<(u16, u64), Fill>>,
     /// Per task: the page tables its running operation freed.
-    freed: HashMap<TaskId, Vec<FreedTable>>,
+    freed: FxHashMap<TaskId, Vec<FreedTable>>,
     pub(crate) violations: Vec<Violation>,
     /// Stale uses within an operation's own window (allowed).
     pub(crate) window_uses: u64,
@@ -142,12 +142,12 @@ pub(crate) struct Checker {
 impl Checker {
     pub(crate) fn new(nr_cpus: usize) -> Checker {
         Checker {
-            ptes: HashMap::new(),
-            fills: vec![HashMap::new(); nr_cpus],
-            pending: HashMap::new(),
-            tables: HashMap::new(),
-            pde_fills: vec![HashMap::new(); nr_cpus],
-            freed: HashMap::new(),
+            ptes: FxHashMap::default(),
+            fills: vec![FxHashMap::default(); nr_cpus],
+            pending: FxHashMap::default(),
+            tables: FxHashMap::default(),
+            pde_fills: vec![FxHashMap::default(); nr_cpus],
+            freed: FxHashMap::default(),
             violations: Vec::new(),
             window_uses: 0,
             accesses: 0,

@@ -19,7 +19,7 @@ use crate::ids::{Asid, TaskId, TlbGen, TLB_NR_DYN_ASIDS};
 use crate::kernel::flush::FlushTlbInfo;
 use crate::observer::Observer;
 use crate::tlb_state::{LoadedMm, TlbState};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use tlblab_types::{Access, AccessKind, CpuId, Page, PageSize, Pcid, Vpn};
 
 /// A flush deferred for a task's running operation.
@@ -54,13 +54,13 @@ struct Open {
 /// Declared deferrals inside the checker.
 #[derive(Clone, Debug)]
 pub(crate) struct Deferrals {
-    declared: HashMap<TaskId, Declared>,
+    declared: FxHashMap<TaskId, Declared>,
     ops: Vec<Op>,
     /// Per CPU, its open windows.
     open: Vec<Vec<Open>>,
     /// Per CPU: (ctx_id, page) → the newest version of that PTE this CPU has settled, where
     /// an exposure left it below the global one.
-    lag: Vec<HashMap<(u64, u64), u32>>,
+    lag: Vec<FxHashMap<(u64, u64), u32>>,
     /// Stale uses inside declared windows.
     uses: u64,
     missed: u64,
@@ -69,10 +69,10 @@ pub(crate) struct Deferrals {
 impl Deferrals {
     pub(crate) fn new(nr_cpus: usize) -> Deferrals {
         Deferrals {
-            declared: HashMap::new(),
+            declared: FxHashMap::default(),
             ops: Vec::new(),
             open: vec![Vec::new(); nr_cpus],
-            lag: vec![HashMap::new(); nr_cpus],
+            lag: vec![FxHashMap::default(); nr_cpus],
             uses: 0,
             missed: 0,
         }

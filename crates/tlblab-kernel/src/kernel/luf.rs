@@ -47,7 +47,8 @@ use crate::kernel::flush::FlushRequest;
 use crate::mm::{Pte, VmaId};
 use crate::observer::Observer;
 use crate::policy::{Defect, UnmapFlush};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use rustc_hash::FxHashMap;
+use std::collections::{BTreeMap, VecDeque};
 use tlblab_types::CpuId;
 
 /// `pcp->batch`: pages moved between a pcp list and the buddy lists at once.
@@ -79,7 +80,7 @@ pub(crate) struct PageAlloc {
     pending: BTreeMap<u32, LufBatch>,
     next_key: u32,
     /// The node of each page that was migrated (`(mm, page)`; every other page is local).
-    node_of: HashMap<(u32, u64), usize>,
+    node_of: FxHashMap<(u32, u64), usize>,
     /// Per task: the catch-ups its running operation did (or, with a defect, skipped), judged
     /// when it completes.
     due: Vec<(TaskId, LufBatch)>,
@@ -92,7 +93,7 @@ impl PageAlloc {
             buddy: vec![VecDeque::new(); NODES],
             pending: BTreeMap::new(),
             next_key: 1,
-            node_of: HashMap::new(),
+            node_of: FxHashMap::default(),
             due: Vec::new(),
         }
     }
