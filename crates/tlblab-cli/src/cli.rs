@@ -72,7 +72,7 @@ pub enum Command {
     /// and the rest still runs. `--quick` shortens every part (a couple of minutes on a 2-core
     /// machine).
     #[command(
-        after_help = "Examples:\n  tlblab study --quick\n  sudo env PATH=$PATH tlblab study -o results --force\n  tlblab study --no-live --only s2,s4 --seeds 5\n  tlblab study --machine skylake -o skylake-study"
+        after_help = "Examples:\n  tlblab study --quick\n  sudo env PATH=$PATH tlblab study -o results --force\n  tlblab study --no-live --only s2,s4 --seeds 5\n  tlblab study --skip checks,peers\n  tlblab study --machine skylake -o skylake-study"
     )]
     Study(LabArgs),
     /// Run a sweep: a TOML spec of axes (machine, CPUs, scenario and its parameters, policy,
@@ -224,6 +224,28 @@ impl ReportFormat {
     }
 }
 
+/// A part of `tlblab study` that `--skip` can leave out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum StudyPart {
+    /// The safety checks of every policy on every checked scenario.
+    Checks,
+    /// The live part: benchmarks, trace, replay, the simulations on this machine's preset.
+    Live,
+    /// The peer programs (rt-tests' hackbench) beside their simulated twins.
+    Peers,
+}
+
+impl StudyPart {
+    /// How the reason of a skipped step names it.
+    pub fn flag(self) -> &'static str {
+        match self {
+            StudyPart::Checks => "--skip checks",
+            StudyPart::Live => "--skip live",
+            StudyPart::Peers => "--skip peers",
+        }
+    }
+}
+
 /// `tlblab study`.
 #[derive(Debug, Args)]
 pub struct LabArgs {
@@ -240,9 +262,14 @@ pub struct LabArgs {
     /// built-in preset name or a preset .toml file.
     #[arg(long, short = 'm', default_value = "host", value_name = "NAME|PATH")]
     pub machine: String,
-    /// Only the simulated studies, even where the live part could run.
+    /// Only the simulated studies, even where the live part could run (as `--skip live`).
     #[arg(long)]
     pub no_live: bool,
+    /// Leave these parts out (comma-separated): `checks` (the safety checks), `live` (everything
+    /// measured on this machine, as --no-live), `peers` (the peer programs beside their
+    /// simulated twins). Each is reported as skipped, with this option as the reason.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "PART,...")]
+    pub skip: Vec<StudyPart>,
     /// Only these simulated studies (comma-separated: `s2,s4`; default all). The safety checks
     /// and the live part are the same either way.
     #[arg(long, value_name = "STUDY,...")]

@@ -75,6 +75,31 @@ fn without_the_live_part_the_studies_still_run_and_the_skips_say_why() {
 }
 
 #[test]
+fn skipped_parts_are_left_out_and_say_which_flag_left_them() {
+    let (out, v, _dir) = study(&["--only", "s2", "--skip", "checks,live,peers"]);
+    assert_eq!(v["sim_studies"]["studies"][0]["short"], "s2");
+    assert_eq!(v["safety"]["skipped"], "--skip checks");
+    assert_eq!(v["bench"]["skipped"], "--skip live");
+    assert_eq!(v["peers"]["skipped"], "--skip live", "peers go with the live part");
+    let steps = v["steps"].as_array().unwrap();
+    let status = |name: &str| {
+        let step = steps.iter().find(|s| s["name"] == name).unwrap_or_else(|| panic!("{name}"));
+        (step["status"].as_str().unwrap(), step["reason"].as_str().unwrap_or(""))
+    };
+    assert_eq!(status("simulated studies"), ("done", ""));
+    assert_eq!(status("safety checks"), ("skipped", "--skip checks"));
+    assert_eq!(status("live benchmarks"), ("skipped", "--skip live"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("tlblab: safety checks: skipped (--skip checks)"), "{stderr}");
+    // A part that does not exist is refused before anything runs, naming the parts.
+    let args = ["study", "--quick", "--skip", "tests", "--out", "/nonexistent/x"];
+    let bad = tlblab().args(args).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(["checks", "live", "peers"].iter().all(|p| stderr.contains(p)), "{stderr}");
+}
+
+#[test]
 fn with_root_every_scenario_is_measured_and_one_is_traced_and_replayed() {
     if !nix::unistd::geteuid().is_root() || tlblab_tracefs::Tracefs::find_or_mount().is_err() {
         eprintln!("skipped: needs root and tracefs");
@@ -84,8 +109,17 @@ fn with_root_every_scenario_is_measured_and_one_is_traced_and_replayed() {
         eprintln!("skipped: needs two CPUs");
         return;
     }
-    // The live part is what this test checks; the studies step runs in full in the test above.
-    let (_, v, dir) = study(&["--only", "s2"]);
+    // The live part is what this test checks; the studies step and the safety checks run in
+    // full in the test above, and here are one study and a part left out.
+    let (_, v, dir) = study(&["--only", "s2", "--skip", "checks"]);
+    assert_eq!(v["safety"]["skipped"], "--skip checks");
+    let steps = v["steps"].as_array().unwrap();
+    let checks = steps.iter().find(|s| s["name"] == "safety checks").expect("a step for them");
+    assert_eq!(
+        (&checks["status"], &checks["reason"]),
+        (&"skipped".into(), &"--skip checks".into())
+    );
+    assert!(!steps.iter().any(|s| s["name"].as_str().unwrap().starts_with("safety check: ")));
     let configs = v["bench"]["configs"].as_array().unwrap();
     let scenarios: std::collections::BTreeSet<&str> =
         configs.iter().map(|c| c["config"]["scenario"].as_str().unwrap()).collect();

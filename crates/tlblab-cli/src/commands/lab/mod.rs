@@ -12,7 +12,7 @@ mod peers;
 mod predicted;
 mod steps;
 
-use crate::cli::LabArgs;
+use crate::cli::{LabArgs, StudyPart};
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -158,14 +158,29 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
     }
     let studies = studies.expect("at least one list of studies");
 
+    let skipped = |part: StudyPart| args.skip.contains(&part).then(|| part.flag().to_string());
+
     // 1b. The safety checker on the studies' policies and the known-bad variants.
-    runner.begin_phase("safety checks", CHECK_POLICIES.len() * CHECK_SCENARIOS.len());
-    let safety = safety_checks(&mut runner, args.quick);
-    runner.end_phase();
+    let safety = match skipped(StudyPart::Checks) {
+        Some(why) => {
+            runner.note_skipped("safety checks", &why);
+            json!({ "skipped": why })
+        }
+        None => {
+            runner.begin_phase("safety checks", CHECK_POLICIES.len() * CHECK_SCENARIOS.len());
+            let safety = safety_checks(&mut runner, args.quick);
+            runner.end_phase();
+            safety
+        }
+    };
 
     // 2–4. The live part.
     let live = LiveSettings::new(args.quick);
-    let why_not = if args.no_live { Some("--no-live".to_string()) } else { live_unavailable(cpus) };
+    let why_not = match (args.no_live, skipped(StudyPart::Live)) {
+        (true, _) => Some("--no-live".to_string()),
+        (false, Some(why)) => Some(why),
+        (false, None) => live_unavailable(cpus),
+    };
     let (bench, trace, replay) = match &why_not {
         Some(why) => {
             let skipped = Outcome::Skipped(why.clone());
@@ -261,9 +276,13 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
     };
 
     // 6. The peers as real programs (rt-tests' hackbench) beside their simulated twins.
-    let peers = match &why_not {
-        None => peers::peers(&mut runner, args.quick, cpus, peer_machine.as_deref()),
-        Some(why) => json!({ "skipped": why }),
+    let peers = if let Some(why) = &why_not {
+        json!({ "skipped": why }) // noted with the rest of the live part
+    } else if let Some(why) = skipped(StudyPart::Peers) {
+        runner.note_skipped("peers", &why);
+        json!({ "skipped": why })
+    } else {
+        peers::peers(&mut runner, args.quick, cpus, peer_machine.as_deref())
     };
 
     let results = json!({
