@@ -236,13 +236,10 @@ pub enum StudyPart {
 }
 
 impl StudyPart {
-    /// How the reason of a skipped step names it.
-    pub fn flag(self) -> &'static str {
-        match self {
-            StudyPart::Checks => "--skip checks",
-            StudyPart::Live => "--skip live",
-            StudyPart::Peers => "--skip peers",
-        }
+    /// How the reason of a skipped step names it: `--skip NAME`, NAME as clap parses it.
+    pub fn flag(self) -> String {
+        let value = self.to_possible_value().expect("every part has a name");
+        format!("--skip {}", value.get_name())
     }
 }
 

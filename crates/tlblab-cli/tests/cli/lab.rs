@@ -13,6 +13,12 @@ fn study(extra: &[&str]) -> (std::process::Output, Value, tempfile::TempDir) {
     (out, serde_json::from_slice(&bytes).unwrap(), dir)
 }
 
+/// The status and reason (empty when none) of the step called `name`.
+fn step_status<'a>(steps: &'a [Value], name: &str) -> (&'a str, &'a str) {
+    let step = steps.iter().find(|s| s["name"] == name).unwrap_or_else(|| panic!("{name}"));
+    (step["status"].as_str().unwrap(), step["reason"].as_str().unwrap_or(""))
+}
+
 #[test]
 fn without_the_live_part_the_studies_still_run_and_the_skips_say_why() {
     let (out, v, dir) = study(&["--no-live"]);
@@ -82,10 +88,7 @@ fn skipped_parts_are_left_out_and_say_which_flag_left_them() {
     assert_eq!(v["bench"]["skipped"], "--skip live");
     assert_eq!(v["peers"]["skipped"], "--skip live", "peers go with the live part");
     let steps = v["steps"].as_array().unwrap();
-    let status = |name: &str| {
-        let step = steps.iter().find(|s| s["name"] == name).unwrap_or_else(|| panic!("{name}"));
-        (step["status"].as_str().unwrap(), step["reason"].as_str().unwrap_or(""))
-    };
+    let status = |name: &str| step_status(steps, name);
     assert_eq!(status("simulated studies"), ("done", ""));
     assert_eq!(status("safety checks"), ("skipped", "--skip checks"));
     assert_eq!(status("live benchmarks"), ("skipped", "--skip live"));
@@ -114,11 +117,7 @@ fn with_root_every_scenario_is_measured_and_one_is_traced_and_replayed() {
     let (_, v, dir) = study(&["--only", "s2", "--skip", "checks"]);
     assert_eq!(v["safety"]["skipped"], "--skip checks");
     let steps = v["steps"].as_array().unwrap();
-    let checks = steps.iter().find(|s| s["name"] == "safety checks").expect("a step for them");
-    assert_eq!(
-        (&checks["status"], &checks["reason"]),
-        (&"skipped".into(), &"--skip checks".into())
-    );
+    assert_eq!(step_status(steps, "safety checks"), ("skipped", "--skip checks"));
     assert!(!steps.iter().any(|s| s["name"].as_str().unwrap().starts_with("safety check: ")));
     let configs = v["bench"]["configs"].as_array().unwrap();
     let scenarios: std::collections::BTreeSet<&str> =

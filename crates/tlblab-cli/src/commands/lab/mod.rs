@@ -158,14 +158,11 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
     }
     let studies = studies.expect("at least one list of studies");
 
-    let skipped = |part: StudyPart| args.skip.contains(&part).then(|| part.flag().to_string());
+    let skipped = |part: StudyPart| args.skip.contains(&part).then(|| part.flag());
 
     // 1b. The safety checker on the studies' policies and the known-bad variants.
     let safety = match skipped(StudyPart::Checks) {
-        Some(why) => {
-            runner.note_skipped("safety checks", &why);
-            json!({ "skipped": why })
-        }
+        Some(why) => runner.skip_part("safety checks", &why),
         None => {
             runner.begin_phase("safety checks", CHECK_POLICIES.len() * CHECK_SCENARIOS.len());
             let safety = safety_checks(&mut runner, args.quick);
@@ -176,11 +173,9 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
 
     // 2–4. The live part.
     let live = LiveSettings::new(args.quick);
-    let why_not = match (args.no_live, skipped(StudyPart::Live)) {
-        (true, _) => Some("--no-live".to_string()),
-        (false, Some(why)) => Some(why),
-        (false, None) => live_unavailable(cpus),
-    };
+    let why_not = (args.no_live.then(|| "--no-live".to_string()))
+        .or_else(|| skipped(StudyPart::Live))
+        .or_else(|| live_unavailable(cpus));
     let (bench, trace, replay) = match &why_not {
         Some(why) => {
             let skipped = Outcome::Skipped(why.clone());
@@ -269,8 +264,7 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
             })
         }
         (Outcome::Done(_), Err(e)) => {
-            runner.note_skipped("simulation on the host preset", &format!("{e:#}"));
-            json!({ "skipped": format!("{e:#}") })
+            runner.skip_part("simulation on the host preset", &format!("{e:#}"))
         }
         (other, _) => other.value(),
     };
@@ -279,8 +273,7 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
     let peers = if let Some(why) = &why_not {
         json!({ "skipped": why }) // noted with the rest of the live part
     } else if let Some(why) = skipped(StudyPart::Peers) {
-        runner.note_skipped("peers", &why);
-        json!({ "skipped": why })
+        runner.skip_part("peers", &why)
     } else {
         peers::peers(&mut runner, args.quick, cpus, peer_machine.as_deref())
     };

@@ -102,8 +102,7 @@ pub(super) fn peers(
     machine: Option<&Path>,
 ) -> Value {
     let Some(program) = find_in_path("hackbench", std::env::var_os("PATH").as_deref()) else {
-        runner.note_skipped("peers: hackbench", NOT_INSTALLED);
-        return json!({ "skipped": NOT_INSTALLED });
+        return runner.skip_part("peers: hackbench", NOT_INSTALLED);
     };
     let (runs, seeds) = if quick { (3, 2) } else { (5, 3) };
     let configs = Config::all();

@@ -6,7 +6,7 @@ use crate::progress;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, IsTerminal};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -143,6 +143,13 @@ impl Runner {
     /// Whether a step failed.
     pub fn any_failed(&self) -> bool {
         self.steps.iter().any(|s| s.status == "failed")
+    }
+
+    /// Records a part that does not run here, and gives its place in `results.json`:
+    /// `{"skipped": why}`.
+    pub fn skip_part(&mut self, name: &str, why: &str) -> Value {
+        self.note_skipped(name, why);
+        json!({ "skipped": why })
     }
 
     /// Records a step that does not run here.
