@@ -145,7 +145,7 @@ pub fn build(facts: &HostFacts) -> Result<HostPreset, HostError> {
         idle: guest_idle(
             guest.as_ref(),
             derivation.as_ref().and_then(|d| d.halt_wake.as_ref()),
-            crate::guest::haltpoll(facts),
+            (crate::guest::haltpoll(facts), facts.cpuidle_driver.available().map(String::as_str)),
             &mut prov,
         )
         .or_else(|| {
@@ -914,11 +914,12 @@ fn description(
 /// exit latency is the measured halt wake-up (`halt_wake`, kernel_costs.rs), or else at least
 /// one exit round trip (a lower bound), with acpi_idle's target residency rule (twice the
 /// latency). Under the haltpoll driver its governor's parameters, when read (`haltpoll`),
-/// decide how long a vCPU polls before it halts.
+/// decide how long a vCPU polls before it halts; with no cpuidle driver (`driver` = `none`)
+/// a vCPU halts at once, with no governor and no polling state.
 fn guest_idle(
     guest: Option<&tlblab_sim::machine::raw::RawGuest>,
     halt_wake: Option<&Result<crate::kernel_costs::Derived, String>>,
-    haltpoll: Result<tlblab_sim::machine::raw::RawHaltpoll, String>,
+    (haltpoll, driver): (Result<tlblab_sim::machine::raw::RawHaltpoll, String>, Option<&str>),
     prov: &mut Vec<Provenance>,
 ) -> Option<tlblab_sim::machine::raw::RawIdle> {
     use tlblab_sim::machine::raw::{GuestIdle, RawIdle, RawIdleState};
@@ -979,5 +980,15 @@ fn guest_idle(
         }
         _ => None,
     };
-    Some(RawIdle { states, source, unverified: true, haltpoll })
+    // No cpuidle driver: default_idle() halts at once, never polling.
+    let cpuidle = !(how.value == GuestIdle::Halt && driver == Some("none"));
+    if !cpuidle {
+        let source = format!(
+            "{} = \"none\": do_idle() calls default_idle_call(), which halts \
+             at once (no governor, no POLL state)",
+            crate::facts::CPUIDLE_DRIVER_PATH
+        );
+        prov.push(Provenance::new("idle.cpuidle", "no", Origin::Read, &source));
+    }
+    Some(RawIdle { states, source, unverified: true, haltpoll, cpuidle })
 }

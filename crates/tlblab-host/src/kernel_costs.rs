@@ -19,10 +19,11 @@
 //! | `wakeup` | `pipe_wake_local − pipe_write` (a 100-byte pipe write that wakes a reader blocked on its CPU, less the same write with nobody waiting) | cycles |
 //! | `context_switch` | `thread_switch − 2 S − wakeup` (a switch with one eventfd write that wakes and one read that blocks); without a measured wake-up, `thread_switch − 2 S` is split with `wakeup` in the nearest preset's proportion | cycles |
 //! | `pipe_op`, `socket_op` | `(pipe_pair − 2 S) / 2`, `(socket_pair − 2 S) / 2`: a 100-byte write and its read by one thread, no wake-up | cycles |
-//! | `migrate` | `migrate − S`; under a hypervisor less the target vCPU's wake-up that the guest model adds (3 × `vmexit_cpuid` + `ipi_latency` + `ipi_handler` + `context_switch`) | time |
+//! | `migrate` | `migrate − S`; under a hypervisor less the target vCPU's wake-up that the guest model adds (2 × `vmexit_cpuid` + the `HLT` wake below (else a third `vmexit_cpuid`) + `ipi_latency` + `ipi_handler` + `context_switch`) | time |
 //! | `fork` + `exit` | `fork_exit`, split in the nearest preset's proportion | cycles |
 //! | `[guest] ipi_round_trip` | `ipi_call_remote − ipi_call_local` (a synchronous cross-CPU call, made by toggling a perf event on the other CPU, less the same call on the own CPU); if that was not measured, `membarrier_ipi − membarrier_no_ipi` | time |
 //! | `ipi_send` + `ipi_latency` + `ipi_handler` + `ipi_ack` | the round trip, less 2 × `vmexit_cpuid` under a hypervisor (the exits the guest model adds to an IPI), split in the nearest preset's proportion | time |
+//! | `ipi_return` | `shootdown_target − vmexit_cpuid − ipi_handler − (cache_line_transfer + flush_tlb_func + INVLPG)`: what a running target loses per one-page shootdown beyond what the model charges it before it acknowledges (the injection exit, under a hypervisor only; the handler; the csd's line and the flush) | time |
 //! | `[guest] vm_exit` | `vmexit_cpuid` (under a hypervisor only) | time |
 //! | `[idle]` HLT exit latency | `thread_wake_remote − thread_switch − (2 × vmexit_cpuid + ipi_latency + ipi_handler)` under a hypervisor: a pass of a token that wakes a thread on the other, halted vCPU, less the same pass on one CPU and the IPI's pieces the guest model adds (the waker's exit, the injection's exit, latency, handler); what is left is the halted vCPU's wake-up on the host | time |
 //!
@@ -76,13 +77,20 @@ fn positive(what: &str, ns: f64) -> Result<f64, String> {
 }
 
 /// The one-page local flush the kernel model charges on the host (`flush_tlb_mm_range` +
-/// `flush_tlb_func` + INVLPG), in ns at the host clock, and how it was computed.
+/// `flush_tlb_func` + INVLPG), in ns at the host clock, and how it was computed; and the part
+/// a shootdown's target runs before it acknowledges (the csd's cache line, `flush_tlb_func` +
+/// INVLPG).
 #[derive(Clone, Debug, PartialEq)]
 pub struct LocalFlush {
     /// Nanoseconds at the host clock.
     pub ns: f64,
     /// The figures it sums.
     pub how: String,
+    /// A target's part, in ns at the host clock: a cache-line transfer (the csd) +
+    /// `flush_tlb_func` + INVLPG.
+    pub target_ns: f64,
+    /// The figures the target's part sums.
+    pub target_how: String,
 }
 
 /// The one-page local flush `kernel` (the host's copied figures, at its clock) makes the model
@@ -92,12 +100,18 @@ pub fn local_flush(kernel: &RawKernel, invlpg_cycles: u64) -> LocalFlush {
     let at_host =
         |f: &tlblab_sim::machine::raw::KernelFigure| f.written.resolve(mhz).unwrap_or(f.cycles);
     let (range, func) = (at_host(&kernel.flush_tlb_mm_range), at_host(&kernel.flush_tlb_func));
-    let cycles = range + func + invlpg_cycles;
+    let line = at_host(&kernel.cache_line_transfer);
+    let ns = |cycles: u64| cycles as f64 * 1000.0 / mhz as f64;
     LocalFlush {
-        ns: cycles as f64 * 1000.0 / mhz as f64,
+        ns: ns(range + func + invlpg_cycles),
         how: format!(
             "flush_tlb_mm_range {range} + flush_tlb_func {func} + INVLPG {invlpg_cycles} cycles \
              at {mhz} MHz"
+        ),
+        target_ns: ns(line + func + invlpg_cycles),
+        target_how: format!(
+            "the csd's line {line} + flush_tlb_func {func} + INVLPG {invlpg_cycles} cycles at \
+             {mhz} MHz"
         ),
     }
 }
@@ -349,12 +363,52 @@ pub fn derive(
         ("ipi_ack", preset.ipi_ack.cycles),
     ];
     split(&mut out.kernel, &bare, &parts);
+    let handler = derived(&out, "ipi_handler").cloned();
+    let ret = ipi_return(costs, virtualised.then_some(&out.vm_exit), handler, local_flush);
+    out.kernel.push(("ipi_return", ret));
     out.ipi_round_trip = Some(ipi);
     if virtualised {
         out.halt_wake = Some(halt_wake(costs, &out));
         migrate_without_wake_up(&mut out);
     }
     out
+}
+
+/// `ipi_return`: what a running target loses per shootdown IPI (`shootdown_target`) beyond what
+/// the kernel model charges it before it acknowledges the call: the injection exit in a guest
+/// (`vm_exit`: `Some` under a hypervisor), `ipi_handler` (the round trip's share) and the flush
+/// the handler runs (its csd's line, `flush_tlb_func` + INVLPG). What is left comes after the
+/// acknowledgement, so the initiator does not wait for it: the interrupt's exit and return
+/// (and in a guest the host's side of them).
+fn ipi_return(
+    costs: &PathCosts,
+    vm_exit: Option<&Option<Result<Derived, String>>>,
+    handler: Option<Derived>,
+    flush: &LocalFlush,
+) -> Result<Derived, String> {
+    let (lost, lost_how) = input(costs, names::SHOOTDOWN_TARGET)?;
+    let (exit, exit_how) = match vm_exit {
+        None => (0.0, String::new()),
+        Some(Some(Ok(e))) => (e.ns, format!("; injection exit: vm_exit {:.1} ns", e.ns)),
+        Some(Some(Err(e))) => return Err(format!("vm_exit: {e}")),
+        Some(None) => return Err("vm_exit not derived".into()),
+    };
+    let handler = handler.ok_or("ipi_handler not derived")?;
+    let rule = if vm_exit.is_some() {
+        "shootdown_target − vm_exit − ipi_handler − the target's one-page flush"
+    } else {
+        "shootdown_target − ipi_handler − the target's one-page flush"
+    };
+    let ns = positive(rule, lost - exit - handler.ns - flush.target_ns)?;
+    Ok(Derived {
+        ns: round1(ns),
+        scales: Scales::Time,
+        how: format!(
+            "{rule}: {lost_how}{exit_how}; ipi_handler {:.1} ns; flush {:.1} ns ({})",
+            handler.ns, flush.target_ns, flush.target_how
+        ),
+        assumed_split: false,
+    })
 }
 
 /// The `[kernel]` figure `name`, if it was derived.
@@ -365,7 +419,8 @@ fn derived<'a>(out: &'a Derivation, name: &str) -> Option<&'a Derived> {
 /// A halted vCPU's wake-up, the `[idle]` HLT state's exit latency: a token pass that wakes a
 /// thread on the other CPU (halted: its thread blocked) less the same pass on one CPU leaves the
 /// wake-up's delivery; the guest model charges the IPI's pieces of it itself (the waker's exit,
-/// the injection's, `ipi_latency`, `ipi_handler`), and the rest is the host's wake-up of the vCPU.
+/// the injection's, `ipi_latency`, `ipi_handler`; not `ipi_return`, which it charges only on a
+/// running target), and the rest is the host's wake-up of the vCPU.
 fn halt_wake(costs: &PathCosts, out: &Derivation) -> Result<Derived, String> {
     let (remote, remote_how) = input(costs, names::THREAD_WAKE_REMOTE)?;
     let (local, local_how) = input(costs, names::THREAD_SWITCH)?;
@@ -562,7 +617,7 @@ mod tests {
     }
 
     fn flush100() -> LocalFlush {
-        LocalFlush { ns: 100.0, how: "test".into() }
+        LocalFlush { ns: 100.0, how: "test".into(), target_ns: 60.0, target_how: "test".into() }
     }
 
     fn ns(d: &Derivation, name: &str) -> Result<f64, String> {
@@ -659,6 +714,51 @@ mod tests {
         let rtt = d.ipi_round_trip.clone().unwrap().unwrap();
         assert!(rtt.how.contains("ipi_call_remote not measured"), "{}", rtt.how);
         assert!(ns(&d, "pipe_op").unwrap_err().contains("pipe_pair not measured"));
+    }
+
+    /// With the target's loss per shootdown measured, `ipi_return` is what the target loses
+    /// beyond what the model charges it before the acknowledgement; the round trip's four
+    /// pieces are as without it. A loss the model already charges in full leaves no figure.
+    #[test]
+    fn the_interrupts_return_is_what_the_target_loses_past_its_acknowledgement() {
+        let mut c = costs(&[
+            (names::NULL_SYSCALL, m(100.0)),
+            (names::IPI_CALL_REMOTE, m(20_000.0)),
+            (names::IPI_CALL_LOCAL, m(1_500.0)),
+            (names::SHOOTDOWN_TARGET, m(9_000.0)),
+            (names::VMEXIT_CPUID, m(8_000.0)),
+        ]);
+        let d = derive(&c, &skylake(), true, &flush100());
+        // The round trip's pieces as in call_ipi_wake_up_and_channel_pairs: 2,500 ns shared.
+        assert_eq!(ns(&d, "ipi_handler"), Ok(625.0));
+        assert_eq!(ns(&d, "ipi_latency"), Ok(1_041.7));
+        // 9,000 − 8,000 (the injection exit) − 625 (ipi_handler) − 60 (the target's flush).
+        assert_eq!(ns(&d, "ipi_return"), Ok(315.0));
+        let ret = d.kernel.iter().find(|(n, _)| *n == "ipi_return").unwrap().1.clone().unwrap();
+        assert!(!ret.assumed_split && ret.scales == Scales::Time);
+        assert!(ret.how.starts_with("shootdown_target − vm_exit − ipi_handler"), "{}", ret.how);
+        // On bare metal there is no injection exit, and the whole round trip is shared:
+        // 9,000 − 18,500 × 1,200 / 4,800 − 60.
+        let bare = derive(&c, &skylake(), false, &flush100());
+        assert_eq!(ns(&bare, "ipi_return"), Ok(4_315.0));
+        // The halted vCPU's wake-up and the migration keep the return: the model charges it
+        // only on a running target. 40,000 − 1,200 − (2 × 8,000 + 1,041.7 + 625).
+        let mut woken = c.clone();
+        woken.results.insert(names::THREAD_WAKE_REMOTE.into(), m(40_000.0));
+        woken.results.insert(names::THREAD_SWITCH.into(), m(1_200.0));
+        woken.results.insert(names::MIGRATE.into(), m(40_100.0));
+        let w = derive(&woken, &skylake(), true, &flush100());
+        assert_eq!(w.halt_wake.clone().unwrap().map(|d| d.ns), Ok(21_133.3));
+        // 40,000 − (16,000 + 21,133.3 + 1,041.7 + 625 + 779.7).
+        assert_eq!(ns(&w, "migrate"), Ok(420.3));
+        // A loss the model already charges before the acknowledgement: no figure, and why.
+        c.results.insert(names::SHOOTDOWN_TARGET.into(), m(8_600.0));
+        let d = derive(&c, &skylake(), true, &flush100());
+        assert!(ns(&d, "ipi_return").unwrap_err().contains("not positive"));
+        // Not measured: the reason names the measurement.
+        c.results.remove(names::SHOOTDOWN_TARGET);
+        let d = derive(&c, &skylake(), true, &flush100());
+        assert!(ns(&d, "ipi_return").unwrap_err().contains("shootdown_target not measured"));
     }
 
     /// The same worked example with the cross-CPU call, the wake-up alone and the message

@@ -16,6 +16,7 @@
 //! | `membarrier_no_ipi` | the same with the sibling blocked in `read()`: no IPI, the syscall alone |
 //! | `ipi_call_remote` | `PERF_EVENT_IOC_ENABLE`/`_DISABLE`, alternately, of a software perf event bound to the other CPU, where a sibling spins: `smp_call_function_single(…, wait = 1)`, one synchronous IPI round trip; runs that delivered fewer than 0.99 `CAL` interrupts per call are dropped |
 //! | `ipi_call_local` | the same with the event on the own CPU: the function called directly, no IPI |
+//! | `shootdown_target` | per flush IPI received: the time a sibling thread spinning in user mode on the other CPU loses while this thread `MADV_DONTNEED`s one present page of their shared mm (each call one shootdown IPI to it); the sibling's clock gaps of 0.5–200 µs, summed, over the `TLB` interrupts it received; runs that delivered fewer than 0.99 per call are dropped |
 //! | `pipe_pair`, `socket_pair` | a 100-byte `write()` into a pipe (an `AF_UNIX` stream socket pair) and its `read()`, one thread: no wake-up |
 //! | `pipe_write` | a 100-byte pipe `write()` timed alone, nobody waiting (its read untimed) |
 //! | `pipe_wake_local`, `pipe_wake_remote` | the same write timed alone while a `SCHED_BATCH` reader is blocked in `read()` on the own (other) CPU: the write's wake-up; runs where the reader did not block before every write are dropped |
@@ -91,6 +92,9 @@ pub mod names {
     pub const IPI_CALL_REMOTE: &str = "ipi_call_remote";
     /// The same on the own CPU: the function called directly, no IPI.
     pub const IPI_CALL_LOCAL: &str = "ipi_call_local";
+    /// What a running target loses per shootdown IPI: a spinning sibling's stolen time while
+    /// this thread `MADV_DONTNEED`s one page of their mm, per `TLB` interrupt it received.
+    pub const SHOOTDOWN_TARGET: &str = "shootdown_target";
     /// A 100-byte pipe write and its read, one thread, no wake-up.
     pub const PIPE_PAIR: &str = "pipe_pair";
     /// A 100-byte AF_UNIX stream socket write and its read, one thread, no wake-up.
@@ -108,7 +112,7 @@ pub mod names {
     /// `fork` + `_exit` + `waitpid`.
     pub const FORK_EXIT: &str = "fork_exit";
     /// Every name, in measuring order.
-    pub const ALL: [&str; 26] = [
+    pub const ALL: [&str; 27] = [
         NULL_SYSCALL,
         FAULT_ZERO,
         FAULT_ANON,
@@ -125,6 +129,7 @@ pub mod names {
         THREAD_WAKE_REMOTE,
         IPI_CALL_REMOTE,
         IPI_CALL_LOCAL,
+        SHOOTDOWN_TARGET,
         MEMBARRIER_IPI,
         MEMBARRIER_NO_IPI,
         PIPE_PAIR,

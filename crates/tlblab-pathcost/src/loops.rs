@@ -25,7 +25,7 @@ pub const CALIBRATION_STEP: f64 = 0.10;
 pub const CALIBRATED_SHARE: f64 = 0.5;
 
 /// Every loop the host preset measures, in measuring order ([`names::ALL`]).
-pub const MEASURED_LOOPS: [MeasuredLoop; 26] = [
+pub const MEASURED_LOOPS: [MeasuredLoop; 27] = [
     MeasuredLoop { name: names::NULL_SYSCALL, operation: "getppid()" },
     MeasuredLoop {
         name: names::FAULT_ZERO,
@@ -93,6 +93,12 @@ pub const MEASURED_LOOPS: [MeasuredLoop; 26] = [
     MeasuredLoop {
         name: names::IPI_CALL_LOCAL,
         operation: "the same on the own CPU: the function called directly, no IPI",
+    },
+    MeasuredLoop {
+        name: names::SHOOTDOWN_TARGET,
+        operation: "per shootdown IPI received, the time lost by a sibling thread spinning on \
+                    the other CPU while this thread MADV_DONTNEEDs one page of their mm: what \
+                    a running target pays (not the sender's time, which is madvise-busy's)",
     },
     MeasuredLoop {
         name: names::MEMBARRIER_IPI,

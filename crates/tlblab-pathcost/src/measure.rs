@@ -180,6 +180,17 @@ fn measure_on_this_thread(opts: &Options) -> (Vec<usize>, BTreeMap<String, Outco
         Err(failures.join("; "))
     });
     put(names::IPI_CALL_LOCAL, &mut || call_ipi(opts, local, remote.unwrap_or(local), false));
+    put(names::SHOOTDOWN_TARGET, &mut || {
+        let remote = need2("a shootdown of another CPU")?;
+        let mut failures = Vec::new();
+        for _ in 0..IPI_ATTEMPTS {
+            match shootdown_target(opts, remote) {
+                Ok(m) => return Ok(m),
+                Err(e) => failures.push(e),
+            }
+        }
+        Err(failures.join("; "))
+    });
     put(names::MEMBARRIER_IPI, &mut || {
         let remote = need2("an IPI round trip")?;
         // A sibling preempted on a busy machine receives no IPI: try again with a new one
@@ -389,11 +400,22 @@ fn thread_switch(opts: &Options, cpu: usize) -> Result<Measurement, String> {
     })
 }
 
+/// A spinning sibling's loop takes tens of ns; a pause between two of its clock reads longer
+/// than this was time taken from it (an interrupt, or its vCPU held by the host).
+const STOLEN_MIN: Duration = Duration::from_nanos(500);
+/// A pause longer than this is not an interrupt's handling (microseconds) but the host running
+/// something else on the sibling's CPU: left out of the stolen time.
+const STOLEN_MAX: Duration = Duration::from_micros(200);
+
 /// A sibling thread on `cpu`: spinning in user mode, or blocked in `read()` (its CPU idle).
 struct Sibling {
     stop: Arc<AtomicBool>,
     /// The spinning sibling's loop count.
     progress: Arc<AtomicU64>,
+    /// The spinning sibling's stolen time, in ns: the sum of the pauses between two of its
+    /// clock reads of [`STOLEN_MIN`] to [`STOLEN_MAX`]. NOTE: its timer ticks count too (at
+    /// 250 Hz a few µs per ms at most, well under 1% of the interrupts measured with it).
+    stolen_ns: Arc<AtomicU64>,
     wake: Arc<EventFd>,
     handle: std::thread::JoinHandle<Result<(), String>>,
 }
@@ -403,16 +425,24 @@ impl Sibling {
         let stop = Arc::new(AtomicBool::new(false));
         let ready = Arc::new(AtomicBool::new(false));
         let progress = Arc::new(AtomicU64::new(0));
+        let stolen_ns = Arc::new(AtomicU64::new(0));
         let wake = Arc::new(EventFd::new().map_err(|e| format!("eventfd: {e}"))?);
         let (s, r, w) = (Arc::clone(&stop), Arc::clone(&ready), Arc::clone(&wake));
-        let p = Arc::clone(&progress);
+        let (p, stolen) = (Arc::clone(&progress), Arc::clone(&stolen_ns));
         let handle = std::thread::spawn(move || -> Result<(), String> {
             let pinned = pin(cpu);
             r.store(true, Ordering::Release);
             pinned?;
             if spin {
+                let mut last = Instant::now();
                 while !s.load(Ordering::Relaxed) {
                     p.fetch_add(1, Ordering::Relaxed);
+                    let now = Instant::now();
+                    let pause = now.duration_since(last);
+                    if (STOLEN_MIN..=STOLEN_MAX).contains(&pause) {
+                        stolen.fetch_add(pause.as_nanos() as u64, Ordering::Relaxed);
+                    }
+                    last = now;
                 }
             } else {
                 w.read().map_err(|e| format!("eventfd read: {e}"))?;
@@ -424,7 +454,7 @@ impl Sibling {
             std::thread::yield_now();
         }
         std::thread::sleep(Duration::from_millis(20)); // spinning, or blocked
-        Ok(Sibling { stop, progress, wake, handle })
+        Ok(Sibling { stop, progress, stolen_ns, wake, handle })
     }
 
     fn stop(self) -> Result<(), String> {
@@ -465,40 +495,77 @@ fn membarrier(opts: &Options, remote: usize, spin: bool) -> Result<Measurement, 
              thread of this mm)"
         )
     };
-    let result = counted(opts, remote, spin, 1 << 22, &mut run, &none);
+    let result =
+        counted(opts, (remote, Row::Call), spin, (1 << 22, Figure::PerOp), &mut run, &none);
     let stopped = sibling.stop();
     let m = result?;
     stopped?;
     Ok(m)
 }
 
+/// The `/proc/interrupts` row a counted measurement reads.
+#[derive(Clone, Copy)]
+enum Row {
+    /// `CAL`: function-call interrupts (membarrier's and the perf event's calls; on current
+    /// kernels shootdowns too).
+    Call,
+    /// `TLB`: shootdowns received (`flush_tlb_func()` run for another CPU).
+    Tlb,
+}
+
+impl Row {
+    fn label(self) -> &'static str {
+        match self {
+            Row::Call => "CAL",
+            Row::Tlb => "TLB",
+        }
+    }
+}
+
+/// What a counted run's figure is.
+#[derive(Clone, Copy)]
+enum Figure<'a> {
+    /// The caller's time per operation.
+    PerOp,
+    /// A spinning sibling's stolen time ([`Sibling::stolen_ns`]) per interrupt it received.
+    StolenPerIpi(&'a AtomicU64),
+}
+
 /// Runs `run` as [`simple`] does but with `opts.remote_runs` timed runs, counting around each
-/// the function-call IPIs (`CAL` row of `/proc/interrupts`) that `cpu` receives; with
-/// `require`, only runs that delivered ≥ [`DELIVERED`] per operation are kept (`none` says why
-/// there is no such run, given the median delivered). The median delivered per operation of
-/// the kept runs is recorded either way.
+/// the interrupts of `row` that `cpu` receives; with `require`, only runs that delivered ≥
+/// [`DELIVERED`] per operation are kept (`none` says why there is no such run, given the median
+/// delivered). The median delivered per operation of the kept runs is recorded either way.
 fn counted(
     opts: &Options,
-    cpu: usize,
+    (cpu, row): (usize, Row),
     require: bool,
-    max_ops: u64,
+    (max_ops, figure): (u64, Figure),
     run: &mut Run,
     none: &dyn Fn(f64) -> String,
 ) -> Result<Measurement, String> {
     let ops = calibrate(opts.min_run, max_ops, run)?;
     run(ops)?;
+    let stolen = || match figure {
+        Figure::PerOp => 0,
+        Figure::StolenPerIpi(ns) => ns.load(Ordering::Relaxed),
+    };
     let mut kept = Vec::new();
     let mut delivered = Vec::new();
     let mut all = Vec::new();
     for _ in 0..opts.remote_runs {
-        let before = call_ipis(cpu)?;
+        let (before, stolen_before) = (interrupts(row, cpu)?, stolen());
         let took = run(ops)?;
-        let after = call_ipis(cpu)?;
-        let per_op = took.as_nanos() as f64 / ops as f64;
-        let ipis = after.saturating_sub(before) as f64 / ops as f64;
+        let (after, stolen_after) = (interrupts(row, cpu)?, stolen());
+        let received = after.saturating_sub(before);
+        let ipis = received as f64 / ops as f64;
         all.push(ipis);
         if !require || ipis >= DELIVERED {
-            kept.push(per_op);
+            kept.push(match figure {
+                Figure::PerOp => took.as_nanos() as f64 / ops as f64,
+                Figure::StolenPerIpi(_) => {
+                    stolen_after.saturating_sub(stolen_before) as f64 / received.max(1) as f64
+                }
+            });
             delivered.push(ipis);
         }
     }
@@ -507,11 +574,48 @@ fn counted(
     m.ipis_per_op = crate::stats::percentile(&delivered, 0.5);
     if require && kept.len() < opts.remote_runs {
         m.note = Some(format!(
-            "{} of {} runs dropped: fewer than {DELIVERED} IPIs per call delivered",
+            "{} of {} runs dropped: fewer than {DELIVERED} {} interrupts per call delivered",
             opts.remote_runs - kept.len(),
-            opts.remote_runs
+            opts.remote_runs,
+            row.label()
         ));
     }
+    Ok(m)
+}
+
+/// What a running target loses to one shootdown: a sibling thread of this process spins in
+/// user mode on `remote` (so that CPU runs this mm and every flush must reach it) while this
+/// thread writes one page (untimed) and `MADV_DONTNEED`s it: one one-page flush, hence one
+/// shootdown IPI to `remote`, per call. The figure is the sibling's stolen time per `TLB`
+/// interrupt it received: the interrupt's delivery (in a guest, the exit and injection), its
+/// handler and `flush_tlb_func()` with its `INVLPG`. Runs that delivered fewer than
+/// [`DELIVERED`] per call are dropped. A populated page on each side keeps the PTE table in
+/// use, as in [`zap`].
+fn shootdown_target(opts: &Options, remote: usize) -> Result<Measurement, String> {
+    let region = Anon::map(3).map_err(|e| format!("mmap: {e}"))?;
+    region.write(0);
+    region.write(2);
+    let sibling = Sibling::start(remote, true)?;
+    let mut run = |ops: u64| -> Result<Duration, String> {
+        let t = Instant::now();
+        for _ in 0..ops {
+            region.write(1);
+            region.dontneed(1..2).map_err(|e| format!("madvise(MADV_DONTNEED): {e}"))?;
+        }
+        Ok(t.elapsed())
+    };
+    let none = |median: f64| {
+        format!(
+            "no run delivered ≥ {DELIVERED} shootdowns per call to CPU {remote} (median \
+             {median:.2}; with paravirtual TLB flush, a vCPU that the host had preempted is \
+             flushed at its next entry, without an IPI)"
+        )
+    };
+    let figure = Figure::StolenPerIpi(&sibling.stolen_ns);
+    let result = counted(opts, (remote, Row::Tlb), true, (1 << 20, figure), &mut run, &none);
+    let stopped = sibling.stop();
+    let m = result?;
+    stopped?;
     Ok(m)
 }
 
@@ -548,7 +652,8 @@ fn call_ipi(
              (median {median:.2})"
         )
     };
-    let result = counted(opts, watch, remote, 1 << 20, &mut run, &none);
+    let result =
+        counted(opts, (watch, Row::Call), remote, (1 << 20, Figure::PerOp), &mut run, &none);
     if let Some(s) = sibling {
         s.stop()?;
     }
@@ -679,12 +784,12 @@ fn pipe_wake(
         run(ops)?;
         let (mut kept, mut ipis) = (Vec::new(), Vec::new());
         for _ in 0..opts.runs {
-            let (sleeps, cal) = (voluntary_switches(&status)?, call_ipis(watch)?);
+            let (sleeps, cal) = (voluntary_switches(&status)?, interrupts(Row::Call, watch)?);
             let took = run(ops)?;
             let slept = voluntary_switches(&status)?.saturating_sub(sleeps) as f64 / ops as f64;
             if slept >= DELIVERED {
                 kept.push(took.as_nanos() as f64 / ops as f64);
-                ipis.push(call_ipis(watch)?.saturating_sub(cal) as f64 / ops as f64);
+                ipis.push(interrupts(Row::Call, watch)?.saturating_sub(cal) as f64 / ops as f64);
             }
         }
         let mut m = Measurement::of(&kept, opts.runs, ops).ok_or_else(|| {
@@ -774,20 +879,23 @@ fn pin(cpu: usize) -> Result<(), String> {
     Err(format!("pinned to CPU {cpu} but still running elsewhere"))
 }
 
-/// Function-call IPIs (`CAL` row of `/proc/interrupts`) received so far by `cpu`.
-fn call_ipis(cpu: usize) -> Result<u64, String> {
+/// `cpu`'s count in `row` of `/proc/interrupts`.
+fn interrupts(row: Row, cpu: usize) -> Result<u64, String> {
     let text = std::fs::read_to_string("/proc/interrupts")
         .map_err(|e| format!("cannot read /proc/interrupts: {e}"))?;
-    parse_cal(&text, cpu).ok_or_else(|| format!("/proc/interrupts has no CAL count for CPU{cpu}"))
+    let label = row.label();
+    parse_row(&text, label, cpu)
+        .ok_or_else(|| format!("/proc/interrupts has no {label} count for CPU{cpu}"))
 }
 
-/// The `CAL` count of `cpu` in the text of `/proc/interrupts` (columns named by its header).
-pub fn parse_cal(text: &str, cpu: usize) -> Option<u64> {
+/// The count of `cpu` in the row `label` (`CAL`, `TLB`) of the text of `/proc/interrupts`
+/// (columns named by its header).
+pub fn parse_row(text: &str, label: &str, cpu: usize) -> Option<u64> {
     let mut lines = text.lines();
     let header = lines.next()?;
     let column = header.split_whitespace().position(|c| c == format!("CPU{cpu}"))?;
-    let line = lines.find(|l| l.trim_start().starts_with("CAL:"))?;
-    line.trim_start()["CAL:".len()..].split_whitespace().nth(column)?.parse().ok()
+    let counts = lines.find_map(|l| l.trim_start().strip_prefix(label)?.strip_prefix(':'))?;
+    counts.split_whitespace().nth(column)?.parse().ok()
 }
 
 #[cfg(test)]
@@ -795,14 +903,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn cal_row_by_column_name() {
+    fn interrupt_rows_by_column_name() {
         let text = "           CPU0       CPU1       \n  0:         35          0   IO-APIC    2-edge      timer\n\
                     CAL:      12345       6789   Function call interrupts\n\
                     TLB:          1          2   TLB shootdowns\n";
-        assert_eq!(parse_cal(text, 0), Some(12345));
-        assert_eq!(parse_cal(text, 1), Some(6789));
-        assert_eq!(parse_cal(text, 2), None);
-        assert_eq!(parse_cal("CPU0\nTLB: 1\n", 0), None);
+        assert_eq!(parse_row(text, "CAL", 0), Some(12345));
+        assert_eq!(parse_row(text, "CAL", 1), Some(6789));
+        assert_eq!(parse_row(text, "CAL", 2), None);
+        assert_eq!(parse_row(text, "TLB", 1), Some(2));
+        assert_eq!(parse_row("CPU0\nTLB: 1\n", "CAL", 0), None);
     }
 
     #[test]

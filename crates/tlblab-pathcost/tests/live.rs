@@ -50,4 +50,13 @@ fn live_measurement_is_plausible() {
         Ok(m) => assert!(m.ipis_per_op.unwrap() >= 0.99, "{m:?}"),
         Err(why) => eprintln!("no cross-CPU call: {why}"),
     }
+    // A shootdown's target loses at least the interrupt's delivery and return (more than a
+    // system call), and less than a millisecond (the sibling's pauses are capped at 200 µs).
+    match costs.get(names::SHOOTDOWN_TARGET) {
+        Ok(m) => {
+            assert!(m.ipis_per_op.unwrap() >= 0.99, "{m:?}");
+            assert!((syscall..1_000_000.0).contains(&m.median_ns), "{m:?}");
+        }
+        Err(why) => eprintln!("no shootdown measured: {why}"),
+    }
 }

@@ -75,6 +75,12 @@ pub(super) struct Haltpoll {
     allow_shrink: bool,
 }
 
+/// Whether the preset says no cpuidle driver runs (`[idle] cpuidle = false`) and the state
+/// table is on: an idle CPU then halts at once in the first state, never polling.
+pub(super) fn no_cpuidle(spec: &MachineSpec, table: bool) -> bool {
+    spec.raw().idle.as_ref().filter(|_| table).is_some_and(|i| !i.cpuidle)
+}
+
 /// The preset's haltpoll governor, if it has one and the state table is on (it needs
 /// cpuidle-haltpoll's one halt state besides `POLL`).
 pub(super) fn haltpoll(spec: &MachineSpec, mhz: u64, table: bool) -> Option<Haltpoll> {
@@ -186,7 +192,10 @@ impl<O: Observer> Kernel<O> {
     /// first (`Policy::idle_leave_mm`).
     pub(super) fn enter_idle(&mut self, cpu: CpuId, at: Cycles) {
         let c = usize::from(cpu.0);
-        let state = if self.haltpoll.is_some() {
+        let state = if self.no_cpuidle && self.idle_states.len() > 1 {
+            // default_idle_call(): no driver, no governor: halt at once.
+            1
+        } else if self.haltpoll.is_some() {
             // haltpoll_select(): halt while the window is 0, else poll first. (A poll that ran
             // out halts within the same idle period: poll_ran_out().)
             usize::from(self.cpus[c].cstate.poll_limit == 0)

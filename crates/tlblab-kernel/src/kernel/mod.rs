@@ -20,6 +20,7 @@ mod channel;
 mod check;
 mod collapse;
 mod cpumask_line;
+mod deadlock;
 mod deferral;
 mod disturb;
 mod fair;
@@ -110,6 +111,14 @@ pub enum KernelError {
         /// Which parameter to change.
         lower: &'static str,
     },
+    /// Every task left is blocked and nothing queued can wake one (`kernel/deadlock.rs`).
+    #[error("the run can never end: at {seconds:.6} s simulated every task left was blocked with nothing queued that could wake one (a workload that waits for what never comes, or a defect of the model): {tasks}")]
+    Deadlock {
+        /// Simulated seconds when it was found.
+        seconds: f64,
+        /// The blocked tasks and what each waits on.
+        tasks: String,
+    },
     /// The run's stop flag was set ([`Kernel::stop_when`]) and it stopped before its end.
     #[error("the run was stopped before its end (its caller was stopped): it is no result")]
     Stopped,
@@ -189,6 +198,11 @@ enum Event {
 }
 
 impl Event {
+    /// A periodic event: it queues its own next one and never wakes a task.
+    fn is_periodic(&self) -> bool {
+        self.class() == 3
+    }
+
     fn class(&self) -> u8 {
         match self {
             Event::Ipi { .. }
@@ -444,6 +458,11 @@ pub struct KernelConfig {
     /// Stop after this many events even if tasks remain, and say so
     /// ([`Kernel::event_limit_reached`]); [`tlblab_types::bounds::MAX_EVENTS`] by default.
     pub event_limit: u64,
+    /// Stop, with [`KernelError::Deadlock`], when every task left is blocked and nothing queued
+    /// can wake one (`kernel/deadlock.rs`), in a run to its end ([`Kernel::run`], or
+    /// [`Kernel::run_until`] the time limit); on by default. A caller that ends runs whose
+    /// tasks never finish on its own terms (the trace replay) turns it off.
+    pub stop_when_blocked: bool,
 }
 
 impl KernelConfig {
@@ -455,6 +474,7 @@ impl KernelConfig {
             time_limit: Cycles(u64::MAX),
             mechanisms: Mechanisms::all(),
             event_limit: tlblab_types::bounds::MAX_EVENTS,
+            stop_when_blocked: true,
         }
     }
 
@@ -480,6 +500,8 @@ pub struct Kernel<O: Observer> {
     idle_states: Vec<idle::IdleState>,
     /// The haltpoll governor, when it chooses the idle states instead of menu.
     haltpoll: Option<idle::Haltpoll>,
+    /// No cpuidle driver runs: an idle CPU halts at once in the first state after `POLL`.
+    no_cpuidle: bool,
     /// The machine's virtualisation costs when it is a guest.
     guest: Option<guest::Guest>,
     /// The host's preemption of the vCPUs, when it is overcommitted (`vcpu-preemption`).
@@ -537,6 +559,10 @@ pub struct Kernel<O: Observer> {
     disturb_events: u64,
     /// [`Kernel::run_until`] stopped at [`KernelConfig::event_limit`].
     event_limit_hit: bool,
+    /// Periodic events queued ([`Event::is_periodic`]), to find a run that can never end.
+    periodic_queued: u64,
+    /// [`Kernel::run_until`] stopped because the run can never end (`kernel/deadlock.rs`).
+    deadlock_hit: bool,
     /// Set from outside to stop the run ([`Kernel::stop_when`]).
     stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     /// [`Kernel::run_until`] stopped because `stop` was set.
@@ -642,6 +668,7 @@ impl<O: Observer> Kernel<O> {
         let idle_states = idle::idle_states(&spec, costs.clock.mhz, on(Mechanism::IdleStates));
         let haltpoll = idle::haltpoll(&spec, costs.clock.mhz, on(Mechanism::IdleStates))
             .filter(|_| on(Mechanism::Haltpoll));
+        let no_cpuidle = idle::no_cpuidle(&spec, on(Mechanism::IdleStates));
         let guest = guest::Guest::from_spec(&spec).filter(|_| on(Mechanism::Guest));
         let mut costs = costs;
         let raw_mitigations = spec.raw().mitigations.as_ref();
@@ -668,6 +695,7 @@ impl<O: Observer> Kernel<O> {
         let mut k = Kernel {
             idle_states,
             haltpoll,
+            no_cpuidle,
             guest,
             host_sched,
             mitigations,
@@ -717,6 +745,8 @@ impl<O: Observer> Kernel<O> {
             perturb: None,
             disturb_events: 0,
             event_limit_hit: false,
+            periodic_queued: 0,
+            deadlock_hit: false,
             stop: None,
             stopped: false,
             spec,
@@ -776,12 +806,7 @@ impl<O: Observer> Kernel<O> {
             // Each CPU's tick phase is drawn from the seed: the one source of variation between
             // seeds besides the programs' own random choices.
             let first_tick = phase.random_range(1..=k.tick_cycles);
-            k.queue.push(
-                Cycles(first_tick),
-                Event::Tick { cpu }.class(),
-                c as u32,
-                Event::Tick { cpu },
-            );
+            k.push(Cycles(first_tick), Event::Tick { cpu });
         }
         k.start_host_sched();
         Ok(k)
@@ -890,10 +915,15 @@ impl<O: Observer> Kernel<O> {
     /// ([`KernelConfig::event_limit`]), with what to change: a run that would not end in
     /// reasonable time is an error, not a result.
     ///
-    /// Also an error when the run was stopped by its flag ([`Kernel::stop_when`]).
+    /// Also an error when the run was stopped by its flag ([`Kernel::stop_when`]), or found
+    /// that it can never end ([`KernelError::Deadlock`]).
     pub fn event_limit_reached(&self) -> Result<(), KernelError> {
         if self.stopped {
             return Err(KernelError::Stopped);
+        }
+        if self.deadlock_hit {
+            let seconds = self.now().0 as f64 / (self.costs.clock.mhz.max(1) as f64 * 1e6);
+            return Err(KernelError::Deadlock { seconds, tasks: self.blocked_tasks() });
         }
         if !self.event_limit_hit {
             return Ok(());

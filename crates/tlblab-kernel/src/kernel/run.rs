@@ -30,6 +30,9 @@ impl<O: Observer> Kernel<O> {
     /// Runs the events up to `limit` (or until every essential task has exited); returns
     /// whether all essential tasks finished.
     pub fn run_until(&mut self, limit: Cycles) -> bool {
+        // Only a run to its end stops when it can never end: a caller that runs to an earlier
+        // time may wake tasks itself before it goes on.
+        let to_the_end = limit >= self.config.time_limit;
         while self.essential_left > 0 {
             if self.queue.peek().is_none_or(|k| k.time > limit) {
                 break;
@@ -47,6 +50,11 @@ impl<O: Observer> Kernel<O> {
                 break;
             }
             let Some((_, event)) = self.queue.pop() else { break };
+            self.count_periodic(&event, false);
+            if to_the_end && event.is_periodic() && self.deadlocked() {
+                self.deadlock_hit = true; // `event_limit_reached` tells the caller
+                break;
+            }
             match event {
                 Event::Resume { cpu, gen } => {
                     let c = usize::from(cpu.0);
@@ -94,6 +102,7 @@ impl<O: Observer> Kernel<O> {
             | Event::VcpuResume { cpu } => cpu.0,
             Event::Ack { call } => self.calls[call.0 as usize].info.initiating_cpu.0,
         };
+        self.count_periodic(&event, true);
         self.queue.push(at, event.class(), u32::from(cpu), event);
     }
 
@@ -444,9 +453,15 @@ impl<O: Observer> Kernel<O> {
             Ipi::Call(csd, slot) => cycles = self.run_csd(cpu, csd, slot as usize, cycles),
             Ipi::Reschedule | Ipi::PollWake => {}
         }
+        // The interrupt's exit and return on a running target, after the calls were
+        // acknowledged: the initiators do not wait for it. (A CPU woken from idle pays its
+        // state's exit latency instead, which for a halted vCPU is its whole wake-up.)
+        let exit =
+            if matches!(ipi, Ipi::PollWake) || idle { 0 } else { self.costs.ipi_return.cycles };
+        cycles += exit;
         if self.counters.broadcast.invalidation_cycles != invalidation {
             // The interrupt's entry and exit, once however many flushes it ran.
-            self.counters.broadcast.invalidation_cycles += self.costs.ipi_handler.cycles;
+            self.counters.broadcast.invalidation_cycles += self.costs.ipi_handler.cycles + exit;
         }
         let from_user = !idle
             && self.cpus[c].switch.is_none()

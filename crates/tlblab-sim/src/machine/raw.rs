@@ -203,6 +203,13 @@ impl KernelFigure {
         KernelFigure::in_cycles(400, why, true)
     }
 
+    /// `ipi_return` of a preset that does not give it: held in `ipi_handler`.
+    pub fn held_ipi_return() -> KernelFigure {
+        let why = "not separate: the interrupt's exit and return are held in this preset's \
+                   ipi_handler, charged before the acknowledgement";
+        KernelFigure::in_cycles(0, why, true)
+    }
+
     /// `split_vma` of a preset that does not give it.
     pub fn unmeasured_split_vma() -> KernelFigure {
         let why = "not measured apart: a munmap that splits a VMA costs what one that removes a \
@@ -593,6 +600,23 @@ pub struct RawIdle {
     /// cpuidle-haltpoll driver asks for it); absent, the menu governor chooses.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub haltpoll: Option<RawHaltpoll>,
+    /// Whether a cpuidle driver runs (absent: yes). `false`: none does
+    /// (`/sys/devices/system/cpu/cpuidle/current_driver` = `none`, as in a guest without
+    /// cpuidle-haltpoll): `do_idle()` → `cpuidle_idle_call()` finds cpuidle unavailable and
+    /// calls `default_idle_call()`, which halts at once in the first state listed, whatever the
+    /// idle period: no governor, and no `POLL` state to poll in.
+    #[serde(default = "RawIdle::with_cpuidle", skip_serializing_if = "RawIdle::has_cpuidle")]
+    pub cpuidle: bool,
+}
+
+impl RawIdle {
+    fn with_cpuidle() -> bool {
+        true
+    }
+
+    fn has_cpuidle(cpuidle: &bool) -> bool {
+        *cpuidle
+    }
 }
 
 /// The `haltpoll` cpuidle governor (drivers/cpuidle/governors/haltpoll.c, 5.4+): an idle vCPU
@@ -725,6 +749,11 @@ pub struct RawKernel {
     /// From the target's acknowledgement (releasing the call-function lock) to the initiator
     /// seeing it: one cache-line transfer.
     pub ipi_ack: KernelFigure,
+    /// The target's time after it acknowledged, until it runs what the interrupt interrupted:
+    /// the interrupt's exit and return (in a guest, with the host's side of them), which the
+    /// initiator does not wait for. 0 (the default) in a preset whose `ipi_handler` holds it.
+    #[serde(default = "KernelFigure::held_ipi_return")]
+    pub ipi_return: KernelFigure,
     /// The software of `flush_tlb_func()` apart from the flush instructions.
     pub flush_tlb_func: KernelFigure,
     /// The software of `flush_tlb_mm_range()` apart from `flush_tlb_func()` and the IPIs.
@@ -743,7 +772,7 @@ pub struct RawKernel {
 
 impl RawKernel {
     /// Every path cost, named as in the file, in file order.
-    pub fn figures(&self) -> [(&'static str, &KernelFigure); 33] {
+    pub fn figures(&self) -> [(&'static str, &KernelFigure); 34] {
         [
             ("syscall", &self.syscall),
             ("page_fault_anon", &self.page_fault_anon),
@@ -771,6 +800,7 @@ impl RawKernel {
             ("ipi_latency", &self.ipi_latency),
             ("ipi_handler", &self.ipi_handler),
             ("ipi_ack", &self.ipi_ack),
+            ("ipi_return", &self.ipi_return),
             ("flush_tlb_func", &self.flush_tlb_func),
             ("flush_tlb_mm_range", &self.flush_tlb_mm_range),
             ("cache_line_transfer", &self.cache_line_transfer),
@@ -782,7 +812,7 @@ impl RawKernel {
     }
 
     /// Every path cost, mutable, named as in the file.
-    pub fn figures_mut(&mut self) -> [(&'static str, &mut KernelFigure); 33] {
+    pub fn figures_mut(&mut self) -> [(&'static str, &mut KernelFigure); 34] {
         [
             ("syscall", &mut self.syscall),
             ("page_fault_anon", &mut self.page_fault_anon),
@@ -810,6 +840,7 @@ impl RawKernel {
             ("ipi_latency", &mut self.ipi_latency),
             ("ipi_handler", &mut self.ipi_handler),
             ("ipi_ack", &mut self.ipi_ack),
+            ("ipi_return", &mut self.ipi_return),
             ("flush_tlb_func", &mut self.flush_tlb_func),
             ("flush_tlb_mm_range", &mut self.flush_tlb_mm_range),
             ("cache_line_transfer", &mut self.cache_line_transfer),

@@ -116,6 +116,28 @@ fn haltpoll_spec(haltpoll: &str) -> MachineSpec {
     MachineSpec::from_toml(&text.replacen("states = []", &halting, 1), "test").unwrap()
 }
 
+/// A guest with no cpuidle driver (`current_driver` = `none`, as this project's VM): an idle
+/// vCPU halts at once through `default_idle_call()`, where menu, predicting a short idle period
+/// from the same table, would have polled; its wake-up is a reschedule IPI with the halt's exit
+/// latency. The report counts HLT entries, no POLL.
+#[test]
+fn with_no_cpuidle_driver_every_idle_vcpu_halts_at_once() {
+    let (halted, wakes) = wake_idle_cpu(&haltpoll_spec("cpuidle = false"), true);
+    assert_eq!(wakes, 0);
+    let (menu, menu_wakes) = wake_idle_cpu(&haltpoll_spec(""), true);
+    assert!(menu_wakes >= 1, "{menu_wakes}");
+    // The IPI's two exits (1,250 ns each at skylake-kvm's clock) and the HLT exit latency.
+    assert!(halted >= menu + 2 * 1_250 + 2_000, "{halted} vs {menu}");
+    // Without the state table (mechanism idle-states off) the flag has no table to act on.
+    let config =
+        KernelConfig::new(2, 7).with_mechanisms(Mechanisms::all().without(Mechanism::IdleStates));
+    let policy = Policy::named("linux-6.18").unwrap();
+    let spec = haltpoll_spec("cpuidle = false");
+    assert!(!Kernel::new(&spec, &policy, config, TraceLog::default()).unwrap().no_cpuidle);
+    let on = KernelConfig::new(2, 7);
+    assert!(Kernel::new(&spec, &policy, on, TraceLog::default()).unwrap().no_cpuidle);
+}
+
 /// The haltpoll governor with `guest_halt_poll_ns = 0` (this project's VM boots so) never
 /// polls: every idle vCPU halts, so its wake-up is a reschedule IPI with the halt's exit
 /// latency, where menu, predicting a short idle period, would have polled.

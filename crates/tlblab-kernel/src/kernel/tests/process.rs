@@ -289,3 +289,42 @@ fn a_waitpid_retried_during_the_childs_exit_returns() {
     assert!(k.tasks[child.0 as usize].waiters.is_empty(), "it would sleep for a past wake-up");
     assert_ne!(k.tasks[parent.0 as usize].state, TaskState::Blocked);
 }
+
+/// A run that can never end stops at once with the reason: two tasks each wait for the other's
+/// eventfd write, which comes after its own read, and a third waits for nothing it can get
+/// (non-essential). Ticks keep coming on both idle CPUs, but nothing they do wakes a task, so
+/// the run stops at the first tick after the last task blocked, not at the event limit, and the
+/// error names every blocked task and what it waits on. A run that does end is not affected.
+#[test]
+fn a_run_whose_tasks_all_wait_forever_stops_at_once_and_says_on_what() {
+    let mut k = kernel("linux-6.18", 2);
+    let (a, b) = (k.eventfd(), k.eventfd());
+    let t0 = k.spawn_process(script(vec![Step::Read(a), Step::Write(b), Step::Op]), C0, true);
+    let t1 = k.spawn_process(script(vec![Step::Read(b), Step::Write(a), Step::Op]), C1, true);
+    let c = k.eventfd();
+    let t2 = k.spawn_process(script(vec![Step::Read(c)]), C1, false);
+    // A run to an earlier time goes on to it (its caller may wake a task before it goes on).
+    let tick = k.tick_cycles;
+    assert!(!k.run_until(Cycles(3 * tick)));
+    assert!(k.event_limit_reached().is_ok());
+    assert!(k.now().0 > 2 * tick, "ticks went on to the time asked for");
+    assert!(!k.run());
+    let events = k.events();
+    assert!(events < 50, "stopped after {events} events, not at the event limit");
+    let err = k.event_limit_reached().unwrap_err().to_string();
+    assert!(err.starts_with("the run can never end"), "{err}");
+    for task in [
+        format!("task {} on CPU 0 waits in a read of eventfd {}", t0.0, a.0),
+        format!("task {} on CPU 1 waits in a read of eventfd {}", t1.0, b.0),
+        format!("task {} (not essential) on CPU 1 waits in a read of eventfd {}", t2.0, c.0),
+    ] {
+        assert!(err.contains(&task), "{task}: {err}");
+    }
+    // The same pair with one side writing first ends, with no error.
+    let mut k = kernel("linux-6.18", 2);
+    let (a, b) = (k.eventfd(), k.eventfd());
+    k.spawn_process(script(vec![Step::Read(a), Step::Write(b), Step::Op]), C0, true);
+    k.spawn_process(script(vec![Step::Write(a), Step::Read(b), Step::Op]), C1, true);
+    assert!(k.run());
+    assert!(k.event_limit_reached().is_ok());
+}
