@@ -363,8 +363,7 @@ pub fn derive(
         ("ipi_ack", preset.ipi_ack.cycles),
     ];
     split(&mut out.kernel, &bare, &parts);
-    let handler = derived(&out, "ipi_handler").cloned();
-    let ret = ipi_return(costs, virtualised.then_some(&out.vm_exit), handler, local_flush);
+    let ret = ipi_return(costs, &out, virtualised, local_flush);
     out.kernel.push(("ipi_return", ret));
     out.ipi_round_trip = Some(ipi);
     if virtualised {
@@ -376,25 +375,25 @@ pub fn derive(
 
 /// `ipi_return`: what a running target loses per shootdown IPI (`shootdown_target`) beyond what
 /// the kernel model charges it before it acknowledges the call: the injection exit in a guest
-/// (`vm_exit`: `Some` under a hypervisor), `ipi_handler` (the round trip's share) and the flush
-/// the handler runs (its csd's line, `flush_tlb_func` + INVLPG). What is left comes after the
-/// acknowledgement, so the initiator does not wait for it: the interrupt's exit and return
-/// (and in a guest the host's side of them).
+/// (`virtualised`), `ipi_handler` (the round trip's share) and the flush the handler runs (its
+/// csd's line, `flush_tlb_func` + INVLPG). What is left comes after the acknowledgement, so
+/// the initiator does not wait for it: the interrupt's exit and return (and in a guest the
+/// host's side of them).
 fn ipi_return(
     costs: &PathCosts,
-    vm_exit: Option<&Option<Result<Derived, String>>>,
-    handler: Option<Derived>,
+    out: &Derivation,
+    virtualised: bool,
     flush: &LocalFlush,
 ) -> Result<Derived, String> {
     let (lost, lost_how) = input(costs, names::SHOOTDOWN_TARGET)?;
-    let (exit, exit_how) = match vm_exit {
-        None => (0.0, String::new()),
-        Some(Some(Ok(e))) => (e.ns, format!("; injection exit: vm_exit {:.1} ns", e.ns)),
-        Some(Some(Err(e))) => return Err(format!("vm_exit: {e}")),
-        Some(None) => return Err("vm_exit not derived".into()),
+    let (exit, exit_how) = if virtualised {
+        let e = vm_exit_ns(out)?;
+        (e, format!("; injection exit: vm_exit {e:.1} ns"))
+    } else {
+        (0.0, String::new())
     };
-    let handler = handler.ok_or("ipi_handler not derived")?;
-    let rule = if vm_exit.is_some() {
+    let handler = derived(out, "ipi_handler").ok_or("ipi_handler not derived")?;
+    let rule = if virtualised {
         "shootdown_target − vm_exit − ipi_handler − the target's one-page flush"
     } else {
         "shootdown_target − ipi_handler − the target's one-page flush"
@@ -411,6 +410,15 @@ fn ipi_return(
     })
 }
 
+/// `[guest] vm_exit` in ns, or why there is none.
+fn vm_exit_ns(out: &Derivation) -> Result<f64, String> {
+    match &out.vm_exit {
+        Some(Ok(e)) => Ok(e.ns),
+        Some(Err(e)) => Err(format!("vm_exit: {e}")),
+        None => Err("no vm_exit".into()),
+    }
+}
+
 /// The `[kernel]` figure `name`, if it was derived.
 fn derived<'a>(out: &'a Derivation, name: &str) -> Option<&'a Derived> {
     out.kernel.iter().find(|(n, _)| *n == name).and_then(|(_, d)| d.as_ref().ok())
@@ -424,11 +432,7 @@ fn derived<'a>(out: &'a Derivation, name: &str) -> Option<&'a Derived> {
 fn halt_wake(costs: &PathCosts, out: &Derivation) -> Result<Derived, String> {
     let (remote, remote_how) = input(costs, names::THREAD_WAKE_REMOTE)?;
     let (local, local_how) = input(costs, names::THREAD_SWITCH)?;
-    let exit = match &out.vm_exit {
-        Some(Ok(e)) => e.ns,
-        Some(Err(e)) => return Err(format!("vm_exit: {e}")),
-        None => return Err("no vm_exit".into()),
-    };
+    let exit = vm_exit_ns(out)?;
     let piece =
         |name: &str| derived(out, name).map(|d| d.ns).ok_or_else(|| format!("{name} not derived"));
     let (latency, handler) = (piece("ipi_latency")?, piece("ipi_handler")?);

@@ -165,31 +165,16 @@ fn measure_on_this_thread(opts: &Options) -> (Vec<usize>, BTreeMap<String, Outco
     put(names::THREAD_WAKE_REMOTE, &mut || thread_switch(opts, need2("a cross-CPU wake-up")?));
     put(names::IPI_CALL_REMOTE, &mut || {
         let remote = need2("a cross-CPU call")?;
-        let mut failures = Vec::new();
-        for _ in 0..IPI_ATTEMPTS {
-            match call_ipi(opts, remote, remote, true) {
-                Ok(m) => {
-                    call_measured.set(true);
-                    return Ok(m);
-                }
-                // No perf event: trying again will not help.
-                Err(e) if e.starts_with("perf_event_open") => return Err(e),
-                Err(e) => failures.push(e),
-            }
-        }
-        Err(failures.join("; "))
+        // No perf event: trying again will not help.
+        let hopeless = |e: &str| e.starts_with("perf_event_open");
+        let m = attempts(hopeless, &mut || call_ipi(opts, remote, remote, true));
+        call_measured.set(m.is_ok());
+        m
     });
     put(names::IPI_CALL_LOCAL, &mut || call_ipi(opts, local, remote.unwrap_or(local), false));
     put(names::SHOOTDOWN_TARGET, &mut || {
         let remote = need2("a shootdown of another CPU")?;
-        let mut failures = Vec::new();
-        for _ in 0..IPI_ATTEMPTS {
-            match shootdown_target(opts, remote) {
-                Ok(m) => return Ok(m),
-                Err(e) => failures.push(e),
-            }
-        }
-        Err(failures.join("; "))
+        attempts(|_| false, &mut || shootdown_target(opts, remote))
     });
     put(names::MEMBARRIER_IPI, &mut || {
         let remote = need2("an IPI round trip")?;
@@ -246,6 +231,24 @@ fn measure_on_this_thread(opts: &Options) -> (Vec<usize>, BTreeMap<String, Outco
 
 /// Attempts at the IPI round trip before giving up.
 const IPI_ATTEMPTS: usize = 3;
+
+/// The first of up to [`IPI_ATTEMPTS`] tries of `measure` that succeeds (a sibling preempted on
+/// a busy machine receives no IPI; a new one may); an error that `hopeless` says no retry can
+/// mend ends the tries with that error, else the failures are joined.
+fn attempts(
+    hopeless: impl Fn(&str) -> bool,
+    measure: &mut dyn FnMut() -> Result<Measurement, String>,
+) -> Result<Measurement, String> {
+    let mut failures = Vec::new();
+    for _ in 0..IPI_ATTEMPTS {
+        match measure() {
+            Ok(m) => return Ok(m),
+            Err(e) if hopeless(&e) => return Err(e),
+            Err(e) => failures.push(e),
+        }
+    }
+    Err(failures.join("; "))
+}
 /// Pages per fault run (the cap of its calibration): 16 MiB.
 const FAULT_PAGES: u64 = 4096;
 /// Pages of the small and large `MADV_DONTNEED`: both above the kernel's single-page flush

@@ -4,25 +4,15 @@
 //! a misleading "lower --iterations". It stops at once instead, naming what each task waits
 //! on (a workload that waits for what never comes, or a model defect).
 
-use super::{Event, Frame, Kernel, Observer, TaskState};
+use super::{Frame, Kernel, Observer, TaskState};
 use crate::program::Syscall;
 
 impl<O: Observer> Kernel<O> {
-    /// Counts `event` in or out of the periodic events queued ([`Kernel::push`] and the pop).
-    pub(super) fn count_periodic(&mut self, event: &Event, queued: bool) {
-        if event.is_periodic() {
-            if queued {
-                self.periodic_queued += 1;
-            } else {
-                self.periodic_queued -= 1;
-            }
-        }
-    }
-
     /// Whether the run can never end: tasks are left, every queued event is periodic, and every
     /// CPU is idle with nothing queued to run (and the caller asked to stop then:
-    /// [`super::KernelConfig::stop_when_blocked`]). Checked only when the popped event is periodic
-    /// and nothing else is queued (rare but in a deadlock), so it costs nothing otherwise.
+    /// [`super::KernelConfig::stop_when_blocked`]). Called when a periodic event is popped
+    /// (`Kernel::run_until` counts them on push and pop); the first test fails at once unless
+    /// nothing else is queued.
     pub(super) fn deadlocked(&self) -> bool {
         self.config.stop_when_blocked
             && self.queue.len() as u64 == self.periodic_queued

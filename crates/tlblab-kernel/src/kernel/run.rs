@@ -50,10 +50,12 @@ impl<O: Observer> Kernel<O> {
                 break;
             }
             let Some((_, event)) = self.queue.pop() else { break };
-            self.count_periodic(&event, false);
-            if to_the_end && event.is_periodic() && self.deadlocked() {
-                self.deadlock_hit = true; // `event_limit_reached` tells the caller
-                break;
+            if event.is_periodic() {
+                self.periodic_queued -= 1;
+                if to_the_end && self.deadlocked() {
+                    self.deadlock_hit = true; // `event_limit_reached` tells the caller
+                    break;
+                }
             }
             match event {
                 Event::Resume { cpu, gen } => {
@@ -102,7 +104,7 @@ impl<O: Observer> Kernel<O> {
             | Event::VcpuResume { cpu } => cpu.0,
             Event::Ack { call } => self.calls[call.0 as usize].info.initiating_cpu.0,
         };
-        self.count_periodic(&event, true);
+        self.periodic_queued += u64::from(event.is_periodic());
         self.queue.push(at, event.class(), u32::from(cpu), event);
     }
 
