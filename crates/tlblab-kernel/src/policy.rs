@@ -229,6 +229,12 @@ pub struct Policy {
     /// reuses them. A declared deferral (docs/safety.md §4.4).
     #[serde(default, skip_serializing_if = "UnmapFlush::is_off")]
     pub unmap_flush: UnmapFlush,
+    /// 5.5–6.13 `pipe_read()`: a read that began with the pipe full wakes a waiting writer even
+    /// when it frees no buffer (the writer finds no room and sleeps again). 6.14 (aaec5a95d596,
+    /// Oleg Nesterov, "pipe_read: don't wake up the writer if the pipe is still full") wakes it
+    /// only when the read frees a buffer of the full pipe (kernel/channel.rs).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pipe_wakes_writer_while_full: bool,
     /// A deliberate defect, for the safety checker's tests and for teaching (docs/safety.md);
     /// `None` in every real kernel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -394,6 +400,7 @@ fn linux_6_18() -> Policy {
         idle_leave_mm: false,
         pv_tlb_flush: true,
         unmap_flush: UnmapFlush::Off,
+        pipe_wakes_writer_while_full: false,
         defect: None,
     }
 }
@@ -454,6 +461,9 @@ fn linux_6_13() -> Policy {
         loaded_mm_switching_check: false,
         // CONFIG_PT_RECLAIM came in 6.14.
         pt_reclaim: false,
+        // NOTE: 6.13's pipe_read() still woke a writer while the pipe stayed full (aaec5a95d596
+        // came in 6.14); the 6.14 rule is kept, as `vma_locks` below, so that S7 compares the
+        // mm_cpumask rules alone. The variant `pipe-wake-while-full` restores 6.13's.
         // NOTE: 6.13 has per-VMA locks for page faults (6.4) but MADV_DONTNEED still takes
         // mmap_lock for read (6.16 changed that); `vma_locks` covers both, and is kept on so
         // that S7 compares the mm_cpumask rules alone (docs/studies.md, S7).
@@ -601,6 +611,12 @@ const VARIANTS: &[Variant] = &[
         default_base: "linux-6.18",
         mirrors: "KNOWN BAD (for the safety checker): 6.14's should_flush_tlb(), which skips a CPU in LOADED_MM_SWITCHING (CVE-2025-37964, fixed by fea4e317f9e7 in 6.15)",
         apply: |p| p.loaded_mm_switching_check = false,
+    },
+    Variant {
+        name: "pipe-wake-while-full",
+        default_base: "linux-6.18",
+        mirrors: "5.5–6.13 pipe_read(): a read that began with the pipe full wakes a waiting writer even when it frees no buffer, so the writer sleeps again (before aaec5a95d596, 6.14)",
+        apply: |p| p.pipe_wakes_writer_while_full = true,
     },
     Variant {
         name: "no-trim-cpumask",

@@ -9,10 +9,11 @@
 //! - **Pipe** (`pipe_write()`, `pipe_read()`, 5.5+): 16 page buffers (`PIPE_DEF_BUFFERS`, 64
 //!   KiB). A write merges into the last buffer when the pipe is not empty and the data fits in
 //!   its page; else it takes a new buffer, and blocks (exclusive wait) while all 16 are used. A
-//!   write wakes the reader only if the pipe was empty. A read that began with the pipe full
-//!   wakes one waiting writer, which finds room only if the read emptied a buffer (else it
-//!   sleeps again); a writer that had slept wakes the next one after its write if the pipe is
-//!   still not full.
+//!   write wakes the reader only if the pipe was empty. A read that empties a buffer of a full
+//!   pipe wakes one waiting writer (6.14+, aaec5a95d596); 5.5–6.13
+//!   (`Policy::pipe_wakes_writer_while_full`) any read that began with the pipe full does, and
+//!   the writer finds room only if the read emptied a buffer (else it sleeps again). A writer
+//!   that had slept wakes the next one after its write if the pipe is still not full.
 //! - **Socket** (`unix_stream_sendmsg()`, `sock_alloc_send_pskb()`, `unix_write_space()`): each
 //!   write is an skb charged to the sending socket (`sk_wmem_alloc` += its truesize); a write
 //!   blocks while `sk_wmem_alloc >= sk_sndbuf`; every write wakes a sleeping reader
@@ -242,10 +243,16 @@ impl<O: Observer> Kernel<O> {
             return self.channel_sleep(cpu, t, Syscall::ChannelRead { ch });
         }
         let was_full = c.full();
+        let used = c.bufs.len();
         c.pop();
+        let freed = c.bufs.len() < used;
+        let while_full = self.policy.pipe_wakes_writer_while_full;
         let woken: Vec<TaskId> = match c.kind {
-            // pipe_read(): one (exclusive) writer if the pipe was full when the read began.
-            ChannelKind::Pipe { .. } if was_full => c.writers.pop_front().into_iter().collect(),
+            // pipe_read(): one (exclusive) writer if the pipe was full when the read began and
+            // (6.14+) the read freed a buffer of it; 5.5–6.13 even if it freed none.
+            ChannelKind::Pipe { .. } if was_full && (freed || while_full) => {
+                c.writers.pop_front().into_iter().collect()
+            }
             ChannelKind::Pipe { .. } => Vec::new(),
             // unix_write_space() on the freed skb: every writer, once at a quarter of sndbuf.
             ChannelKind::Socket { sndbuf, truesize } => {

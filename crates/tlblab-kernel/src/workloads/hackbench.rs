@@ -326,6 +326,52 @@ mod tests {
         assert_eq!(k.channel_stats(ch).written, 640);
     }
 
+    /// pipe_read() and a full pipe's sleeping writer: 6.14+ (aaec5a95d596) wakes it only when a
+    /// read empties one of the 16 pages (every 40th read of 100-byte messages here), so a
+    /// writer filling the pipe again sleeps once per page read; 5.5–6.13 every read that began
+    /// with the pipe full woke it, and it found no room and slept again until a page was free.
+    #[test]
+    fn a_full_pipes_writer_is_woken_when_a_page_is_freed_and_before_6_14_at_every_read() {
+        struct W(ChannelId);
+        impl Program for W {
+            fn next(&mut self, _: &mut Env<'_>) -> Action {
+                Action::Syscall(Syscall::ChannelWrite { ch: self.0 })
+            }
+        }
+        /// Reads `left` messages, each after a pause long enough for the writer to fill the
+        /// pipe again (the first one for it to fill the pipe), and exits.
+        struct R(ChannelId, u64, bool);
+        impl Program for R {
+            fn next(&mut self, _: &mut Env<'_>) -> Action {
+                self.2 = !self.2;
+                if self.2 {
+                    return Action::Compute { cycles: 20_000_000 };
+                }
+                if self.1 == 0 {
+                    return Action::Exit;
+                }
+                self.1 -= 1;
+                Action::Syscall(Syscall::ChannelRead { ch: self.0 })
+            }
+        }
+        // 3 pages' worth of reads (120), each page's 40 reads in turn.
+        for (policy, sleeps) in
+            [("linux-6.18", 1 + 3), ("linux-6.18+pipe-wake-while-full", 1 + 120)]
+        {
+            let spec = tlblab_sim::machine::builtin("zen3").unwrap();
+            let policy = Policy::named(policy).unwrap();
+            let mut k =
+                Kernel::new(&spec, &policy, KernelConfig::new(2, 1), TraceLog::default()).unwrap();
+            let ch = k.channel(ChannelKind::Pipe { buffers: PIPE_DEF_BUFFERS, per_page: 40 });
+            k.spawn_process(Box::new(W(ch)), CpuId(0), false);
+            k.spawn_process(Box::new(R(ch, 120, false)), CpuId(1), true);
+            assert!(k.run(), "{}", policy.name);
+            let s = k.channel_stats(ch);
+            assert_eq!((s.read, s.written), (120, 640 + 120), "{}", policy.name);
+            assert_eq!(s.writer_sleeps, sleeps, "{}: {s:?}", policy.name);
+        }
+    }
+
     /// The metric: main's two marks (start signal, last worker reaped) bound the timed span,
     /// which is shorter than the whole run (the ready handshake precedes it).
     #[test]
