@@ -313,7 +313,7 @@ pub fn derive(
         "migrate",
         minus_syscall(names::MIGRATE, 1.0, 1.0, "migrate − null_syscall", Scales::Time),
     ));
-    let fork = one(names::FORK_EXIT, Scales::Cycles, "fork_exit");
+    let fork = fork_exit_alone(costs);
     split(&mut out.kernel, &fork, &[("fork", preset.fork.cycles), ("exit", preset.exit.cycles)]);
     // The round trip: a synchronous cross-CPU call made on demand (a perf event toggled on the
     // other CPU) less the same call on the own CPU; else membarrier's, which IPIs only a CPU
@@ -482,6 +482,46 @@ fn migrate_without_wake_up(out: &mut Derivation) {
 }
 
 /// Splits `whole` among `parts` in proportion to their weights (the preset's cycles).
+/// `fork` + `_exit` + `waitpid` of a process without anonymous pages: `fork_exit` less the
+/// measuring process's own pages (a large process: this one) at the cost per page that
+/// `fork_exit_grown` adds, since the model charges each process's pages itself (`fork_pte`, and
+/// `mmput()`'s zap).
+fn fork_exit_alone(costs: &PathCosts) -> Result<Derived, String> {
+    let (small, small_how) = input(costs, names::FORK_EXIT)?;
+    let (grown, grown_how) = input(costs, names::FORK_EXIT_GROWN)?;
+    let pages = |name: &str| {
+        costs
+            .get(name)
+            .ok()
+            .and_then(|m| m.anon_pages)
+            .ok_or_else(|| format!("{name} has no count of the process's anonymous pages"))
+    };
+    let (before, after) = (pages(names::FORK_EXIT)?, pages(names::FORK_EXIT_GROWN)?);
+    if after <= before {
+        return Err(format!(
+            "fork_exit_grown's process had {after} anonymous pages, not more than fork_exit's \
+             {before}"
+        ));
+    }
+    let added = after - before;
+    let per_page =
+        positive("(fork_exit_grown − fork_exit) per page", (grown - small) / added as f64)?;
+    let ns = positive(
+        "fork_exit − its anonymous pages × the cost per page",
+        small - per_page * before as f64,
+    )?;
+    Ok(Derived {
+        ns: round1(ns),
+        scales: Scales::Cycles,
+        how: format!(
+            "fork_exit − its {before} anonymous pages × {per_page:.1} ns per page, \
+             (fork_exit_grown − fork_exit) / {added} pages: {small_how}; {grown_how} \
+             ({after} pages)"
+        ),
+        assumed_split: false,
+    })
+}
+
 fn split(
     out: &mut Vec<(&'static str, Result<Derived, String>)>,
     whole: &Result<Derived, String>,
@@ -602,8 +642,17 @@ mod tests {
             runs_made: 21,
             ops_per_run: 1000,
             ipis_per_op: None,
+            anon_pages: None,
             note: None,
         })
+    }
+
+    /// A fork measurement of a process with `pages` anonymous pages.
+    fn fork(ns: f64, pages: u64) -> Outcome {
+        match m(ns) {
+            Outcome::Measured(x) => Outcome::Measured(Measurement { anon_pages: Some(pages), ..x }),
+            other => other,
+        }
     }
 
     fn costs(pairs: &[(&str, Outcome)]) -> PathCosts {
@@ -649,7 +698,9 @@ mod tests {
             (names::MEMBARRIER_NO_IPI, m(500.0)),
             (names::VMEXIT_CPUID, m(8_000.0)),
             (names::MIGRATE, m(40_100.0)),
-            (names::FORK_EXIT, m(267_564.0)),
+            // 150 ns per page: 267,564 ns for a process without pages.
+            (names::FORK_EXIT, fork(1_017_564.0, 5_000)),
+            (names::FORK_EXIT_GROWN, fork(1_631_964.0, 9_096)),
         ]);
         let d = derive(&c, &skylake(), true, &flush100());
         assert_eq!(ns(&d, "syscall"), Ok(100.0));
@@ -673,7 +724,8 @@ mod tests {
         // 40,100 − 100 less the wake-up the guest model adds: 3 × 8,000 + 208.3 + 125.0 +
         // 779.7 = 25,113 ns.
         assert_eq!(ns(&d, "migrate"), Ok(14_887.0));
-        // 267,564 split 150,000 : 117,564 (skylake's fork : exit, in cycles at 4 GHz).
+        // 1,017,564 − 5,000 pages × (1,631,964 − 1,017,564) / 4,096 = 267,564, split 150,000 :
+        // 117,564 (skylake's fork : exit, in cycles at 4 GHz).
         assert_eq!(ns(&d, "fork"), Ok(150_000.0));
         assert_eq!(ns(&d, "exit"), Ok(117_564.0));
         // Under a hypervisor: 16,500 ns less the 2 × 8,000 ns of exits the guest model adds
@@ -824,5 +876,25 @@ mod tests {
         assert!(ns(&d, "madvise").unwrap_err().contains("not positive"));
         assert!(ns(&d, "ipi_latency").unwrap_err().contains("needs 2 CPUs"));
         assert!(ns(&d, "fork").unwrap_err().contains("fork_exit was not measured"));
+    }
+
+    /// The fork figures need both sizes, a larger second process, and a positive remainder.
+    #[test]
+    fn fork_and_exit_are_those_of_a_process_without_pages_or_none() {
+        let with = |small: Outcome, grown: Outcome| {
+            let c = costs(&[(names::FORK_EXIT, small), (names::FORK_EXIT_GROWN, grown)]);
+            ns(&derive(&c, &skylake(), false, &flush100()), "fork")
+        };
+        // 200 + 100 ns per page × 1,000 pages; the split gives fork 150,000 / 267,564 of it.
+        let fork_ns = with(fork(300_000.0, 1_000), fork(709_600.0, 5_096)).unwrap();
+        assert!((fork_ns - 200_000.0 * 150_000.0 / 267_564.0).abs() < 0.1, "{fork_ns}");
+        assert!(with(fork(300_000.0, 1_000), m(700_000.0)).unwrap_err().contains("no count"));
+        assert!(with(fork(300_000.0, 1_000), fork(700_000.0, 1_000))
+            .unwrap_err()
+            .contains("not more than"));
+        // A per-page cost so high that nothing is left: noise, not a figure.
+        assert!(with(fork(300_000.0, 1_000), fork(1_600_000.0, 5_096))
+            .unwrap_err()
+            .contains("not positive"));
     }
 }

@@ -22,7 +22,8 @@
 //! | `pipe_wake_local`, `pipe_wake_remote` | the same write timed alone while a `SCHED_BATCH` reader is blocked in `read()` on the own (other) CPU: the write's wake-up; runs where the reader did not block before every write are dropped |
 //! | `vmexit_cpuid` | `CPUID` leaf 0 (`std::arch::x86_64::__cpuid`): in a guest, a VM-exit round trip |
 //! | `migrate` | `sched_setaffinity` to the other CPU (alternating), checked with `sched_getcpu` |
-//! | `fork_exit` | `fork()`; the child `_exit(0)`s; the parent `waitpid`s |
+//! | `fork_exit` | `fork()`; the child `_exit(0)`s; the parent `waitpid`s; with the measuring process's resident anonymous pages (`/proc/self/smaps_rollup`), which the fork copies and the exit frees |
+//! | `fork_exit_grown` | the same with [`FORK_GROWN_PAGES`] more pages of private anonymous memory written first: with `fork_exit`, the cost per page, and so the fork and exit of a process with none |
 //!
 //! Method (as `tools/calibrate/kernel_costs.c`, whose code is not reused): a thread of its own,
 //! pinned to the first CPU this process may use (the remote CPU is the second); the operation
@@ -111,8 +112,10 @@ pub mod names {
     pub const MIGRATE: &str = "migrate";
     /// `fork` + `_exit` + `waitpid`.
     pub const FORK_EXIT: &str = "fork_exit";
+    /// The same with [`crate::FORK_GROWN_PAGES`] more anonymous pages in the process.
+    pub const FORK_EXIT_GROWN: &str = "fork_exit_grown";
     /// Every name, in measuring order.
-    pub const ALL: [&str; 27] = [
+    pub const ALL: [&str; 28] = [
         NULL_SYSCALL,
         FAULT_ZERO,
         FAULT_ANON,
@@ -140,8 +143,13 @@ pub mod names {
         VMEXIT_CPUID,
         MIGRATE,
         FORK_EXIT,
+        FORK_EXIT_GROWN,
     ];
 }
+
+/// How many pages of written private anonymous memory `fork_exit_grown` adds (16 MiB): enough
+/// that their copy and free stand well above the run-to-run noise of `fork_exit`.
+pub const FORK_GROWN_PAGES: u64 = 4096;
 
 /// One measurement's outcome.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

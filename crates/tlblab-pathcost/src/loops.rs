@@ -25,7 +25,7 @@ pub const CALIBRATION_STEP: f64 = 0.10;
 pub const CALIBRATED_SHARE: f64 = 0.5;
 
 /// Every loop the host preset measures, in measuring order ([`names::ALL`]).
-pub const MEASURED_LOOPS: [MeasuredLoop; 27] = [
+pub const MEASURED_LOOPS: [MeasuredLoop; 28] = [
     MeasuredLoop { name: names::NULL_SYSCALL, operation: "getppid()" },
     MeasuredLoop {
         name: names::FAULT_ZERO,
@@ -136,6 +136,11 @@ pub const MEASURED_LOOPS: [MeasuredLoop; 27] = [
     MeasuredLoop {
         name: names::FORK_EXIT,
         operation: "fork(); the child _exit(0)s; the parent waitpid()s",
+    },
+    MeasuredLoop {
+        name: names::FORK_EXIT_GROWN,
+        operation: "the same with 16 MiB more of written private anonymous memory: what each \
+                    page a fork copies and an exit frees adds",
     },
 ];
 

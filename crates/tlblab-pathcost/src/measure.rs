@@ -208,15 +208,8 @@ fn measure_on_this_thread(opts: &Options) -> (Vec<usize>, BTreeMap<String, Outco
     });
     put(names::VMEXIT_CPUID, &mut || simple(opts, 1 << 22, &mut cpuid_loop));
     put(names::MIGRATE, &mut || migrate(opts, local, need2("a migration")?));
-    put(names::FORK_EXIT, &mut || {
-        simple(opts, 1 << 16, &mut |ops| {
-            let t = Instant::now();
-            for _ in 0..ops {
-                sys::fork_exit_wait().map_err(|e| format!("fork/exit/waitpid: {e}"))?;
-            }
-            Ok(t.elapsed())
-        })
-    });
+    put(names::FORK_EXIT, &mut || fork_exit(opts, 0));
+    put(names::FORK_EXIT_GROWN, &mut || fork_exit(opts, crate::FORK_GROWN_PAGES));
     for name in crate::sequences::ALL {
         put(name, &mut || {
             simple(opts, 1 << 26, &mut |ops| {
@@ -815,6 +808,46 @@ fn pipe_wake(
     Ok(m)
 }
 
+/// `fork()` + `_exit()` + `waitpid()` with `extra` more pages of private anonymous memory
+/// written first and held meanwhile; records the process's resident anonymous pages, which the
+/// fork copies and the exit frees.
+fn fork_exit(opts: &Options, extra: u64) -> Result<Measurement, String> {
+    // 4 KiB pages (MADV_NOHUGEPAGE), as the model copies and frees them.
+    let grown = match extra {
+        0 => None,
+        n => {
+            let a = Anon::map(n as usize).map_err(|e| format!("mmap of {n} pages: {e}"))?;
+            (0..n as usize).for_each(|p| a.write(p));
+            Some(a)
+        }
+    };
+    let mut m = simple(opts, 1 << 16, &mut |ops| {
+        let t = Instant::now();
+        for _ in 0..ops {
+            sys::fork_exit_wait().map_err(|e| format!("fork/exit/waitpid: {e}"))?;
+        }
+        Ok(t.elapsed())
+    })?;
+    m.anon_pages = Some(anon_pages(ROLLUP)?);
+    drop(grown);
+    Ok(m)
+}
+
+/// Where the process's memory totals are.
+const ROLLUP: &str = "/proc/self/smaps_rollup";
+
+/// The resident anonymous pages in the `smaps_rollup` file at `path` (its `Anonymous:` kB).
+fn anon_pages(path: &str) -> Result<u64, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    anon_pages_in(&text).ok_or_else(|| format!("{path} has no `Anonymous:` line"))
+}
+
+fn anon_pages_in(rollup: &str) -> Option<u64> {
+    let kb = rollup.lines().find_map(|l| l.strip_prefix("Anonymous:"))?;
+    let kb: u64 = kb.trim().strip_suffix("kB")?.trim().parse().ok()?;
+    Some(kb * 1024 / sys::PAGE as u64)
+}
+
 /// `voluntary_ctxt_switches` of the thread whose `/proc/…/status` is at `path`.
 fn voluntary_switches(path: &str) -> Result<u64, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
@@ -904,6 +937,16 @@ pub fn parse_row(text: &str, label: &str, cpu: usize) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// smaps_rollup as Linux 6.18 prints it (`Anonymous:` in kB).
+    #[test]
+    fn anonymous_pages_are_read_from_smaps_rollup() {
+        let text = "55d1c0a00000-7ffd4b5fe000 ---p 00000000 00:00 0  [rollup]\nRss:  \
+                    24576 kB\nAnonymous:          8196 kB\nLazyFree:  0 kB\n";
+        assert_eq!(anon_pages_in(text), Some(2049));
+        assert_eq!(anon_pages_in("Rss: 4 kB\n"), None);
+        assert_eq!(anon_pages_in("Anonymous: many kB\n"), None);
+    }
 
     #[test]
     fn interrupt_rows_by_column_name() {

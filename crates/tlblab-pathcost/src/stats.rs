@@ -21,6 +21,10 @@ pub struct Measurement {
     /// the measurements that read `/proc/interrupts`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ipis_per_op: Option<f64>,
+    /// The measuring process's resident anonymous pages during the runs (`/proc/self/smaps_rollup`),
+    /// for the fork measurements: the pages a fork copies and the child's exit frees.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anon_pages: Option<u64>,
     /// Anything a reader should know (dropped runs, failed migrations).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -37,6 +41,7 @@ impl Measurement {
             runs_made,
             ops_per_run,
             ipis_per_op: None,
+            anon_pages: None,
             note: None,
         })
     }
