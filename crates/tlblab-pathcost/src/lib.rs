@@ -147,9 +147,10 @@ pub mod names {
     ];
 }
 
-/// How many pages of written private anonymous memory `fork_exit_grown` adds (16 MiB): enough
-/// that their copy and free stand well above the run-to-run noise of `fork_exit`.
-pub const FORK_GROWN_PAGES: u64 = 4096;
+/// How many pages of written private anonymous memory `fork_exit_grown` adds (64 MiB): several
+/// times what the measuring process has, so that the cost per page, which the fork figures
+/// extrapolate back over the process's own pages, is not mostly run-to-run noise.
+pub const FORK_GROWN_PAGES: u64 = 16_384;
 
 /// One measurement's outcome.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

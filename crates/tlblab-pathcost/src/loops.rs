@@ -139,7 +139,7 @@ pub const MEASURED_LOOPS: [MeasuredLoop; 28] = [
     },
     MeasuredLoop {
         name: names::FORK_EXIT_GROWN,
-        operation: "the same with 16 MiB more of written private anonymous memory: what each \
+        operation: "the same with 64 MiB more of written private anonymous memory: what each \
                     page a fork copies and an exit frees adds",
     },
 ];
