@@ -481,22 +481,21 @@ fn migrate_without_wake_up(out: &mut Derivation) {
     }
 }
 
-/// Splits `whole` among `parts` in proportion to their weights (the preset's cycles).
 /// `fork` + `_exit` + `waitpid` of a process without anonymous pages: `fork_exit` less the
 /// measuring process's own pages (a large process: this one) at the cost per page that
 /// `fork_exit_grown` adds, since the model charges each process's pages itself (`fork_pte`, and
 /// `mmput()`'s zap).
 fn fork_exit_alone(costs: &PathCosts) -> Result<Derived, String> {
-    let (small, small_how) = input(costs, names::FORK_EXIT)?;
-    let (grown, grown_how) = input(costs, names::FORK_EXIT_GROWN)?;
-    let pages = |name: &str| {
-        costs
-            .get(name)
-            .ok()
-            .and_then(|m| m.anon_pages)
-            .ok_or_else(|| format!("{name} has no count of the process's anonymous pages"))
+    // Each measurement with the process's anonymous pages it was taken at.
+    let with_pages = |name: &str| {
+        let (ns, how) = input(costs, name)?;
+        let pages = costs.get(name).ok().and_then(|m| m.anon_pages);
+        let pages =
+            pages.ok_or_else(|| format!("{name} has no count of the process's anonymous pages"))?;
+        Ok::<_, String>((ns, how, pages))
     };
-    let (before, after) = (pages(names::FORK_EXIT)?, pages(names::FORK_EXIT_GROWN)?);
+    let (small, small_how, before) = with_pages(names::FORK_EXIT)?;
+    let (grown, grown_how, after) = with_pages(names::FORK_EXIT_GROWN)?;
     if after <= before {
         return Err(format!(
             "fork_exit_grown's process had {after} anonymous pages, not more than fork_exit's \
@@ -522,6 +521,7 @@ fn fork_exit_alone(costs: &PathCosts) -> Result<Derived, String> {
     })
 }
 
+/// Splits `whole` among `parts` in proportion to their weights (the preset's cycles).
 fn split(
     out: &mut Vec<(&'static str, Result<Derived, String>)>,
     whole: &Result<Derived, String>,

@@ -242,6 +242,7 @@ fn attempts(
     }
     Err(failures.join("; "))
 }
+
 /// Pages per fault run (the cap of its calibration): 16 MiB.
 const FAULT_PAGES: u64 = 4096;
 /// Pages of the small and large `MADV_DONTNEED`: both above the kernel's single-page flush

@@ -229,9 +229,21 @@ mod tests {
     use std::collections::BTreeSet;
 
     fn kernel(cpus: usize) -> Kernel<TraceLog> {
+        kernel_under("linux-6.18", cpus)
+    }
+
+    fn kernel_under(policy: &str, cpus: usize) -> Kernel<TraceLog> {
         let spec = tlblab_sim::machine::builtin("zen3").unwrap();
-        let policy = Policy::named("linux-6.18").unwrap();
+        let policy = Policy::named(policy).unwrap();
         Kernel::new(&spec, &policy, KernelConfig::new(cpus, 3), TraceLog::default()).unwrap()
+    }
+
+    /// Writes one message to its channel, again and again.
+    struct Writer(ChannelId);
+    impl Program for Writer {
+        fn next(&mut self, _: &mut Env<'_>) -> Action {
+            Action::Syscall(Syscall::ChannelWrite { ch: self.0 })
+        }
     }
 
     fn small(pipe: bool, threads: bool) -> Params {
@@ -297,13 +309,7 @@ mod tests {
         // The model: one receiver that never reads; one sender fills the socket and sleeps.
         let mut k = kernel(1);
         let ch = k.channel(ChannelKind::Socket { sndbuf: SK_WMEM_DEFAULT, truesize: t });
-        struct W(ChannelId);
-        impl Program for W {
-            fn next(&mut self, _: &mut Env<'_>) -> Action {
-                Action::Syscall(Syscall::ChannelWrite { ch: self.0 })
-            }
-        }
-        k.spawn_process(Box::new(W(ch)), CpuId(0), true);
+        k.spawn_process(Box::new(Writer(ch)), CpuId(0), true);
         k.run_until(tlblab_types::Cycles(50_000_000));
         let s = k.channel_stats(ch);
         assert_eq!((s.written, s.writer_sleeps), (capacity, 1));
@@ -315,13 +321,7 @@ mod tests {
     fn a_pipe_holds_sixteen_pages_of_merged_messages() {
         let mut k = kernel(1);
         let ch = k.channel(ChannelKind::Pipe { buffers: PIPE_DEF_BUFFERS, per_page: 40 });
-        struct W(ChannelId);
-        impl Program for W {
-            fn next(&mut self, _: &mut Env<'_>) -> Action {
-                Action::Syscall(Syscall::ChannelWrite { ch: self.0 })
-            }
-        }
-        k.spawn_process(Box::new(W(ch)), CpuId(0), true);
+        k.spawn_process(Box::new(Writer(ch)), CpuId(0), true);
         k.run_until(tlblab_types::Cycles(50_000_000));
         assert_eq!(k.channel_stats(ch).written, 640);
     }
@@ -332,12 +332,6 @@ mod tests {
     /// with the pipe full woke it, and it found no room and slept again until a page was free.
     #[test]
     fn a_full_pipes_writer_is_woken_when_a_page_is_freed_and_before_6_14_at_every_read() {
-        struct W(ChannelId);
-        impl Program for W {
-            fn next(&mut self, _: &mut Env<'_>) -> Action {
-                Action::Syscall(Syscall::ChannelWrite { ch: self.0 })
-            }
-        }
         /// Reads `left` messages, each after a pause long enough for the writer to fill the
         /// pipe again (the first one for it to fill the pipe), and exits.
         struct R(ChannelId, u64, bool);
@@ -358,17 +352,14 @@ mod tests {
         for (policy, sleeps) in
             [("linux-6.18", 1 + 3), ("linux-6.18+pipe-wake-while-full", 1 + 120)]
         {
-            let spec = tlblab_sim::machine::builtin("zen3").unwrap();
-            let policy = Policy::named(policy).unwrap();
-            let mut k =
-                Kernel::new(&spec, &policy, KernelConfig::new(2, 1), TraceLog::default()).unwrap();
+            let mut k = kernel_under(policy, 2);
             let ch = k.channel(ChannelKind::Pipe { buffers: PIPE_DEF_BUFFERS, per_page: 40 });
-            k.spawn_process(Box::new(W(ch)), CpuId(0), false);
+            k.spawn_process(Box::new(Writer(ch)), CpuId(0), false);
             k.spawn_process(Box::new(R(ch, 120, false)), CpuId(1), true);
-            assert!(k.run(), "{}", policy.name);
+            assert!(k.run(), "{policy}");
             let s = k.channel_stats(ch);
-            assert_eq!((s.read, s.written), (120, 640 + 120), "{}", policy.name);
-            assert_eq!(s.writer_sleeps, sleeps, "{}: {s:?}", policy.name);
+            assert_eq!((s.read, s.written), (120, 640 + 120), "{policy}");
+            assert_eq!(s.writer_sleeps, sleeps, "{policy}: {s:?}");
         }
     }
 
