@@ -20,7 +20,7 @@
 //! | `context_switch` | `thread_switch − 2 S − wakeup` (a switch with one eventfd write that wakes and one read that blocks); without a measured wake-up, `thread_switch − 2 S` is split with `wakeup` in the nearest preset's proportion | cycles |
 //! | `pipe_op`, `socket_op` | `(pipe_pair − 2 S) / 2`, `(socket_pair − 2 S) / 2`: a 100-byte write and its read by one thread, no wake-up | cycles |
 //! | `migrate` | `migrate − S`; under a hypervisor less the target vCPU's wake-up that the guest model adds (2 × `vmexit_cpuid` + the `HLT` wake below (else a third `vmexit_cpuid`) + `ipi_latency` + `ipi_handler` + `context_switch`) | time |
-//! | `fork` + `exit` | `fork_exit`, split in the nearest preset's proportion | cycles |
+//! | `fork` + `exit` | `fork_exit − P × (fork_exit_grown − fork_exit) / G`, where `fork_exit` forks a small process (its `P` anonymous pages) and `fork_exit_grown` one with `G` more: the fork and exit of a process without pages, since the model charges each process's own; split in the nearest preset's proportion | cycles |
 //! | `[guest] ipi_round_trip` | `ipi_call_remote − ipi_call_local` (a synchronous cross-CPU call, made by toggling a perf event on the other CPU, less the same call on the own CPU); if that was not measured, `membarrier_ipi − membarrier_no_ipi` | time |
 //! | `ipi_send` + `ipi_latency` + `ipi_handler` + `ipi_ack` | the round trip, less 2 × `vmexit_cpuid` under a hypervisor (the exits the guest model adds to an IPI), split in the nearest preset's proportion | time |
 //! | `ipi_return` | `shootdown_target − vmexit_cpuid − ipi_handler − (cache_line_transfer + flush_tlb_func + INVLPG)`: what a running target loses per one-page shootdown beyond what the model charges it before it acknowledges (the injection exit, under a hypervisor only; the handler; the csd's line and the flush) | time |
@@ -481,8 +481,8 @@ fn migrate_without_wake_up(out: &mut Derivation) {
     }
 }
 
-/// `fork` + `_exit` + `waitpid` of a process without anonymous pages: `fork_exit` less the
-/// measuring process's own pages (a large process: this one) at the cost per page that
+/// `fork` + `_exit` + `waitpid` of a process without anonymous pages: `fork_exit` (a small
+/// process, tlblab-pathcost) less the pages it still passes on, at the cost per page that
 /// `fork_exit_grown` adds, since the model charges each process's pages itself (`fork_pte`, and
 /// `mmput()`'s zap).
 fn fork_exit_alone(costs: &PathCosts) -> Result<Derived, String> {

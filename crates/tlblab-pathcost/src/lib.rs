@@ -22,8 +22,8 @@
 //! | `pipe_wake_local`, `pipe_wake_remote` | the same write timed alone while a `SCHED_BATCH` reader is blocked in `read()` on the own (other) CPU: the write's wake-up; runs where the reader did not block before every write are dropped |
 //! | `vmexit_cpuid` | `CPUID` leaf 0 (`std::arch::x86_64::__cpuid`): in a guest, a VM-exit round trip |
 //! | `migrate` | `sched_setaffinity` to the other CPU (alternating), checked with `sched_getcpu` |
-//! | `fork_exit` | `fork()`; the child `_exit(0)`s; the parent `waitpid`s; with the measuring process's resident anonymous pages (`/proc/self/smaps_rollup`), which the fork copies and the exit frees |
-//! | `fork_exit_grown` | the same with [`FORK_GROWN_PAGES`] more pages of private anonymous memory written first: with `fork_exit`, the cost per page, and so the fork and exit of a process with none |
+//! | `fork_exit` | by a child of the measuring process that withholds from its own children (`MADV_DONTFORK`) the private anonymous memory it inherited, but the stack it runs on: `clone(SIGCHLD)` (the kernel's fork, without the C library's handlers); the child `_exit(0)`s; the measurer `waitpid`s. A small process's fork and exit, whatever the measuring process's size; with the anonymous pages it still passes on (`/proc/self/smaps`: stacks, file mappings' private copies) |
+//! | `fork_exit_grown` | the same, alternating run by run with `fork_exit`, with [`FORK_GROWN_PAGES`] written pages of private anonymous memory passed on too: with `fork_exit`, the cost per page, and so the fork and exit of a process with none |
 //!
 //! Method (as `tools/calibrate/kernel_costs.c`, whose code is not reused): a thread of its own,
 //! pinned to the first CPU this process may use (the remote CPU is the second); the operation
@@ -110,9 +110,9 @@ pub mod names {
     pub const VMEXIT_CPUID: &str = "vmexit_cpuid";
     /// `sched_setaffinity` to the other CPU.
     pub const MIGRATE: &str = "migrate";
-    /// `fork` + `_exit` + `waitpid`.
+    /// `clone(SIGCHLD)` + `_exit` + `waitpid` of a small process.
     pub const FORK_EXIT: &str = "fork_exit";
-    /// The same with [`crate::FORK_GROWN_PAGES`] more anonymous pages in the process.
+    /// The same with [`crate::FORK_GROWN_PAGES`] more anonymous pages passed on.
     pub const FORK_EXIT_GROWN: &str = "fork_exit_grown";
     /// Every name, in measuring order.
     pub const ALL: [&str; 28] = [
@@ -147,9 +147,9 @@ pub mod names {
     ];
 }
 
-/// How many pages of written private anonymous memory `fork_exit_grown` adds (64 MiB): several
-/// times what the measuring process has, so that the cost per page, which the fork figures
-/// extrapolate back over the process's own pages, is not mostly run-to-run noise.
+/// How many pages of written private anonymous memory `fork_exit_grown` passes on (64 MiB): far
+/// more than the small process of `fork_exit` has, so that the cost per page, which the fork
+/// figures extrapolate back over that process's own pages, is not mostly run-to-run noise.
 pub const FORK_GROWN_PAGES: u64 = 16_384;
 
 /// One measurement's outcome.

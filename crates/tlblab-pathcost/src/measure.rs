@@ -10,6 +10,7 @@ use nix::sys::eventfd::EventFd;
 use nix::unistd::Pid;
 use std::collections::BTreeMap;
 use std::hint::black_box;
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -208,8 +209,12 @@ fn measure_on_this_thread(opts: &Options) -> (Vec<usize>, BTreeMap<String, Outco
     });
     put(names::VMEXIT_CPUID, &mut || simple(opts, 1 << 22, &mut cpuid_loop));
     put(names::MIGRATE, &mut || migrate(opts, local, need2("a migration")?));
-    put(names::FORK_EXIT, &mut || fork_exit(opts, 0));
-    put(names::FORK_EXIT_GROWN, &mut || fork_exit(opts, crate::FORK_GROWN_PAGES));
+    // Both fork figures come from one child (see fork_pair).
+    let mut forks = None;
+    let mut pair =
+        |i: usize| forks.get_or_insert_with(|| fork_pair(opts)).clone().map(|p| p[i].clone());
+    put(names::FORK_EXIT, &mut || pair(0));
+    put(names::FORK_EXIT_GROWN, &mut || pair(1));
     for name in crate::sequences::ALL {
         put(name, &mut || {
             simple(opts, 1 << 26, &mut |ops| {
@@ -809,45 +814,116 @@ fn pipe_wake(
     Ok(m)
 }
 
-/// `fork()` + `_exit()` + `waitpid()` with `extra` more pages of private anonymous memory
-/// written first and held meanwhile; records the process's resident anonymous pages, which the
-/// fork copies and the exit frees.
-fn fork_exit(opts: &Options, extra: u64) -> Result<Measurement, String> {
-    // 4 KiB pages (MADV_NOHUGEPAGE), as the model copies and frees them.
-    let grown = match extra {
-        0 => None,
-        n => {
-            let a = Anon::map(n as usize).map_err(|e| format!("mmap of {n} pages: {e}"))?;
-            (0..n as usize).for_each(|p| a.write(p));
-            Some(a)
-        }
-    };
-    let mut m = simple(opts, 1 << 16, &mut |ops| {
+/// `fork_exit` and `fork_exit_grown`, measured together by a child of this process that passes
+/// on to its own children none of the private anonymous memory it inherited (`MADV_DONTFORK`)
+/// but the stack it runs on: the fork timed is that of a small process, whatever this one's
+/// size (tlblab after a study holds tens of MiB, which a fork copies page by page). Each timed
+/// fork is `clone(SIGCHLD)`; its child `_exit`s at once; the measurer `waitpid`s. The grown
+/// runs let [`crate::FORK_GROWN_PAGES`] written pages (4 KiB, as the model copies and frees
+/// them) be inherited too; plain and grown runs alternate, so a drift of the host's speed
+/// affects both alike. Each records the anonymous pages its forks copy.
+fn fork_pair(opts: &Options) -> Result<[Measurement; 2], String> {
+    let out = sys::in_child(|| {
+        let result = fork_pair_here(opts);
+        serde_json::to_string(&result).unwrap_or_else(|e| format!("{e}"))
+    })?;
+    serde_json::from_str::<Result<[Measurement; 2], String>>(&out)
+        .map_err(|e| format!("the measuring child's result ({out:?}): {e}"))?
+}
+
+/// The measurer of [`fork_pair`], in the child.
+fn fork_pair_here(opts: &Options) -> Result<[Measurement; 2], String> {
+    let here = 0u8;
+    let stack = std::hint::black_box(&here) as *const u8 as usize;
+    let smaps = std::fs::read_to_string(SMAPS).map_err(|e| format!("cannot read {SMAPS}: {e}"))?;
+    let layout = fork_layout(&smaps, stack).map_err(|e| format!("{SMAPS}: {e}"))?;
+    for range in &layout.withheld {
+        sys::withhold_from_children(range.clone())
+            .map_err(|e| format!("madvise(MADV_DONTFORK) of {range:x?}: {e}"))?;
+    }
+    let pages = crate::FORK_GROWN_PAGES;
+    let region = Anon::map(pages as usize).map_err(|e| format!("mmap of {pages} pages: {e}"))?;
+    (0..pages as usize).for_each(|p| region.write(p));
+    let mut forks = |ops: u64| {
         let t = Instant::now();
         for _ in 0..ops {
-            sys::fork_exit_wait().map_err(|e| format!("fork/exit/waitpid: {e}"))?;
+            sys::clone_exit_wait().map_err(|e| format!("clone/exit/waitpid: {e}"))?;
         }
         Ok(t.elapsed())
-    })?;
-    m.anon_pages = Some(anon_pages(ROLLUP)?);
-    drop(grown);
-    Ok(m)
+    };
+    let inherit = |yes: bool| region.inherited(yes).map_err(|e| format!("madvise: {e}"));
+    inherit(false)?;
+    let plain_ops = calibrate(opts.min_run, 1 << 16, &mut forks)?;
+    inherit(true)?;
+    let grown_ops = calibrate(opts.min_run, 1 << 16, &mut forks)?;
+    let (mut plain, mut grown) = (Vec::new(), Vec::new());
+    for _ in 0..opts.runs {
+        inherit(false)?;
+        plain.push(forks(plain_ops)?.as_nanos() as f64 / plain_ops as f64);
+        inherit(true)?;
+        grown.push(forks(grown_ops)?.as_nanos() as f64 / grown_ops as f64);
+    }
+    let of = |per_op: &[f64], ops: u64, anon_pages: u64| {
+        let m = Measurement::of(per_op, opts.runs, ops).ok_or("no timed run")?;
+        Ok::<_, String>(Measurement { anon_pages: Some(anon_pages), ..m })
+    };
+    Ok([
+        of(&plain, plain_ops, layout.kept_pages)?,
+        of(&grown, grown_ops, layout.kept_pages + pages)?,
+    ])
 }
 
-/// Where the process's memory totals are.
-const ROLLUP: &str = "/proc/self/smaps_rollup";
-
-/// The resident anonymous pages in the `smaps_rollup` file at `path` (its `Anonymous:` kB).
-fn anon_pages(path: &str) -> Result<u64, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
-    anon_pages_in(&text).ok_or_else(|| format!("{path} has no `Anonymous:` line"))
+/// What a child of the process whose `smaps` these are would inherit.
+#[derive(Debug, PartialEq)]
+struct ForkLayout {
+    /// Private anonymous mappings with resident pages, but for the stack at the given address
+    /// and the main thread's: to be withheld from children.
+    withheld: Vec<Range<usize>>,
+    /// Resident anonymous pages in the mappings kept (stacks, file mappings' private copies).
+    kept_pages: u64,
 }
 
-fn anon_pages_in(rollup: &str) -> Option<u64> {
-    let kb = rollup.lines().find_map(|l| l.strip_prefix("Anonymous:"))?;
-    let kb: u64 = kb.trim().strip_suffix("kB")?.trim().parse().ok()?;
-    Some(kb * 1024 / sys::PAGE as u64)
+/// [`ForkLayout`] from `/proc/PID/smaps` text, for a thread whose stack holds `stack`.
+fn fork_layout(smaps: &str, stack: usize) -> Result<ForkLayout, String> {
+    let mut layout = ForkLayout { withheld: Vec::new(), kept_pages: 0 };
+    // The mapping being read: its range and whether it may be withheld.
+    let mut current: Option<(Range<usize>, bool)> = None;
+    for (n, line) in smaps.lines().enumerate() {
+        let mut fields = line.split_whitespace();
+        let first = fields.next().unwrap_or("");
+        if let Some((lo, hi)) = first.split_once('-') {
+            let (Ok(lo), Ok(hi)) = (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16))
+            else {
+                return Err(format!("line {}: no address range in {line:?}", n + 1));
+            };
+            let perms = fields.next().unwrap_or("");
+            let inode = fields.nth(2).unwrap_or("");
+            let path = fields.next().unwrap_or("");
+            let anonymous = inode == "0" && (path.is_empty() || path == "[heap]");
+            let private = perms.ends_with('p');
+            current = Some((lo..hi, anonymous && private && !(lo..hi).contains(&stack)));
+        } else if first == "Anonymous:" {
+            let Some((range, withhold)) = &current else {
+                return Err(format!("line {}: `Anonymous:` before any mapping", n + 1));
+            };
+            let pages = fields
+                .next()
+                .and_then(|kb| kb.parse::<u64>().ok())
+                .ok_or_else(|| format!("line {}: unreadable {line:?}", n + 1))?
+                * 1024
+                / sys::PAGE as u64;
+            match (withhold, pages) {
+                (_, 0) => {}
+                (true, _) => layout.withheld.push(range.clone()),
+                (false, p) => layout.kept_pages += p,
+            }
+        }
+    }
+    Ok(layout)
 }
+
+/// Where the process's mappings are listed with their resident memory.
+const SMAPS: &str = "/proc/self/smaps";
 
 /// `voluntary_ctxt_switches` of the thread whose `/proc/…/status` is at `path`.
 fn voluntary_switches(path: &str) -> Result<u64, String> {
@@ -939,14 +1015,60 @@ pub fn parse_row(text: &str, label: &str, cpu: usize) -> Option<u64> {
 mod tests {
     use super::*;
 
-    /// smaps_rollup as Linux 6.18 prints it (`Anonymous:` in kB).
+    /// Four mappings as Linux 6.18's `/proc/PID/smaps` lists them (other keys cut): a file
+    /// mapping with private copies, the brk heap, a thread's stack and the main stack.
+    const SMAPS_TEXT: &str = "\
+55ecb80c8000-55ecb811d000 r--p 011dc000 fe:00 5311042                    /work/main/target/release/tlblab
+Size:                340 kB
+Anonymous:           340 kB
+55ecd5603000-55ecd7eb8000 rw-p 00000000 00:00 0                          [heap]
+Size:              41684 kB
+Anonymous:         41556 kB
+7ffb74615000-7ffb74815000 rw-p 00000000 00:00 0
+Size:               2048 kB
+Anonymous:            16 kB
+7ffb74817000-7ffb74a17000 rw-p 00000000 00:00 0
+Size:               2048 kB
+Anonymous:             0 kB
+7ffdea33e000-7ffdea36e000 rw-p 00000000 00:00 0                          [stack]
+Size:                192 kB
+Anonymous:           188 kB
+";
+
+    /// A fork from a thread running on the anonymous mapping at 0x7ffb74615000 withholds the
+    /// heap only: that stack, the main stack and the file mapping's copies are kept
+    /// ((340 + 16 + 188) kB = 136 pages); the mapping without pages need not be withheld.
     #[test]
-    fn anonymous_pages_are_read_from_smaps_rollup() {
-        let text = "55d1c0a00000-7ffd4b5fe000 ---p 00000000 00:00 0  [rollup]\nRss:  \
-                    24576 kB\nAnonymous:          8196 kB\nLazyFree:  0 kB\n";
-        assert_eq!(anon_pages_in(text), Some(2049));
-        assert_eq!(anon_pages_in("Rss: 4 kB\n"), None);
-        assert_eq!(anon_pages_in("Anonymous: many kB\n"), None);
+    fn a_fork_withholds_the_heap_but_keeps_the_stack_it_runs_on() {
+        let layout = fork_layout(SMAPS_TEXT, 0x7ffb_7470_0000).unwrap();
+        assert_eq!(layout.withheld, vec![0x55ecd5603000..0x55ecd7eb8000]);
+        assert_eq!(layout.kept_pages, 136);
+        // From a thread whose stack is elsewhere, its mapping is withheld too.
+        let other = fork_layout(SMAPS_TEXT, 0x7ffd_ea36_0000).unwrap();
+        assert_eq!(other.withheld.len(), 2);
+        assert_eq!(other.kept_pages, (340 + 188) / 4);
+    }
+
+    #[test]
+    fn an_unreadable_smaps_line_is_named() {
+        let e = fork_layout("Anonymous: 4 kB\n", 0).unwrap_err();
+        assert!(e.starts_with("line 1: `Anonymous:` before any mapping"), "{e}");
+        let e = fork_layout("zz-10 rw-p 0 00:00 0\n", 0).unwrap_err();
+        assert!(e.starts_with("line 1: no address range"), "{e}");
+        let e = fork_layout(&SMAPS_TEXT.replace("41556 kB", "many kB"), 0).unwrap_err();
+        assert!(e.starts_with("line 6: unreadable"), "{e}");
+    }
+
+    /// The measurement itself, in a child of the test process: the grown forks cost more, and
+    /// their pages are the plain ones' and the region's.
+    #[test]
+    fn fork_pair_measures_a_small_process_and_the_grown_one() {
+        let opts = Options { min_run: Duration::from_millis(1), runs: 3, ..Options::default() };
+        let [plain, grown] = fork_pair(&opts).unwrap();
+        let (small, large) = (plain.anon_pages.unwrap(), grown.anon_pages.unwrap());
+        assert_eq!(large - small, crate::FORK_GROWN_PAGES);
+        assert!(grown.median_ns > plain.median_ns, "{grown:?} vs {plain:?}");
+        assert_eq!((plain.runs, grown.runs), (3, 3));
     }
 
     #[test]

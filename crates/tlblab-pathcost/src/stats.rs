@@ -21,8 +21,8 @@ pub struct Measurement {
     /// the measurements that read `/proc/interrupts`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ipis_per_op: Option<f64>,
-    /// The measuring process's resident anonymous pages during the runs (`/proc/self/smaps_rollup`),
-    /// for the fork measurements: the pages a fork copies and the child's exit frees.
+    /// For the fork measurements: the resident anonymous pages the forked process inherits
+    /// (`/proc/self/smaps`), which the fork copies and the child's exit frees.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub anon_pages: Option<u64>,
     /// Anything a reader should know (dropped runs, failed migrations).

@@ -1,9 +1,10 @@
 //! The crate's only unsafe code: a private anonymous mapping touched page by page, `madvise`,
-//! `mprotect`, `mmap`/`munmap` of an untouched region, `fork` + `_exit`, `membarrier`, a CPU-bound perf
+//! `mprotect`, `mmap`/`munmap` of an untouched region, `fork` and `clone` + `_exit`, `membarrier`, a CPU-bound perf
 //! event toggled by `ioctl`, and `sched_setscheduler`.
 //!
 //! The invariants: an [`Anon`] owns its mapping (unmapped on drop, touched only within its
-//! pages); no Rust reference ever points into it; a forked child calls only `_exit`.
+//! pages); no Rust reference ever points into it; a cloned child calls only `_exit`, and a
+//! forked one runs its body and `_exit`s.
 #![allow(unsafe_code)]
 
 use nix::errno::Errno;
@@ -65,6 +66,14 @@ impl Anon {
         // SAFETY: our own mapping, whole; a protection change moves no memory, and the callers
         // write only while the region is read-write.
         unsafe { mman::mprotect(self.ptr, self.pages * PAGE, prot) }
+    }
+
+    /// Whether children forked from now on inherit the region (`MADV_DOFORK`) or not
+    /// (`MADV_DONTFORK`).
+    pub(crate) fn inherited(&self, yes: bool) -> Result<(), Errno> {
+        let advice = if yes { MmapAdvise::MADV_DOFORK } else { MmapAdvise::MADV_DONTFORK };
+        // SAFETY: our own mapping, whole; the advice changes only what a later fork copies.
+        unsafe { mman::madvise(self.ptr, self.pages * PAGE, advice) }
     }
 
     /// `madvise(MADV_DONTNEED)` of `pages`.
@@ -144,15 +153,62 @@ pub(crate) fn map_unmap_untouched(pages: usize) -> Result<(), Errno> {
     }
 }
 
-/// `fork()`; the child calls `_exit(0)` at once; the parent reaps it.
-pub(crate) fn fork_exit_wait() -> Result<(), Errno> {
-    // SAFETY: the child runs only `_exit`, which is async-signal-safe: no allocation, no lock.
-    match unsafe { fork()? } {
-        ForkResult::Child => unsafe { libc::_exit(0) },
-        ForkResult::Parent { child } => match waitpid(child, None)? {
+/// The kernel's fork: `clone(SIGCHLD)` without the C library's fork handlers (which would touch
+/// memory the child may not have, see [`withhold_from_children`]); the child calls `_exit(0)` at
+/// once, touching only its stack; the parent reaps it.
+pub(crate) fn clone_exit_wait() -> Result<(), Errno> {
+    // SAFETY: a clone without CLONE_VM gives the child a copy of the address space (less what
+    // is withheld), and the child runs nothing but `_exit` on the copy of this thread's stack.
+    let pid =
+        unsafe { libc::syscall(libc::SYS_clone, libc::c_long::from(libc::SIGCHLD), 0, 0, 0, 0) };
+    match pid {
+        -1 => Err(Errno::last()),
+        // SAFETY: `_exit` is exit_group(2): it runs no handler and needs no memory but the stack.
+        0 => unsafe { libc::_exit(0) },
+        child => match waitpid(nix::unistd::Pid::from_raw(child as libc::pid_t), None)? {
             WaitStatus::Exited(_, 0) => Ok(()),
             _ => Err(Errno::ECHILD),
         },
+    }
+}
+
+/// `madvise(MADV_DONTFORK)` of `range` (page-aligned): the caller's children do not inherit it.
+/// The caller's own memory is unchanged.
+pub(crate) fn withhold_from_children(range: Range<usize>) -> Result<(), Errno> {
+    let start = NonNull::new(range.start as *mut c_void).ok_or(Errno::EINVAL)?;
+    // SAFETY: DONTFORK changes only what a later fork copies; nothing in this process moves.
+    unsafe { mman::madvise(start, range.end - range.start, MmapAdvise::MADV_DONTFORK) }
+}
+
+/// Runs `body` in a forked child process and returns what it wrote (its return value), or why
+/// the child gave nothing. The child ends with `_exit`: no destructor or exit handler of this
+/// process runs twice. `body` may allocate (the C library makes `malloc` safe in the child of a
+/// multi-threaded process) but must not wait on another thread of this process: it has none.
+pub(crate) fn in_child(body: impl FnOnce() -> String) -> Result<String, String> {
+    let (read, write) = nix::unistd::pipe().map_err(|e| format!("pipe: {e}"))?;
+    // SAFETY: the child runs `body`, writes, and `_exit`s; it never returns into the caller.
+    match unsafe { fork() }.map_err(|e| format!("fork: {e}"))? {
+        ForkResult::Child => {
+            drop(read);
+            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body))
+                .unwrap_or_else(|_| "the measuring child panicked".to_owned());
+            let mut file = std::fs::File::from(write);
+            let code = i32::from(std::io::Write::write_all(&mut file, out.as_bytes()).is_err());
+            // SAFETY: exit_group(2) without this process's exit handlers (they belong to the
+            // parent).
+            unsafe { libc::_exit(code) }
+        }
+        ForkResult::Parent { child } => {
+            drop(write);
+            let mut out = String::new();
+            let read = std::io::Read::read_to_string(&mut std::fs::File::from(read), &mut out);
+            let status = waitpid(child, None).map_err(|e| format!("waitpid: {e}"))?;
+            read.map_err(|e| format!("reading the measuring child's result: {e}"))?;
+            match status {
+                WaitStatus::Exited(_, 0) => Ok(out),
+                other => Err(format!("the measuring child ended with {other:?}")),
+            }
+        }
     }
 }
 
