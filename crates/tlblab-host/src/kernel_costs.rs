@@ -19,11 +19,12 @@
 //! | `wakeup` | `pipe_wake_local − pipe_write` (a 100-byte pipe write that wakes a reader blocked on its CPU, less the same write with nobody waiting) | cycles |
 //! | `context_switch` | `thread_switch − 2 S − wakeup` (a switch with one eventfd write that wakes and one read that blocks); without a measured wake-up, `thread_switch − 2 S` is split with `wakeup` in the nearest preset's proportion | cycles |
 //! | `pipe_op`, `socket_op` | `(pipe_pair − 2 S) / 2`, `(socket_pair − 2 S) / 2`: a 100-byte write and its read by one thread, no wake-up | cycles |
+//! | `cache_line_transfer` | `line_pingpong`: half the round trip of one cache line between the two CPUs | time |
 //! | `migrate` | `migrate − S`; under a hypervisor less the target vCPU's wake-up that the guest model adds (2 × `vmexit_cpuid` + the `HLT` wake below (else a third `vmexit_cpuid`) + `ipi_latency` + `ipi_handler` + `context_switch`) | time |
 //! | `fork` + `exit` | `fork_exit − P × (fork_exit_grown − fork_exit) / G`, where `fork_exit` forks a small process (its `P` anonymous pages) and `fork_exit_grown` one with `G` more: the fork and exit of a process without pages, since the model charges each process's own; split in the nearest preset's proportion | cycles |
 //! | `[guest] ipi_round_trip` | `ipi_call_remote − ipi_call_local` (a synchronous cross-CPU call, made by toggling a perf event on the other CPU, less the same call on the own CPU); if that was not measured, `membarrier_ipi − membarrier_no_ipi` | time |
 //! | `ipi_send` + `ipi_latency` + `ipi_handler` + `ipi_ack` | the round trip, less 2 × `vmexit_cpuid` under a hypervisor (the exits the guest model adds to an IPI), split in the nearest preset's proportion | time |
-//! | `ipi_return` | `shootdown_target − vmexit_cpuid − ipi_handler − (cache_line_transfer + flush_tlb_func + INVLPG)`: what a running target loses per one-page shootdown beyond what the model charges it before it acknowledges (the injection exit, under a hypervisor only; the handler; the csd's line and the flush) | time |
+//! | `ipi_return` | `shootdown_target − vmexit_cpuid − ipi_handler − (cache_line_transfer + flush_tlb_func + INVLPG)` (the line as measured, else copied): what a running target loses per one-page shootdown beyond what the model charges it before it acknowledges (the injection exit, under a hypervisor only; the handler; the csd's line and the flush) | time |
 //! | `[guest] vm_exit` | `vmexit_cpuid` (under a hypervisor only) | time |
 //! | `[idle]` HLT exit latency | `thread_wake_remote − thread_switch − (2 × vmexit_cpuid + ipi_latency + ipi_handler)` under a hypervisor: a pass of a token that wakes a thread on the other, halted vCPU, less the same pass on one CPU and the IPI's pieces the guest model adds (the waker's exit, the injection's exit, latency, handler); what is left is the halted vCPU's wake-up on the host | time |
 //!
@@ -91,6 +92,9 @@ pub struct LocalFlush {
     pub target_ns: f64,
     /// The figures the target's part sums.
     pub target_how: String,
+    /// Of the target's part, the copied cache-line transfer, in ns at the host clock (replaced
+    /// by the measured one when there is one).
+    pub line_ns: f64,
 }
 
 /// The one-page local flush `kernel` (the host's copied figures, at its clock) makes the model
@@ -113,6 +117,7 @@ pub fn local_flush(kernel: &RawKernel, invlpg_cycles: u64) -> LocalFlush {
             "the csd's line {line} + flush_tlb_func {func} + INVLPG {invlpg_cycles} cycles at \
              {mhz} MHz"
         ),
+        line_ns: ns(line),
     }
 }
 
@@ -313,6 +318,10 @@ pub fn derive(
         "migrate",
         minus_syscall(names::MIGRATE, 1.0, 1.0, "migrate − null_syscall", Scales::Time),
     ));
+    // A line's latency between the two cores: not the core's clock (on AMD it crosses the
+    // fabric between core complexes).
+    let line = one(names::LINE_PINGPONG, Scales::Time, "line_pingpong (half a round trip)");
+    out.kernel.push(("cache_line_transfer", line));
     let fork = fork_exit_alone(costs);
     split(&mut out.kernel, &fork, &[("fork", preset.fork.cycles), ("exit", preset.exit.cycles)]);
     // The round trip: a synchronous cross-CPU call made on demand (a perf event toggled on the
@@ -398,13 +407,21 @@ fn ipi_return(
     } else {
         "shootdown_target − ipi_handler − the target's one-page flush"
     };
-    let ns = positive(rule, lost - exit - handler.ns - flush.target_ns)?;
+    // The csd's line as measured here, when it was.
+    let (target, line_how) = match derived(out, "cache_line_transfer") {
+        Some(line) => (
+            flush.target_ns - flush.line_ns + line.ns,
+            format!(", with the line measured: {:.1} ns", line.ns),
+        ),
+        None => (flush.target_ns, String::new()),
+    };
+    let ns = positive(rule, lost - exit - handler.ns - target)?;
     Ok(Derived {
         ns: round1(ns),
         scales: Scales::Time,
         how: format!(
-            "{rule}: {lost_how}{exit_how}; ipi_handler {:.1} ns; flush {:.1} ns ({})",
-            handler.ns, flush.target_ns, flush.target_how
+            "{rule}: {lost_how}{exit_how}; ipi_handler {:.1} ns; flush {target:.1} ns ({}{line_how})",
+            handler.ns, flush.target_how
         ),
         assumed_split: false,
     })
@@ -595,7 +612,8 @@ pub(crate) fn figure_of(d: &Derived, mhz: u64, cache: &str) -> KernelFigure {
     let rule = match d.scales {
         Scales::Cycles => "scales with cycles: a core-bound path",
         Scales::Time => {
-            "scales with time: latency-bound (interrupt delivery, a vCPU's wake-up, exits)"
+            "scales with time: latency-bound (interrupt delivery, a vCPU's wake-up, exits, a \
+             line crossing between cores)"
         }
     };
     KernelFigure::in_ns(
@@ -670,7 +688,13 @@ mod tests {
     }
 
     fn flush100() -> LocalFlush {
-        LocalFlush { ns: 100.0, how: "test".into(), target_ns: 60.0, target_how: "test".into() }
+        LocalFlush {
+            ns: 100.0,
+            how: "test".into(),
+            target_ns: 60.0,
+            target_how: "test".into(),
+            line_ns: 20.0,
+        }
     }
 
     fn ns(d: &Derivation, name: &str) -> Result<f64, String> {
@@ -797,6 +821,14 @@ mod tests {
         // 9,000 − 18,500 × 1,200 / 4,800 − 60.
         let bare = derive(&c, &skylake(), false, &flush100());
         assert_eq!(ns(&bare, "ipi_return"), Ok(4_315.0));
+        // With the line measured (line_pingpong 50 ns, already half a round trip) the flush holds
+        // it instead of the copied 20 ns: 9,000 − 8,000 − 625 − (60 − 20 + 50).
+        assert!(ns(&d, "cache_line_transfer").unwrap_err().contains("line_pingpong not measured"));
+        let mut lined = c.clone();
+        lined.results.insert(names::LINE_PINGPONG.into(), m(50.0));
+        let l = derive(&lined, &skylake(), true, &flush100());
+        assert_eq!(ns(&l, "cache_line_transfer"), Ok(50.0));
+        assert_eq!(ns(&l, "ipi_return"), Ok(285.0));
         // The halted vCPU's wake-up and the migration keep the return: the model charges it
         // only on a running target. 40,000 − 1,200 − (2 × 8,000 + 1,041.7 + 625).
         let mut woken = c.clone();

@@ -11,6 +11,7 @@
 //! | `mprotect_1`, `mprotect_64`, `mprotect_256` | `mprotect` of 1 / 64 / 256 present pages, read-only and read-write by turns: each call changes every PTE and flushes (one page by `INVLPG`, 64 and 256 fully, so their difference is 192 PTE changes) |
 //! | `mmap_munmap_untouched` | `mmap` + `munmap` of 16 untouched pages: no zap, no flush |
 //! | `thread_switch` | per switch: two threads of this process on one CPU pass a token through eventfds (same mm) |
+//! | `line_pingpong` | per transfer: a counter alone in its cache line, passed to a thread spinning on the other CPU and back (each side waits for the other's store and answers with the next value), half the round trip |
 //! | `thread_wake_remote` | per pass: the same token passing with the partner thread on the other CPU, so each pass wakes a thread whose CPU went idle when it blocked |
 //! | `membarrier_ipi` | `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` with a sibling thread spinning on the other CPU: one IPI round trip; runs that delivered fewer than 0.99 `CAL` interrupts per call are dropped |
 //! | `membarrier_no_ipi` | the same with the sibling blocked in `read()`: no IPI, the syscall alone |
@@ -98,6 +99,8 @@ pub mod names {
     pub const SHOOTDOWN_TARGET: &str = "shootdown_target";
     /// A 100-byte pipe write and its read, one thread, no wake-up.
     pub const PIPE_PAIR: &str = "pipe_pair";
+    /// One cache line passed to a thread spinning on the other CPU and back, halved.
+    pub const LINE_PINGPONG: &str = "line_pingpong";
     /// A 100-byte AF_UNIX stream socket write and its read, one thread, no wake-up.
     pub const SOCKET_PAIR: &str = "socket_pair";
     /// A 100-byte pipe write timed alone, no reader waiting.
@@ -115,7 +118,7 @@ pub mod names {
     /// The same with [`crate::FORK_GROWN_PAGES`] more anonymous pages passed on.
     pub const FORK_EXIT_GROWN: &str = "fork_exit_grown";
     /// Every name, in measuring order.
-    pub const ALL: [&str; 28] = [
+    pub const ALL: [&str; 29] = [
         NULL_SYSCALL,
         FAULT_ZERO,
         FAULT_ANON,
@@ -129,6 +132,7 @@ pub mod names {
         MMAP_MUNMAP,
         MUNMAP_SPLIT,
         THREAD_SWITCH,
+        LINE_PINGPONG,
         THREAD_WAKE_REMOTE,
         IPI_CALL_REMOTE,
         IPI_CALL_LOCAL,

@@ -25,7 +25,7 @@ pub const CALIBRATION_STEP: f64 = 0.10;
 pub const CALIBRATED_SHARE: f64 = 0.5;
 
 /// Every loop the host preset measures, in measuring order ([`names::ALL`]).
-pub const MEASURED_LOOPS: [MeasuredLoop; 28] = [
+pub const MEASURED_LOOPS: [MeasuredLoop; 29] = [
     MeasuredLoop { name: names::NULL_SYSCALL, operation: "getppid()" },
     MeasuredLoop {
         name: names::FAULT_ZERO,
@@ -79,6 +79,11 @@ pub const MEASURED_LOOPS: [MeasuredLoop; 28] = [
         name: names::THREAD_SWITCH,
         operation: "one switch between two threads of one process on one CPU passing a token \
                     through eventfds: pingpong's loop, between threads instead of processes",
+    },
+    MeasuredLoop {
+        name: names::LINE_PINGPONG,
+        operation: "one cache line passed to a thread spinning on the other CPU and back, \
+                    halved: a core-to-core line transfer",
     },
     MeasuredLoop {
         name: names::THREAD_WAKE_REMOTE,
@@ -135,12 +140,14 @@ pub const MEASURED_LOOPS: [MeasuredLoop; 28] = [
     },
     MeasuredLoop {
         name: names::FORK_EXIT,
-        operation: "fork(); the child _exit(0)s; the parent waitpid()s",
+        operation:
+            "clone(SIGCHLD) of a small process (a child of the measuring one that withholds \
+                    its inherited anonymous memory); the child _exit(0)s; the parent waitpid()s",
     },
     MeasuredLoop {
         name: names::FORK_EXIT_GROWN,
-        operation: "the same with 64 MiB more of written private anonymous memory: what each \
-                    page a fork copies and an exit frees adds",
+        operation: "the same with 64 MiB more of written private anonymous memory passed on: \
+                    what each page a fork copies and an exit frees adds",
     },
 ];
 

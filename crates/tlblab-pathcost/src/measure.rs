@@ -163,6 +163,7 @@ fn measure_on_this_thread(opts: &Options) -> (Vec<usize>, BTreeMap<String, Outco
         })
     });
     put(names::THREAD_SWITCH, &mut || thread_switch(opts, local));
+    put(names::LINE_PINGPONG, &mut || line_pingpong(opts, need2("a cache-line transfer")?));
     put(names::THREAD_WAKE_REMOTE, &mut || thread_switch(opts, need2("a cross-CPU wake-up")?));
     put(names::IPI_CALL_REMOTE, &mut || {
         let remote = need2("a cross-CPU call")?;
@@ -393,13 +394,83 @@ fn thread_switch(opts: &Options, cpu: usize) -> Result<Measurement, String> {
     let _ = a.write(2);
     let joined = partner.join().map_err(|_| "the partner thread panicked".to_owned())?;
     joined?;
-    result.map(|mut m| {
-        m.median_ns /= 2.0;
-        m.p10_ns /= 2.0;
-        m.p90_ns /= 2.0;
-        m.note = Some("per pass: half a round trip".into());
-        m
-    })
+    result.map(|m| halved(m, "per pass: half a round trip"))
+}
+
+/// A round-trip measurement as one of its two halves.
+fn halved(mut m: Measurement, note: &str) -> Measurement {
+    m.median_ns /= 2.0;
+    m.p10_ns /= 2.0;
+    m.p90_ns /= 2.0;
+    m.note = Some(note.into());
+    m
+}
+
+/// Round trips per run of [`line_pingpong`]: 10–50 ms at the 0.1–0.5 µs a round trip takes on
+/// this project's guest, far above a timer tick.
+const LINE_ROUND_TRIPS: u64 = 100_000;
+
+/// One cache line passed between this thread and a partner spinning on `remote`: each side
+/// waits for the other's store to a counter (odd: the partner's turn) and answers with the
+/// next value; one operation is a round trip, i.e. two transfers of the line, and the figure
+/// is half of it.
+fn line_pingpong(opts: &Options, remote: usize) -> Result<Measurement, String> {
+    /// The counter alone in its line.
+    #[repr(align(64))]
+    struct Line(AtomicU64);
+    const STOP: u64 = u64::MAX;
+    let line = Arc::new(Line(AtomicU64::new(0)));
+    let theirs = Arc::clone(&line);
+    let partner = std::thread::spawn(move || -> Result<(), String> {
+        pin(remote)?;
+        let mut seen = 0;
+        loop {
+            let v = theirs.0.load(Ordering::Acquire);
+            if v == STOP {
+                return Ok(());
+            }
+            if v % 2 == 1 && v != seen {
+                seen = v + 1;
+                theirs.0.store(seen, Ordering::Release);
+            }
+            std::hint::spin_loop();
+        }
+    });
+    let mut next = 1u64;
+    let mut round_trips = |ops: u64| {
+        let t = Instant::now();
+        for _ in 0..ops {
+            line.0.store(next, Ordering::Release);
+            let mut spins = 0u32;
+            while line.0.load(Ordering::Acquire) != next + 1 {
+                std::hint::spin_loop();
+                spins = spins.wrapping_add(1);
+                // A partner that failed (its CPU refused) never answers.
+                if spins.is_multiple_of(4096) && partner.is_finished() {
+                    return Err("the partner thread stopped".to_owned());
+                }
+            }
+            next += 2;
+        }
+        Ok(t.elapsed())
+    };
+    // The first answer comes once the partner runs on its CPU. The count is fixed, not
+    // calibrated: a partner's vCPU held by the host for a few ms would make a calibrated run a
+    // handful of round trips long.
+    let result = (|| {
+        round_trips(1)?;
+        round_trips(LINE_ROUND_TRIPS)?;
+        let mut per_op = Vec::with_capacity(opts.runs);
+        for _ in 0..opts.runs {
+            let took = round_trips(LINE_ROUND_TRIPS)?;
+            per_op.push(took.as_nanos() as f64 / LINE_ROUND_TRIPS as f64);
+        }
+        Measurement::of(&per_op, opts.runs, LINE_ROUND_TRIPS).ok_or_else(|| "no timed run".into())
+    })();
+    line.0.store(STOP, Ordering::Release);
+    let joined = partner.join().map_err(|_| "the partner thread panicked".to_owned())?;
+    joined?;
+    result.map(|m| halved(m, "per transfer: half a round trip"))
 }
 
 /// A spinning sibling's loop takes tens of ns; a pause between two of its clock reads longer
