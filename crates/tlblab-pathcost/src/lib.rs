@@ -19,6 +19,7 @@
 //! | `ipi_call_local` | the same with the event on the own CPU: the function called directly, no IPI |
 //! | `shootdown_target` | per flush IPI received: the time a sibling thread spinning in user mode on the other CPU loses while this thread `MADV_DONTNEED`s one present page of their shared mm (each call one shootdown IPI to it); the sibling's clock gaps of 0.5–200 µs, summed, over the `TLB` interrupts it received; runs that delivered fewer than 0.99 per call are dropped |
 //! | `pipe_pair`, `socket_pair` | a 100-byte `write()` into a pipe (an `AF_UNIX` stream socket pair) and its `read()`, one thread: no wake-up |
+//! | `pipe_remote_read`, `socket_remote_read` | per message: batches of 64 100-byte messages written here and read by a thread on the other CPU that spins for its turn (no wake-up), less the same batches written and read here, alternating: what reading a message another CPU wrote costs more |
 //! | `pipe_write` | a 100-byte pipe `write()` timed alone, nobody waiting (its read untimed) |
 //! | `pipe_wake_local`, `pipe_wake_remote` | the same write timed alone while a `SCHED_BATCH` reader is blocked in `read()` on the own (other) CPU: the write's wake-up; runs where the reader did not block before every write are dropped |
 //! | `vmexit_cpuid` | `CPUID` leaf 0 (`std::arch::x86_64::__cpuid`): in a guest, a VM-exit round trip |
@@ -103,6 +104,11 @@ pub mod names {
     pub const LINE_PINGPONG: &str = "line_pingpong";
     /// A 100-byte AF_UNIX stream socket write and its read, one thread, no wake-up.
     pub const SOCKET_PAIR: &str = "socket_pair";
+    /// Per message, what a 100-byte pipe message costs more when read on another CPU than the
+    /// one that wrote it.
+    pub const PIPE_REMOTE_READ: &str = "pipe_remote_read";
+    /// The same over an `AF_UNIX` stream socket pair.
+    pub const SOCKET_REMOTE_READ: &str = "socket_remote_read";
     /// A 100-byte pipe write timed alone, no reader waiting.
     pub const PIPE_WRITE: &str = "pipe_write";
     /// The same write waking a reader blocked on the same CPU.
@@ -118,7 +124,7 @@ pub mod names {
     /// The same with [`crate::FORK_GROWN_PAGES`] more anonymous pages passed on.
     pub const FORK_EXIT_GROWN: &str = "fork_exit_grown";
     /// Every name, in measuring order.
-    pub const ALL: [&str; 29] = [
+    pub const ALL: [&str; 31] = [
         NULL_SYSCALL,
         FAULT_ZERO,
         FAULT_ANON,
@@ -141,6 +147,8 @@ pub mod names {
         MEMBARRIER_NO_IPI,
         PIPE_PAIR,
         SOCKET_PAIR,
+        PIPE_REMOTE_READ,
+        SOCKET_REMOTE_READ,
         PIPE_WRITE,
         PIPE_WAKE_LOCAL,
         PIPE_WAKE_REMOTE,

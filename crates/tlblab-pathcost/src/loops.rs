@@ -25,7 +25,7 @@ pub const CALIBRATION_STEP: f64 = 0.10;
 pub const CALIBRATED_SHARE: f64 = 0.5;
 
 /// Every loop the host preset measures, in measuring order ([`names::ALL`]).
-pub const MEASURED_LOOPS: [MeasuredLoop; 29] = [
+pub const MEASURED_LOOPS: [MeasuredLoop; 31] = [
     MeasuredLoop { name: names::NULL_SYSCALL, operation: "getppid()" },
     MeasuredLoop {
         name: names::FAULT_ZERO,
@@ -120,6 +120,15 @@ pub const MEASURED_LOOPS: [MeasuredLoop; 29] = [
     MeasuredLoop {
         name: names::SOCKET_PAIR,
         operation: "a 100-byte AF_UNIX stream socket write and its read by the same thread",
+    },
+    MeasuredLoop {
+        name: names::PIPE_REMOTE_READ,
+        operation: "a 100-byte pipe message read on the other CPU than the one that wrote it, \
+                    less one read where it was written (batches of 64, no wake-up)",
+    },
+    MeasuredLoop {
+        name: names::SOCKET_REMOTE_READ,
+        operation: "the same over an AF_UNIX stream socket pair",
     },
     MeasuredLoop {
         name: names::PIPE_WRITE,

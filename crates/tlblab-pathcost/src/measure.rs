@@ -202,6 +202,12 @@ fn measure_on_this_thread(opts: &Options) -> (Vec<usize>, BTreeMap<String, Outco
     put(names::MEMBARRIER_NO_IPI, &mut || membarrier(opts, need2("the IPI baseline")?, false));
     put(names::PIPE_PAIR, &mut || pipe_pair(opts));
     put(names::SOCKET_PAIR, &mut || socket_pair(opts));
+    put(names::PIPE_REMOTE_READ, &mut || {
+        remote_read(opts, need2("a read on another CPU")?, pipe_files()?, "pipe")
+    });
+    put(names::SOCKET_REMOTE_READ, &mut || {
+        remote_read(opts, need2("a read on another CPU")?, socket_files()?, "socket")
+    });
     put(names::PIPE_WRITE, &mut || pipe_wake(opts, local, None));
     put(names::PIPE_WAKE_LOCAL, &mut || pipe_wake(opts, local, Some((local, local))));
     put(names::PIPE_WAKE_REMOTE, &mut || {
@@ -774,6 +780,114 @@ fn socket_pair(opts: &Options) -> Result<Measurement, String> {
         }
         Ok(t.elapsed())
     })
+}
+
+/// Messages per hand-off of [`remote_read`]: far below what fills a pipe (16 pages) or a socket's
+/// send buffer (277 skbs of 768 bytes), so neither side ever blocks.
+const REMOTE_BATCH: usize = 64;
+/// Hand-offs per run of [`remote_read`], each beside a batch kept on one CPU.
+const REMOTE_ROUNDS: usize = 50;
+
+/// What reading a [`MESSAGE`] costs more when another CPU wrote it, per message, over the
+/// channel `(read end, write end)`: a batch of [`REMOTE_BATCH`] messages written here and read
+/// by a thread on `remote`, which spins until it is handed the turn (no wake-up), less the same
+/// batch written and read here; the two alternate batch by batch, so a drift of the host's
+/// speed touches both alike. What is left is the reader's misses on what the writer wrote (the
+/// data, a socket's skb, the buffer's page) and what each side does to the other's memory (a
+/// socket frees the writer's skb and uncharges its send buffer from the reader's CPU).
+fn remote_read(
+    opts: &Options,
+    remote: usize,
+    (read_end, write_end): (std::fs::File, std::fs::File),
+    what: &'static str,
+) -> Result<Measurement, String> {
+    use std::io::{Read, Write};
+    const MAIN: u8 = 0;
+    const PARTNER: u8 = 1;
+    const STOP: u8 = 2;
+    let read_batch = move |f: &std::fs::File| {
+        let mut back = [0_u8; MESSAGE];
+        for _ in 0..REMOTE_BATCH {
+            let n = (&*f).read(&mut back).map_err(|e| format!("{what} read: {e}"))?;
+            if n != MESSAGE {
+                return Err(format!("{what}: read {n} of {MESSAGE} bytes"));
+            }
+        }
+        Ok(())
+    };
+    let turn = Arc::new(std::sync::atomic::AtomicU8::new(MAIN));
+    let (theirs, reader) = (Arc::clone(&turn), Arc::new(read_end));
+    let their_reader = Arc::clone(&reader);
+    let partner = std::thread::spawn(move || -> Result<(), String> {
+        pin(remote)?;
+        loop {
+            match theirs.load(Ordering::Acquire) {
+                PARTNER => {
+                    read_batch(&their_reader)?;
+                    theirs.store(MAIN, Ordering::Release);
+                }
+                STOP => return Ok(()),
+                _ => std::hint::spin_loop(),
+            }
+        }
+    });
+    let msg = [0x5a_u8; MESSAGE];
+    let write_batch = || {
+        for _ in 0..REMOTE_BATCH {
+            let n = (&write_end).write(&msg).map_err(|e| format!("{what} write: {e}"))?;
+            if n != MESSAGE {
+                return Err(format!("{what}: wrote {n} of {MESSAGE} bytes"));
+            }
+        }
+        Ok::<_, String>(())
+    };
+    // One run: the extra per message of the batches read on `remote`.
+    let run = || -> Result<f64, String> {
+        let (mut there, mut here) = (Duration::ZERO, Duration::ZERO);
+        for _ in 0..REMOTE_ROUNDS {
+            let t = Instant::now();
+            write_batch()?;
+            turn.store(PARTNER, Ordering::Release);
+            let mut spins = 0u32;
+            while turn.load(Ordering::Acquire) != MAIN {
+                std::hint::spin_loop();
+                spins = spins.wrapping_add(1);
+                // A partner that failed never hands the turn back.
+                if spins.is_multiple_of(4096) && partner.is_finished() {
+                    return Err(format!("the {what} reader on CPU {remote} stopped"));
+                }
+            }
+            there += t.elapsed();
+            let t = Instant::now();
+            write_batch()?;
+            read_batch(&reader)?;
+            here += t.elapsed();
+        }
+        let messages = (REMOTE_ROUNDS * REMOTE_BATCH) as f64;
+        Ok((there.as_nanos() as f64 - here.as_nanos() as f64) / messages)
+    };
+    let result = (|| {
+        run()?;
+        let per_op = (0..opts.runs).map(|_| run()).collect::<Result<Vec<f64>, String>>()?;
+        let ops = (REMOTE_ROUNDS * REMOTE_BATCH) as u64;
+        Measurement::of(&per_op, opts.runs, ops).ok_or_else(|| "no timed run".to_owned())
+    })();
+    turn.store(STOP, Ordering::Release);
+    let joined = partner.join().map_err(|_| "the partner thread panicked".to_owned())?;
+    joined?;
+    result
+}
+
+/// A pipe as `(read end, write end)`.
+fn pipe_files() -> Result<(std::fs::File, std::fs::File), String> {
+    let (r, w) = nix::unistd::pipe().map_err(|e| format!("pipe: {e}"))?;
+    Ok((r.into(), w.into()))
+}
+
+/// An `AF_UNIX` `SOCK_STREAM` socket pair as `(read end, write end)`.
+fn socket_files() -> Result<(std::fs::File, std::fs::File), String> {
+    let (a, b) = std::os::unix::net::UnixStream::pair().map_err(|e| format!("socketpair: {e}"))?;
+    Ok((std::os::fd::OwnedFd::from(b).into(), std::os::fd::OwnedFd::from(a).into()))
 }
 
 /// The `write()` of one [`MESSAGE`] into a pipe by a thread on `writer`, timed alone. With

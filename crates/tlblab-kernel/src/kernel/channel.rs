@@ -27,7 +27,10 @@
 //!   CPU, as hackbench's tasks do; the rest of the model keeps tasks where they are.
 //!
 //! The pipe's or socket's state (its mutex or queue lock, head and tail) is one cache line:
-//! an operation from another CPU than the last one's moves it (`cache_line_transfer`).
+//! an operation from another CPU than the last one's moves it (`cache_line_transfer`). A message
+//! read on another CPU than the one that wrote it costs its reader `pipe_remote` or
+//! `socket_remote` more (the data, the skb, the writer's accounting: measured as a whole on the
+//! host, 0 in a preset that does not give it).
 
 use super::run::Step;
 use super::{Frame, Kernel, Phase, TaskState};
@@ -79,6 +82,8 @@ pub(crate) struct Channel {
     kind: ChannelKind,
     /// Pipe: messages in each used buffer, oldest first. Socket: one entry per skb.
     bufs: VecDeque<u32>,
+    /// The CPU that wrote each message queued, oldest first.
+    origins: VecDeque<u16>,
     readers: VecDeque<TaskId>,
     writers: VecDeque<TaskId>,
     pollers: Vec<TaskId>,
@@ -104,7 +109,8 @@ impl Channel {
         }
     }
 
-    fn push(&mut self) {
+    fn push(&mut self, cpu: u16) {
+        self.origins.push_back(cpu);
         match self.kind {
             // Merge into the last page when the pipe is not empty and the data fits.
             ChannelKind::Pipe { per_page, .. } => match self.bufs.back_mut() {
@@ -116,13 +122,15 @@ impl Channel {
         self.stats.written += 1;
     }
 
-    fn pop(&mut self) {
+    /// Takes the oldest message; returns the CPU that wrote it.
+    fn pop(&mut self) -> u16 {
         let front = self.bufs.front_mut().expect("read from a non-empty channel");
         *front -= 1;
         if *front == 0 {
             self.bufs.pop_front();
         }
         self.stats.read += 1;
+        self.origins.pop_front().expect("a writer for each message")
     }
 }
 
@@ -132,6 +140,7 @@ impl<O: Observer> Kernel<O> {
         self.channels.push(Channel {
             kind,
             bufs: VecDeque::new(),
+            origins: VecDeque::new(),
             readers: VecDeque::new(),
             writers: VecDeque::new(),
             pollers: Vec::new(),
@@ -202,7 +211,7 @@ impl<O: Observer> Kernel<O> {
             return self.channel_sleep(cpu, t, Syscall::ChannelWrite { ch });
         }
         let was_empty = c.empty();
-        c.push();
+        c.push(cpu.0);
         let had_slept = match c.slept.iter().position(|&w| w == t) {
             Some(i) => {
                 c.slept.swap_remove(i);
@@ -244,8 +253,16 @@ impl<O: Observer> Kernel<O> {
         }
         let was_full = c.full();
         let used = c.bufs.len();
-        c.pop();
+        let writer = c.pop();
         let freed = c.bufs.len() < used;
+        // What the writer's CPU left in its cache, the reader misses on.
+        if writer != cpu.0 {
+            cycles += match c.kind {
+                ChannelKind::Pipe { .. } => self.costs.pipe_remote.cycles,
+                ChannelKind::Socket { .. } => self.costs.socket_remote.cycles,
+            };
+        }
+        let c = &mut self.channels[ch.0 as usize];
         let while_full = self.policy.pipe_wakes_writer_while_full;
         let woken: Vec<TaskId> = match c.kind {
             // pipe_read(): one (exclusive) writer if the pipe was full when the read began and

@@ -363,6 +363,61 @@ mod tests {
         }
     }
 
+    /// A message read on another CPU than the one that wrote it costs its reader the preset's
+    /// `pipe_remote` or `socket_remote` more: 10 messages written on CPU 0, then read on CPU 1
+    /// (where the channel's line also comes once, zen3's 200 cycles) or on CPU 0.
+    #[test]
+    fn a_message_written_on_another_cpu_costs_its_reader_the_remote_read() {
+        /// Writes `left` messages and exits.
+        struct W(ChannelId, u32);
+        impl Program for W {
+            fn next(&mut self, _: &mut Env<'_>) -> Action {
+                if self.1 == 0 {
+                    return Action::Exit;
+                }
+                self.1 -= 1;
+                Action::Syscall(Syscall::ChannelWrite { ch: self.0 })
+            }
+        }
+        /// Waits until the writer is done, reads `left` messages and exits.
+        struct R(ChannelId, u32, bool);
+        impl Program for R {
+            fn next(&mut self, _: &mut Env<'_>) -> Action {
+                if !self.2 {
+                    self.2 = true;
+                    return Action::Compute { cycles: 10_000_000 };
+                }
+                if self.1 == 0 {
+                    return Action::Exit;
+                }
+                self.1 -= 1;
+                Action::Syscall(Syscall::ChannelRead { ch: self.0 })
+            }
+        }
+        let text = include_str!("../../../../presets/zen3.toml").replacen(
+            "[kernel]\n",
+            "[kernel]\npipe_remote = { cycles = 3000, source = \"test\" }\n\
+             socket_remote = { cycles = 5000, source = \"test\" }\n",
+            1,
+        );
+        let spec = tlblab_sim::machine::MachineSpec::from_toml(&text, "test").unwrap();
+        let reader_sys = |kind: ChannelKind, on: u16| {
+            let policy = Policy::named("linux-6.18").unwrap();
+            let config = KernelConfig::new(2, 3);
+            let mut k = Kernel::new(&spec, &policy, config, TraceLog::default()).unwrap();
+            let ch = k.channel(kind);
+            k.spawn_process(Box::new(W(ch, 10)), CpuId(0), false);
+            k.spawn_process(Box::new(R(ch, 10, false)), CpuId(on), true);
+            assert!(k.run());
+            assert_eq!(k.channel_stats(ch).read, 10);
+            k.report().tasks.last().unwrap().sys_cycles
+        };
+        let pipe = ChannelKind::Pipe { buffers: PIPE_DEF_BUFFERS, per_page: 40 };
+        let socket = ChannelKind::Socket { sndbuf: SK_WMEM_DEFAULT, truesize: skb_truesize(100) };
+        assert_eq!(reader_sys(pipe, 1) - reader_sys(pipe, 0), 10 * 3000 + 200);
+        assert_eq!(reader_sys(socket, 1) - reader_sys(socket, 0), 10 * 5000 + 200);
+    }
+
     /// The metric: main's two marks (start signal, last worker reaped) bound the timed span,
     /// which is shorter than the whole run (the ready handshake precedes it).
     #[test]

@@ -203,6 +203,13 @@ impl KernelFigure {
         KernelFigure::in_cycles(400, why, true)
     }
 
+    /// `pipe_remote` and `socket_remote` of a preset that does not give them.
+    pub fn unmeasured_remote_read() -> KernelFigure {
+        let why = "not measured apart: a message read on another CPU than the one that wrote it \
+                   costs what one read where it was written does (besides the channel's line)";
+        KernelFigure::in_cycles(0, why, true)
+    }
+
     /// `ipi_return` of a preset that does not give it: held in `ipi_handler`.
     pub fn held_ipi_return() -> KernelFigure {
         let why = "not separate: the interrupt's exit and return are held in this preset's \
@@ -724,6 +731,15 @@ pub struct RawKernel {
     /// charged and queued; `unix_stream_read_generic()`: dequeued, copied, freed).
     #[serde(default = "KernelFigure::assumed_channel_op")]
     pub socket_op: KernelFigure,
+    /// What a pipe message costs its reader more when another CPU wrote it: the misses on the
+    /// data and the buffer the writer left in its cache. 0 (the default) in a preset that did not
+    /// measure it apart.
+    #[serde(default = "KernelFigure::unmeasured_remote_read")]
+    pub pipe_remote: KernelFigure,
+    /// The same for an `AF_UNIX` stream socket: the skb and its data, and the free and send-buffer
+    /// uncharge of the writer's skb from the reader's CPU.
+    #[serde(default = "KernelFigure::unmeasured_remote_read")]
+    pub socket_remote: KernelFigure,
     /// `__schedule()` and `switch_to()` between two tasks, apart from `switch_mm_irqs_off()`.
     pub context_switch: KernelFigure,
     /// The software of `switch_mm_irqs_off()` when the mm changes, apart from the CR3 write.
@@ -772,7 +788,7 @@ pub struct RawKernel {
 
 impl RawKernel {
     /// Every path cost, named as in the file, in file order.
-    pub fn figures(&self) -> [(&'static str, &KernelFigure); 34] {
+    pub fn figures(&self) -> [(&'static str, &KernelFigure); 36] {
         [
             ("syscall", &self.syscall),
             ("page_fault_anon", &self.page_fault_anon),
@@ -788,6 +804,8 @@ impl RawKernel {
             ("change_pte", &self.change_pte),
             ("pipe_op", &self.pipe_op),
             ("socket_op", &self.socket_op),
+            ("pipe_remote", &self.pipe_remote),
+            ("socket_remote", &self.socket_remote),
             ("context_switch", &self.context_switch),
             ("switch_mm", &self.switch_mm),
             ("wakeup", &self.wakeup),
@@ -812,7 +830,7 @@ impl RawKernel {
     }
 
     /// Every path cost, mutable, named as in the file.
-    pub fn figures_mut(&mut self) -> [(&'static str, &mut KernelFigure); 34] {
+    pub fn figures_mut(&mut self) -> [(&'static str, &mut KernelFigure); 36] {
         [
             ("syscall", &mut self.syscall),
             ("page_fault_anon", &mut self.page_fault_anon),
@@ -828,6 +846,8 @@ impl RawKernel {
             ("change_pte", &mut self.change_pte),
             ("pipe_op", &mut self.pipe_op),
             ("socket_op", &mut self.socket_op),
+            ("pipe_remote", &mut self.pipe_remote),
+            ("socket_remote", &mut self.socket_remote),
             ("context_switch", &mut self.context_switch),
             ("switch_mm", &mut self.switch_mm),
             ("wakeup", &mut self.wakeup),
