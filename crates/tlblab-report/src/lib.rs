@@ -421,10 +421,21 @@ impl Report {
                         p[key].as_array().into_iter().flatten().filter_map(Value::as_f64).collect()
                     };
                     let name = p["name"].as_str().unwrap_or("?").to_string();
+                    // The program's file name (hackbench), else the run's name.
+                    let program = p["program"].as_str().and_then(|p| p.rsplit('/').next());
+                    let params = p["params"]
+                        .as_object()
+                        .into_iter()
+                        .flatten()
+                        .map(|(k, v)| {
+                            let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+                            (k.clone(), v)
+                        })
+                        .collect();
                     sections::lab::Row {
-                        scenario: name.clone(),
+                        scenario: program.map_or_else(|| name.clone(), str::to_string),
                         name,
-                        params: Default::default(),
+                        params,
                         class: sections::lab::Class::Unclassified("a peer program".into()),
                         unit: p["unit"].as_str().unwrap_or("").to_string(),
                         measured: numbers("measured"),

@@ -200,6 +200,24 @@ impl Row {
     }
 }
 
+/// Under a table of `rows`: the mechanisms the model is known to lack behind its rows outside
+/// the band ([`super::gaps`]), if any.
+pub fn gaps_list(doc: &mut Document, rows: &[&Row]) {
+    let gaps = super::gaps::behind(rows);
+    if gaps.is_empty() {
+        return;
+    }
+    doc.para(vec![b("What the model lacks behind the rows outside the band. ")]);
+    doc.push(Block::List(
+        gaps.iter()
+            .map(|g| {
+                let which: Vec<String> = g.params.iter().map(|(k, v)| format!("{k} {v}")).collect();
+                vec![b(format!("{} ({}): ", g.scenario, which.join(", "))), t(g.lacks)]
+            })
+            .collect(),
+    ));
+}
+
 /// The side-by-side comparison.
 #[derive(Debug, Clone)]
 pub struct HostComparison {
@@ -347,6 +365,7 @@ pub fn host(doc: &mut Document, ctx: &Ctx, h: &HostComparison) {
              parameters; {out} of {compared} outside {band} of measured."
         ))]);
         doc.push(Block::Table(rows_table(&peers, h.seed)));
+        gaps_list(doc, &peers);
     }
     let mut categories = Vec::new();
     let (mut measured_bars, mut simulated_bars) = (Vec::new(), Vec::new());

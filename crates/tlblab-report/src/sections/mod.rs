@@ -4,6 +4,7 @@
 pub mod bench;
 pub mod check;
 pub mod compare;
+pub mod gaps;
 pub mod lab;
 pub mod replay;
 pub mod study;

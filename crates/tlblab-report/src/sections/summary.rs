@@ -461,6 +461,8 @@ fn host_check(doc: &mut Document, h: &HostComparison) {
              measured on this machine\"."
         )));
     }
+    let explained: Vec<&Row> = predicted.iter().chain(&peers).copied().collect();
+    super::lab::gaps_list(doc, &explained);
     if !calibrated.is_empty() {
         let (out_c, compared_c) = outside(&calibrated);
         doc.para(vec![
