@@ -412,6 +412,8 @@ impl Report {
                 Some(_) => from_value(name, schema, v["host_simulations"]["shapes"].clone())?,
                 None => Vec::new(),
             };
+            // The program's file name (hackbench), else each run's name.
+            let program = v["peers"]["program"].as_str().and_then(|p| p.rsplit('/').next());
             let peers = v["peers"]["runs"]
                 .as_array()
                 .into_iter()
@@ -421,8 +423,6 @@ impl Report {
                         p[key].as_array().into_iter().flatten().filter_map(Value::as_f64).collect()
                     };
                     let name = p["name"].as_str().unwrap_or("?").to_string();
-                    // The program's file name (hackbench), else the run's name.
-                    let program = p["program"].as_str().and_then(|p| p.rsplit('/').next());
                     let params = p["params"]
                         .as_object()
                         .into_iter()

@@ -255,3 +255,31 @@ fn only_predicted_configurations_count_and_shapes_compare_neighbours() {
     assert!(p < c && c < s, "{text}");
     assert!(text.contains(&format!("{:.2}", shape)), "{text}");
 }
+
+/// A peer outside the band brings the mechanism the model lacks for it, under the summary's
+/// tables and the peers table; a peer within the band brings none.
+#[test]
+fn a_peer_outside_the_band_is_listed_with_the_mechanism_the_model_lacks() {
+    let mut v = results();
+    let run = |pipe: bool, measured: f64, simulated: f64| {
+        serde_json::json!({
+            "command": "hackbench -g 1 -l 200",
+            "name": format!("hackbench -g 1 -l 200 ({})", if pipe { "pipes" } else { "sockets" }),
+            "params": { "groups": 1, "loops": 200, "mode": "processes", "pipe": pipe },
+            "measured": [measured, measured],
+            "simulated": [simulated],
+            "unit": "s",
+            "note": null
+        })
+    };
+    v["peers"] = serde_json::json!({
+        "program": "/usr/bin/hackbench",
+        "runs": [run(false, 0.20, 0.12), run(true, 0.10, 0.11)]
+    });
+    let text = report_of(v.clone()).render_text(10_000);
+    assert_eq!(text.matches("hackbench (pipe false): the cache misses of queued").count(), 2);
+    assert!(!text.contains("hackbench (pipe true)"), "a peer within the band explains nothing");
+    // Within the band, nothing is listed.
+    v["peers"]["runs"] = serde_json::json!([run(false, 0.20, 0.19)]);
+    assert!(!report_of(v).render_text(10_000).contains("What the model lacks"));
+}

@@ -429,6 +429,8 @@ fn host_check(doc: &mut Document, h: &HostComparison) {
              (a cost or a mechanism it lacks here, e.g. IPIs through a hypervisor); the full \
              table with spreads and intervals is in \"Simulated and measured on this machine\"."
         )));
+        let explained: Vec<&Row> = all.iter().copied().chain(&h.peers).collect();
+        super::lab::gaps_list(doc, &explained);
         return;
     }
     let (out_p, compared_p) = outside(&predicted);
@@ -461,7 +463,7 @@ fn host_check(doc: &mut Document, h: &HostComparison) {
              measured on this machine\"."
         )));
     }
-    let explained: Vec<&Row> = predicted.iter().chain(&peers).copied().collect();
+    let explained: Vec<&Row> = predicted.iter().copied().chain(&h.peers).collect();
     super::lab::gaps_list(doc, &explained);
     if !calibrated.is_empty() {
         let (out_c, compared_c) = outside(&calibrated);
