@@ -1,6 +1,6 @@
 //! The crate's only unsafe code: a private anonymous mapping touched page by page, `madvise`,
-//! `mprotect`, `mmap`/`munmap` of an untouched region, `fork` and `clone` + `_exit`, `membarrier`, a CPU-bound perf
-//! event toggled by `ioctl`, and `sched_setscheduler`.
+//! `mprotect`, `mmap`/`munmap` of an untouched region, `fork` and `clone` + `_exit`,
+//! `membarrier`, a CPU-bound perf event toggled by `ioctl`, and `sched_setscheduler`.
 //!
 //! The invariants: an [`Anon`] owns its mapping (unmapped on drop, touched only within its
 //! pages); no Rust reference ever points into it; a cloned child calls only `_exit`, and a
@@ -185,15 +185,15 @@ pub(crate) fn withhold_from_children(range: Range<usize>) -> Result<(), Errno> {
 /// process runs twice. `body` may allocate (the C library makes `malloc` safe in the child of a
 /// multi-threaded process) but must not wait on another thread of this process: it has none.
 pub(crate) fn in_child(body: impl FnOnce() -> String) -> Result<String, String> {
-    let (read, write) = nix::unistd::pipe().map_err(|e| format!("pipe: {e}"))?;
+    // Close-on-exec: a program another thread starts meanwhile must not hold the write end open.
+    let (mut read, mut write) = std::io::pipe().map_err(|e| format!("pipe: {e}"))?;
     // SAFETY: the child runs `body`, writes, and `_exit`s; it never returns into the caller.
     match unsafe { fork() }.map_err(|e| format!("fork: {e}"))? {
         ForkResult::Child => {
             drop(read);
             let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body))
                 .unwrap_or_else(|_| "the measuring child panicked".to_owned());
-            let mut file = std::fs::File::from(write);
-            let code = i32::from(std::io::Write::write_all(&mut file, out.as_bytes()).is_err());
+            let code = i32::from(std::io::Write::write_all(&mut write, out.as_bytes()).is_err());
             // SAFETY: exit_group(2) without this process's exit handlers (they belong to the
             // parent).
             unsafe { libc::_exit(code) }
@@ -201,7 +201,7 @@ pub(crate) fn in_child(body: impl FnOnce() -> String) -> Result<String, String> 
         ForkResult::Parent { child } => {
             drop(write);
             let mut out = String::new();
-            let read = std::io::Read::read_to_string(&mut std::fs::File::from(read), &mut out);
+            let read = std::io::Read::read_to_string(&mut read, &mut out);
             let status = waitpid(child, None).map_err(|e| format!("waitpid: {e}"))?;
             read.map_err(|e| format!("reading the measuring child's result: {e}"))?;
             match status {
