@@ -200,8 +200,8 @@ fn measure_on_this_thread(opts: &Options) -> (Vec<usize>, BTreeMap<String, Outco
         Err(failures.join("; "))
     });
     put(names::MEMBARRIER_NO_IPI, &mut || membarrier(opts, need2("the IPI baseline")?, false));
-    put(names::PIPE_PAIR, &mut || pipe_pair(opts));
-    put(names::SOCKET_PAIR, &mut || socket_pair(opts));
+    put(names::PIPE_PAIR, &mut || message_pair(opts, pipe_files()?, "pipe"));
+    put(names::SOCKET_PAIR, &mut || message_pair(opts, socket_files()?, "socket"));
     put(names::PIPE_REMOTE_READ, &mut || {
         remote_read(opts, need2("a read on another CPU")?, pipe_files()?, "pipe")
     });
@@ -267,6 +267,11 @@ pub const ZAP_LARGE: usize = 256;
 /// `opts.runs` timed runs.
 fn simple(opts: &Options, max_ops: u64, run: &mut Run) -> Result<Measurement, String> {
     let ops = calibrate(opts.min_run, max_ops, run)?;
+    fixed(opts, ops, run)
+}
+
+/// One warm-up run of `ops` operations and `opts.runs` timed runs.
+fn fixed(opts: &Options, ops: u64, run: &mut Run) -> Result<Measurement, String> {
     run(ops)?;
     let mut per_op = Vec::with_capacity(opts.runs);
     for _ in 0..opts.runs {
@@ -412,6 +417,24 @@ fn halved(mut m: Measurement, note: &str) -> Measurement {
     m
 }
 
+/// Spins until `done`, or fails once `partner` (the thread that would make it so) has stopped:
+/// a partner whose CPU refused it, or whose read failed, never answers.
+fn spin_until(
+    done: impl Fn() -> bool,
+    partner: &std::thread::JoinHandle<Result<(), String>>,
+    who: &str,
+) -> Result<(), String> {
+    let mut spins = 0u32;
+    while !done() {
+        std::hint::spin_loop();
+        spins = spins.wrapping_add(1);
+        if spins.is_multiple_of(4096) && partner.is_finished() {
+            return Err(format!("{who} stopped"));
+        }
+    }
+    Ok(())
+}
+
 /// Round trips per run of [`line_pingpong`]: 10–50 ms at the 0.1–0.5 µs a round trip takes on
 /// this project's guest, far above a timer tick.
 const LINE_ROUND_TRIPS: u64 = 100_000;
@@ -447,15 +470,8 @@ fn line_pingpong(opts: &Options, remote: usize) -> Result<Measurement, String> {
         let t = Instant::now();
         for _ in 0..ops {
             line.0.store(next, Ordering::Release);
-            let mut spins = 0u32;
-            while line.0.load(Ordering::Acquire) != next + 1 {
-                std::hint::spin_loop();
-                spins = spins.wrapping_add(1);
-                // A partner that failed (its CPU refused) never answers.
-                if spins.is_multiple_of(4096) && partner.is_finished() {
-                    return Err("the partner thread stopped".to_owned());
-                }
-            }
+            let answer = next + 1;
+            spin_until(|| line.0.load(Ordering::Acquire) == answer, &partner, "the partner")?;
             next += 2;
         }
         Ok(t.elapsed())
@@ -463,16 +479,7 @@ fn line_pingpong(opts: &Options, remote: usize) -> Result<Measurement, String> {
     // The first answer comes once the partner runs on its CPU. The count is fixed, not
     // calibrated: a partner's vCPU held by the host for a few ms would make a calibrated run a
     // handful of round trips long.
-    let result = (|| {
-        round_trips(1)?;
-        round_trips(LINE_ROUND_TRIPS)?;
-        let mut per_op = Vec::with_capacity(opts.runs);
-        for _ in 0..opts.runs {
-            let took = round_trips(LINE_ROUND_TRIPS)?;
-            per_op.push(took.as_nanos() as f64 / LINE_ROUND_TRIPS as f64);
-        }
-        Measurement::of(&per_op, opts.runs, LINE_ROUND_TRIPS).ok_or_else(|| "no timed run".into())
-    })();
+    let result = round_trips(1).and_then(|_| fixed(opts, LINE_ROUND_TRIPS, &mut round_trips));
     line.0.store(STOP, Ordering::Release);
     let joined = partner.join().map_err(|_| "the partner thread panicked".to_owned())?;
     joined?;
@@ -742,40 +749,26 @@ fn call_ipi(
 /// hackbench's message size (`--datasize` default, rt-tests `hackbench.c`).
 pub const MESSAGE: usize = 100;
 
-/// One `write()` of [`MESSAGE`] bytes into a pipe and one `read()` of them back, by one thread:
-/// the reader never sleeps, so there is no wake-up (the pipe is empty before each write, so
-/// `pipe_write()` calls its wake-up on an empty wait queue).
-fn pipe_pair(opts: &Options) -> Result<Measurement, String> {
-    let (r, w) = nix::unistd::pipe().map_err(|e| format!("pipe: {e}"))?;
-    let msg = [0x5a_u8; MESSAGE];
-    let mut back = [0_u8; MESSAGE];
-    simple(opts, 1 << 22, &mut |ops| {
-        let t = Instant::now();
-        for _ in 0..ops {
-            let n = nix::unistd::write(&w, &msg).map_err(|e| format!("pipe write: {e}"))?;
-            let m = nix::unistd::read(&r, &mut back).map_err(|e| format!("pipe read: {e}"))?;
-            if n != MESSAGE || m != MESSAGE {
-                return Err(format!("pipe: wrote {n} and read {m} of {MESSAGE} bytes"));
-            }
-        }
-        Ok(t.elapsed())
-    })
-}
-
-/// As [`pipe_pair`] over an `AF_UNIX` `SOCK_STREAM` socket pair (hackbench's default
-/// transport): a write to one end, a read from the other.
-fn socket_pair(opts: &Options) -> Result<Measurement, String> {
+/// One `write()` of [`MESSAGE`] bytes into a channel and one `read()` of them back, by one
+/// thread (`what` names it: a pipe, or an `AF_UNIX` `SOCK_STREAM` socket pair, hackbench's
+/// default transport, written at one end and read at the other). The reader never sleeps, so
+/// there is no wake-up (the channel is empty before each write, so the write's wake-up, e.g.
+/// `pipe_write()`'s, finds an empty wait queue).
+fn message_pair(
+    opts: &Options,
+    (read_end, write_end): (std::fs::File, std::fs::File),
+    what: &str,
+) -> Result<Measurement, String> {
     use std::io::{Read, Write};
-    let (a, b) = std::os::unix::net::UnixStream::pair().map_err(|e| format!("socketpair: {e}"))?;
     let msg = [0x5a_u8; MESSAGE];
     let mut back = [0_u8; MESSAGE];
     simple(opts, 1 << 22, &mut |ops| {
         let t = Instant::now();
         for _ in 0..ops {
-            let n = (&a).write(&msg).map_err(|e| format!("socket write: {e}"))?;
-            let m = (&b).read(&mut back).map_err(|e| format!("socket read: {e}"))?;
+            let n = (&write_end).write(&msg).map_err(|e| format!("{what} write: {e}"))?;
+            let m = (&read_end).read(&mut back).map_err(|e| format!("{what} read: {e}"))?;
             if n != MESSAGE || m != MESSAGE {
-                return Err(format!("socket: wrote {n} and read {m} of {MESSAGE} bytes"));
+                return Err(format!("{what}: wrote {n} and read {m} of {MESSAGE} bytes"));
             }
         }
         Ok(t.elapsed())
@@ -848,15 +841,8 @@ fn remote_read(
             let t = Instant::now();
             write_batch()?;
             turn.store(PARTNER, Ordering::Release);
-            let mut spins = 0u32;
-            while turn.load(Ordering::Acquire) != MAIN {
-                std::hint::spin_loop();
-                spins = spins.wrapping_add(1);
-                // A partner that failed never hands the turn back.
-                if spins.is_multiple_of(4096) && partner.is_finished() {
-                    return Err(format!("the {what} reader on CPU {remote} stopped"));
-                }
-            }
+            let who = format!("the {what} reader on CPU {remote}");
+            spin_until(|| turn.load(Ordering::Acquire) == MAIN, &partner, &who)?;
             there += t.elapsed();
             let t = Instant::now();
             write_batch()?;

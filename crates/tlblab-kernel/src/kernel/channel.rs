@@ -156,18 +156,26 @@ impl<O: Observer> Kernel<O> {
         self.channels[ch.0 as usize].stats
     }
 
+    /// The preset's costs of a `kind` channel: an operation's own work besides the system
+    /// call, the line transfer and any wake-up (`pipe_op`, `socket_op`), and what reading a
+    /// message another CPU wrote adds (`pipe_remote`, `socket_remote`); the same under every
+    /// policy.
+    fn channel_costs(&self, kind: ChannelKind) -> (u64, u64) {
+        let c = &self.costs;
+        match kind {
+            ChannelKind::Pipe { .. } => (c.pipe_op.cycles, c.pipe_remote.cycles),
+            ChannelKind::Socket { .. } => (c.socket_op.cycles, c.socket_remote.cycles),
+        }
+    }
+
     /// The channel's line comes to `cpu` (a transfer if another CPU touched it last), and the
     /// operation's own work.
     fn channel_op(&mut self, cpu: CpuId, ch: ChannelId) -> u64 {
         let c = &mut self.channels[ch.0 as usize];
         let moved = c.line.is_some_and(|l| l != cpu.0);
         c.line = Some(cpu.0);
-        // The work besides the system call, the line transfer and any wake-up: the preset's
-        // `pipe_op` or `socket_op` (the same under every policy).
-        let op = match c.kind {
-            ChannelKind::Pipe { .. } => self.costs.pipe_op.cycles,
-            ChannelKind::Socket { .. } => self.costs.socket_op.cycles,
-        };
+        let kind = c.kind;
+        let (op, _) = self.channel_costs(kind);
         op + if moved { self.costs.cache_line_transfer.cycles } else { 0 }
     }
 
@@ -254,15 +262,9 @@ impl<O: Observer> Kernel<O> {
         let was_full = c.full();
         let used = c.bufs.len();
         let writer = c.pop();
-        let freed = c.bufs.len() < used;
         // What the writer's CPU left in its cache, the reader misses on.
-        if writer != cpu.0 {
-            cycles += match c.kind {
-                ChannelKind::Pipe { .. } => self.costs.pipe_remote.cycles,
-                ChannelKind::Socket { .. } => self.costs.socket_remote.cycles,
-            };
-        }
-        let c = &mut self.channels[ch.0 as usize];
+        let remote = writer != cpu.0;
+        let freed = c.bufs.len() < used;
         let while_full = self.policy.pipe_wakes_writer_while_full;
         let woken: Vec<TaskId> = match c.kind {
             // pipe_read(): one (exclusive) writer if the pipe was full when the read began and
@@ -280,6 +282,9 @@ impl<O: Observer> Kernel<O> {
                 }
             }
         };
+        if remote {
+            cycles += self.channel_costs(self.channels[ch.0 as usize].kind).1;
+        }
         for w in woken {
             cycles += self.channel_wake(cpu, t, w);
         }

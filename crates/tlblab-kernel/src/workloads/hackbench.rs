@@ -227,15 +227,19 @@ mod tests {
     use super::*;
     use crate::{KernelConfig, Policy, TraceLog};
     use std::collections::BTreeSet;
+    use tlblab_sim::machine::MachineSpec;
 
     fn kernel(cpus: usize) -> Kernel<TraceLog> {
         kernel_under("linux-6.18", cpus)
     }
 
     fn kernel_under(policy: &str, cpus: usize) -> Kernel<TraceLog> {
-        let spec = tlblab_sim::machine::builtin("zen3").unwrap();
+        kernel_on(&tlblab_sim::machine::builtin("zen3").unwrap(), policy, cpus)
+    }
+
+    fn kernel_on(spec: &MachineSpec, policy: &str, cpus: usize) -> Kernel<TraceLog> {
         let policy = Policy::named(policy).unwrap();
-        Kernel::new(&spec, &policy, KernelConfig::new(cpus, 3), TraceLog::default()).unwrap()
+        Kernel::new(spec, &policy, KernelConfig::new(cpus, 3), TraceLog::default()).unwrap()
     }
 
     /// Writes one message to its channel, again and again.
@@ -400,11 +404,9 @@ mod tests {
              socket_remote = { cycles = 5000, source = \"test\" }\n",
             1,
         );
-        let spec = tlblab_sim::machine::MachineSpec::from_toml(&text, "test").unwrap();
+        let spec = MachineSpec::from_toml(&text, "test").unwrap();
         let reader_sys = |kind: ChannelKind, on: u16| {
-            let policy = Policy::named("linux-6.18").unwrap();
-            let config = KernelConfig::new(2, 3);
-            let mut k = Kernel::new(&spec, &policy, config, TraceLog::default()).unwrap();
+            let mut k = kernel_on(&spec, "linux-6.18", 2);
             let ch = k.channel(kind);
             k.spawn_process(Box::new(W(ch, 10)), CpuId(0), false);
             k.spawn_process(Box::new(R(ch, 10, false)), CpuId(on), true);

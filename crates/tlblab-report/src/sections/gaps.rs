@@ -4,7 +4,7 @@
 //! explains; it never changes a figure. Each names its evidence (measured on the project's
 //! machine) and where it is written up.
 
-use super::lab::{Row, AGREEMENT};
+use super::lab::{within_band, Row};
 
 /// A mechanism the model lacks, and the configurations it puts outside the band.
 #[derive(Debug)]
@@ -45,7 +45,7 @@ pub const GAPS: &[Gap] = &[
 /// The gaps behind the rows of `rows` outside the band, each once, in [`GAPS`] order.
 pub fn behind(rows: &[&Row]) -> Vec<&'static Gap> {
     let out: Vec<&&Row> =
-        rows.iter().filter(|r| r.ratio().is_some_and(|x| (x - 1.0).abs() > AGREEMENT)).collect();
+        rows.iter().filter(|r| r.ratio().is_some_and(|x| !within_band(x))).collect();
     GAPS.iter().filter(|g| out.iter().any(|r| g.explains(r))).collect()
 }
 

@@ -174,10 +174,15 @@ impl Shape {
     }
 }
 
+/// Whether simulated / measured `ratio` lies within ± [`AGREEMENT`] of 1.
+pub fn within_band(ratio: f64) -> bool {
+    (ratio - 1.0).abs() <= AGREEMENT
+}
+
 /// How many of `rows` of `class` lie outside ± [`AGREEMENT`], and how many were compared.
 pub fn outside(rows: &[&Row]) -> (usize, usize) {
     let ratios: Vec<f64> = rows.iter().filter_map(|r| r.ratio()).collect();
-    (ratios.iter().filter(|x| (*x - 1.0).abs() > AGREEMENT).count(), ratios.len())
+    (ratios.iter().filter(|x| !within_band(**x)).count(), ratios.len())
 }
 
 impl Row {
@@ -437,7 +442,7 @@ fn rows_table(rows: &[&Row], seed: u64) -> Table {
         let s = Summary::of(&r.simulated).ok();
         let ratio = r.ratio().map_or_else(|| "-".to_string(), |x| format!("{x:.2}"));
         let range = match r.ratio() {
-            Some(x) if (x - 1.0).abs() <= AGREEMENT => cell("yes", Tone::Plain),
+            Some(x) if within_band(x) => cell("yes", Tone::Plain),
             Some(_) => cell("NO", Tone::Significant),
             None => cell("-", Tone::Missing),
         };

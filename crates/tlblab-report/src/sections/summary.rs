@@ -374,7 +374,7 @@ fn host_check(doc: &mut Document, h: &HostComparison) {
         for r in rows {
             let (m, s) = (r.measured_mean(), r.simulated_mean());
             let ratio = r.ratio();
-            let within = ratio.map(|x| (x - 1.0).abs() <= AGREEMENT);
+            let within = ratio.map(super::lab::within_band);
             let flag = match within {
                 Some(true) => cell("within", Tone::Plain),
                 Some(false) => cell("OUTSIDE", Tone::Significant),
