@@ -441,6 +441,7 @@ impl Report {
                         measured: numbers("measured"),
                         simulated: numbers("simulated"),
                         note: p["note"].as_str().map(str::to_string),
+                        drift: None,
                     }
                 })
                 .collect();
@@ -449,6 +450,10 @@ impl Report {
                 .find_map(|s| s["result"]["policies"][0]["policy"]["name"].as_str())
                 .unwrap_or("linux-6.18")
                 .to_string();
+            let calibrations = match v["host_simulations"]["calibrations"].as_array() {
+                Some(_) => from_value(name, schema, v["host_simulations"]["calibrations"].clone())?,
+                None => Vec::new(),
+            };
             let host = sections::lab::HostComparison {
                 preset: v["host_simulations"]["preset"].as_str().map(str::to_string),
                 provenance: v["host_simulations"]["provenance"]
@@ -462,6 +467,7 @@ impl Report {
                 shapes,
                 peers,
                 seed: bench.method.seed,
+                calibrations,
             };
             self.inputs.push((name.to_string(), Input::Host(Box::new(host))));
         }
@@ -789,7 +795,15 @@ fn host_rows(bench: &tlblab_bench::BenchResults, sims: &[Value]) -> Vec<sections
                 measured: c.values(),
                 simulated,
                 note,
+                drift: drift(&sim["drift"]),
             }
         })
         .collect()
+}
+
+/// A row's drift, the first seed on the preset measured before the live part over the same on
+/// the one after (`tlblab study`'s `drift`); absent, null or not positive: `None`.
+fn drift(v: &Value) -> Option<f64> {
+    let (before, after) = (v["before"].as_f64()?, v["after"].as_f64()?);
+    (before > 0.0 && after > 0.0).then(|| before / after)
 }

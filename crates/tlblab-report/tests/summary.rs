@@ -283,3 +283,50 @@ fn a_peer_outside_the_band_is_listed_with_the_mechanism_the_model_lacks() {
     v["peers"]["runs"] = serde_json::json!([run(false, 0.20, 0.19)]);
     assert!(!report_of(v).render_text(10_000).contains("What the model lacks"));
 }
+
+/// With two calibrations (before and after the live part), a row outside the band on one
+/// preset and within it on the other is the host's drift: it is listed with both ratios and
+/// the move of its largest loop, and the counts say how many are outside on both; the loops'
+/// two medians are tabled with those that moved beyond ±10% flagged.
+#[test]
+fn rows_the_host_drift_decides_are_named_with_both_ratios() {
+    let mut v = results();
+    let runs = v["host_simulations"]["runs"].as_array_mut().unwrap();
+    for r in runs.iter_mut() {
+        r["calibration"] = serde_json::json!({
+            "class": "predicted", "largest": { "loop": "minor_fault_anon", "share": 0.4 } });
+    }
+    // Row 0 twice its simulated value: outside on the preset after the live part. On the one
+    // before, its first seed is half that: within. Row 1 twice too, and the same before:
+    // outside on both.
+    for i in [0, 1] {
+        for x in runs[i]["result"]["policies"][0]["values"].as_array_mut().unwrap() {
+            *x = (x.as_f64().unwrap() * 2.0).into();
+        }
+        let after = runs[i]["result"]["policies"][0]["values"][0].as_f64().unwrap();
+        let before = if i == 0 { after / 2.0 } else { after };
+        runs[i]["drift"] = serde_json::json!({ "before": before, "after": after });
+    }
+    // The fixture's first two configurations, as the report names them.
+    let (key0, key1) = ("madv-migrate", "pingpong --touch 0");
+    v["host_simulations"]["calibrations"] = serde_json::json!([
+        { "preset": "host-before.toml", "measured_at_s": 400.0,
+          "loops_ns": { "minor_fault_anon": 1000.0, "null_syscall": 100.0 } },
+        { "preset": "host.toml", "measured_at_s": 700.0,
+          "loops_ns": { "minor_fault_anon": 1300.0, "null_syscall": 104.0 } },
+    ]);
+    let text = report_of(v).render_text(10_000);
+    // The summary: up to the host section's first table (the summary's own tables name it).
+    let summary = &text[..text.find("Predicted: no measured loop is most").unwrap()];
+    assert!(summary.contains("(1 on both presets, before and after the live part)"), "{summary}");
+    assert!(summary.contains("Rows the host's drift decides."), "{summary}");
+    assert!(summary.contains(&format!("{key0}: ")), "{summary}");
+    assert!(summary.contains("minor_fault_anon (40% of the value) 1,000 → 1,300 ns, ×1.30"));
+    assert!(!summary.contains(&format!("{key1}: ")), "outside on both: no drift\n{summary}");
+    // The drift table: the fault first (moved 30%), then the syscall (4%, not flagged).
+    let table = &text[text.find("How the host drifted during the live part").unwrap()..];
+    assert!(table.contains("1 of 2 medians moved by more than ±10%"), "{table}");
+    let (fault, syscall) =
+        (table.find("minor_fault_anon").unwrap(), table.find("null_syscall").unwrap());
+    assert!(fault < syscall, "{table}");
+}

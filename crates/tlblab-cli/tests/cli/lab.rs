@@ -182,6 +182,26 @@ fn with_root_every_scenario_is_measured_and_one_is_traced_and_replayed() {
     assert_eq!(keys, simulated);
     assert!(keys.iter().any(|k| k == "storm --busy 1 --op munmap --pages 34"), "{keys:?}");
     assert!(dir.path().join("calibration/host-dontneed_1.toml").is_file());
+    // The loops were timed twice, before the live part and after it, in that order; every
+    // configuration was simulated on both presets (the first seed on the earlier one).
+    let calibrations = v["host_simulations"]["calibrations"].as_array().unwrap();
+    assert_eq!(calibrations.len(), 2, "{calibrations:?}");
+    let at = |i: usize| calibrations[i]["measured_at_s"].as_f64().unwrap();
+    assert!(at(0) < at(1), "{calibrations:?}");
+    assert!(dir.path().join("host-before.toml").is_file());
+    for c in calibrations {
+        let loops = c["loops_ns"].as_object().unwrap();
+        assert!(loops["null_syscall"].as_f64().is_some_and(|ns| ns > 0.0), "{c}");
+    }
+    for sim in sims.iter().chain(predicted) {
+        let first = sim["result"]["policies"][0]["values"][0].as_f64().unwrap();
+        assert_eq!(sim["drift"]["after"].as_f64(), Some(first), "{sim}");
+        assert!(sim["drift"]["before"].as_f64().is_some_and(|x| x > 0.0), "{sim}");
+    }
+    let steps: Vec<&str> = steps.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    let place = |name: &str| steps.iter().position(|s| *s == name).expect(name);
+    assert!(place("host preset, before the live part") < place("live benchmarks"));
+    assert!(place("live benchmarks") < place("host preset, after the live part"));
 }
 
 fn report_fixture(name: &str) -> std::path::PathBuf {

@@ -103,6 +103,10 @@ pub struct Row {
     pub simulated: Vec<f64>,
     /// Why there is no simulation.
     pub note: Option<String>,
+    /// The first seed simulated on the preset measured before the live part over the same seed
+    /// on the one measured after it (`None`: one calibration only): how far the host's drift
+    /// during the live part moves this prediction.
+    pub drift: Option<f64>,
 }
 
 /// How far simulated / measured may be from 1 before the summary flags a configuration: the
@@ -114,6 +118,22 @@ pub const AGREEMENT: f64 = 0.25;
 /// be from 1: tighter than [`AGREEMENT`], since a cost the model gets wrong by the same factor
 /// on both sides cancels.
 pub const SHAPE_AGREEMENT: f64 = 0.15;
+
+/// How far a measured loop's median may move between the calibration before the live part and
+/// the one after it before the report lists it as drift.
+pub const LOOP_DRIFT: f64 = 0.10;
+
+/// One timing of the host preset's measured loops (`tlblab study` makes two: before and after
+/// the live part).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Calibration {
+    /// The preset built from it.
+    pub preset: String,
+    /// When the loops were timed: seconds after the main job began.
+    pub measured_at_s: f64,
+    /// Each measured loop's median, ns per operation.
+    pub loops_ns: std::collections::BTreeMap<String, f64>,
+}
 
 /// One side of a shape: a scenario and the parameters that pick the configuration out.
 #[derive(Debug, Clone, Deserialize)]
@@ -203,6 +223,129 @@ impl Row {
             _ => None,
         }
     }
+
+    /// Simulated / measured on the preset measured before the live part (the first seed's drift
+    /// applied to the mean), when both calibrations were made.
+    pub fn ratio_before(&self) -> Option<f64> {
+        Some(self.ratio()? * self.drift?)
+    }
+
+    /// Whether the two calibrations disagree on whether this row lies within the band: the
+    /// host's drift during the live part, not the model, decides its verdict.
+    pub fn verdict_drifts(&self) -> bool {
+        match (self.ratio(), self.ratio_before()) {
+            (Some(after), Some(before)) => within_band(after) != within_band(before),
+            _ => false,
+        }
+    }
+}
+
+/// How many of `rows` lie outside ± [`AGREEMENT`] on both calibrations (so whatever the host's
+/// drift), when there were two.
+pub fn outside_both(rows: &[&Row]) -> usize {
+    rows.iter()
+        .filter(|r| r.ratio().is_some_and(|x| !within_band(x)))
+        .filter(|r| r.ratio_before().is_none_or(|x| !within_band(x)))
+        .count()
+}
+
+/// Under a table of `rows`: those whose verdict the host's drift decides (outside the band on
+/// one calibration, within it on the other), each with both ratios and the move of the loop
+/// with the largest share of its value.
+pub fn drift_list(doc: &mut Document, rows: &[&Row], calibrations: &[Calibration]) {
+    let drifting: Vec<&&Row> = rows.iter().filter(|r| r.verdict_drifts()).collect();
+    let [before, after] = calibrations else { return };
+    if drifting.is_empty() {
+        return;
+    }
+    doc.para(vec![
+        b("Rows the host's drift decides. "),
+        t(format!(
+            "The host preset was built from loops timed before the live part and again after it \
+             ({:.0} s apart); these rows lie within ±{:.0}% on one and outside on the other, so \
+             they say more about the host's load than about the model:",
+            after.measured_at_s - before.measured_at_s,
+            AGREEMENT * 100.0
+        )),
+    ]);
+    doc.push(Block::List(
+        drifting
+            .iter()
+            .map(|r| {
+                let moved = match &r.class {
+                    Class::Predicted { largest: Some((by, share)) }
+                    | Class::Calibrated { by, share } => {
+                        match (before.loops_ns.get(by), after.loops_ns.get(by)) {
+                            (Some(x), Some(y)) if *x > 0.0 => format!(
+                                "; {by} ({:.0}% of the value) {} → {} ns, ×{:.2}",
+                                share * 100.0,
+                                fmt::num(*x),
+                                fmt::num(*y),
+                                y / x
+                            ),
+                            _ => String::new(),
+                        }
+                    }
+                    _ => String::new(),
+                };
+                vec![
+                    b(format!("{}: ", r.name)),
+                    t(format!(
+                        "{:.2} on the preset measured after the live part, {:.2} on the one \
+                         before it{moved}",
+                        r.ratio().unwrap_or(f64::NAN),
+                        r.ratio_before().unwrap_or(f64::NAN)
+                    )),
+                ]
+            })
+            .collect(),
+    ));
+}
+
+/// "How the host drifted": each measured loop's median before and after the live part, those
+/// that moved beyond ± [`LOOP_DRIFT`] first.
+fn drift_table(doc: &mut Document, calibrations: &[Calibration]) {
+    let [before, after] = calibrations else { return };
+    let mut moves: Vec<(&String, f64, f64)> = before
+        .loops_ns
+        .iter()
+        .filter_map(|(name, x)| Some((name, *x, *after.loops_ns.get(name)?)))
+        .filter(|(_, x, _)| *x > 0.0)
+        .collect();
+    let moved = |(_, x, y): &(&String, f64, f64)| (y / x - 1.0).abs() > LOOP_DRIFT;
+    // Stable: the loops that moved first, each group in the loops' order.
+    moves.sort_by_key(|m| !moved(m));
+    let count = moves.iter().filter(|m| moved(m)).count();
+    doc.heading(3, "How the host drifted during the live part".to_string());
+    doc.para(vec![t(format!(
+        "The loops the host preset measures, timed {:.0} s after the job began (before the live \
+         part: {}) and again at {:.0} s (after it: {}, the preset every table here uses). {count} \
+         of {} medians moved by more than ±{:.0}%. Each configuration's row in the tables \
+         above gives its ratio on both presets.",
+        before.measured_at_s,
+        before.preset,
+        after.measured_at_s,
+        after.preset,
+        moves.len(),
+        LOOP_DRIFT * 100.0
+    ))]);
+    let mut table =
+        Table::new(&["loop", "before, ns (median)", "after, ns (median)", "after / before"])
+            .numeric_from(1);
+    for m in &moves {
+        let (name, x, y) = *m;
+        let ratio = format!("{:.2}", y / x);
+        table.row(vec![
+            name.clone().into(),
+            fmt::num(x).into(),
+            fmt::num(y).into(),
+            if moved(m) { cell(ratio, Tone::Significant) } else { ratio.into() },
+        ]);
+    }
+    doc.push(Block::Details {
+        summary: format!("The {} measured loops before and after the live part", moves.len()),
+        blocks: vec![Block::Table(table)],
+    });
 }
 
 /// Under a table of `rows`: the mechanisms the model is known to lack behind its rows outside
@@ -223,6 +366,23 @@ pub fn gaps_list(doc: &mut Document, rows: &[&Row]) {
     ));
 }
 
+/// Under the shapes: the mechanisms the model lacks behind the shapes outside their band.
+pub fn shape_gaps_list(doc: &mut Document, shapes: &[Shape], rows: &[Row]) {
+    let out: Vec<&str> = shapes
+        .iter()
+        .filter(|s| s.figures(rows).is_some_and(|f| !f.within()))
+        .map(|s| s.name.as_str())
+        .collect();
+    let gaps = super::gaps::behind_shapes(&out);
+    if gaps.is_empty() {
+        return;
+    }
+    doc.para(vec![b("What the model lacks behind the shapes outside the band. ")]);
+    doc.push(Block::List(
+        gaps.iter().map(|g| vec![b(format!("{}: ", g.shapes.join("; "))), t(g.lacks)]).collect(),
+    ));
+}
+
 /// The side-by-side comparison.
 #[derive(Debug, Clone)]
 pub struct HostComparison {
@@ -240,6 +400,9 @@ pub struct HostComparison {
     pub peers: Vec<Row>,
     /// Seed of the bootstrap intervals.
     pub seed: u64,
+    /// The timings of the measured loops the presets were built from, in order: before and
+    /// after the live part (one, or none, in older results).
+    pub calibrations: Vec<Calibration>,
 }
 
 impl HostComparison {
@@ -329,8 +492,10 @@ pub fn host(doc: &mut Document, ctx: &Ctx, h: &HostComparison) {
                 "{out} of {compared} {kind} configurations outside {band} of measured."
             ))]);
         }
-        doc.push(Block::Table(rows_table(&rows, h.seed)));
+        doc.push(Block::Table(rows_table(&rows, h.seed, !h.calibrations.is_empty())));
+        drift_list(doc, &rows, &h.calibrations);
     }
+    drift_table(doc, &h.calibrations);
     if !h.shapes.is_empty() {
         doc.heading(3, "Shapes: ratios between neighbouring configurations".to_string());
         doc.para(vec![t(format!(
@@ -360,6 +525,7 @@ pub fn host(doc: &mut Document, ctx: &Ctx, h: &HostComparison) {
             ]);
         }
         doc.push(Block::Table(table));
+        shape_gaps_list(doc, &h.shapes, &h.rows);
     }
     if !h.peers.is_empty() {
         doc.heading(3, "Peers: the real programs beside their simulated twins".to_string());
@@ -369,7 +535,7 @@ pub fn host(doc: &mut Document, ctx: &Ctx, h: &HostComparison) {
             "Programs of other projects, run as they are, each simulated with the same \
              parameters; {out} of {compared} outside {band} of measured."
         ))]);
-        doc.push(Block::Table(rows_table(&peers, h.seed)));
+        doc.push(Block::Table(rows_table(&peers, h.seed, false)));
         gaps_list(doc, &peers);
     }
     let mut categories = Vec::new();
@@ -423,9 +589,10 @@ fn measured_ci(r: &Row, seed: u64) -> Option<tlblab_stats::ConfidenceInterval> {
     bootstrap_ci(&r.measured, |v| mean(v).unwrap_or(f64::NAN), CI_RESAMPLES, 0.95, seed).ok()
 }
 
-/// The table of measured beside simulated for `rows`.
-fn rows_table(rows: &[&Row], seed: u64) -> Table {
-    let mut table = Table::new(&[
+/// The table of measured beside simulated for `rows`; with `before`, the ratio on the preset
+/// measured before the live part too.
+fn rows_table(rows: &[&Row], seed: u64, before: bool) -> Table {
+    let mut header = vec![
         "configuration",
         "unit",
         "measured mean ± sd (runs)",
@@ -433,9 +600,12 @@ fn rows_table(rows: &[&Row], seed: u64) -> Table {
         "simulated mean ± sd (seeds)",
         "simulated / measured",
         "within ±25%",
-        "largest share of one measured loop",
-    ])
-    .numeric_from(2);
+    ];
+    if before {
+        header.push("sim/meas on the preset measured before");
+    }
+    header.push("largest share of one measured loop");
+    let mut table = Table::new(&header).numeric_from(2);
     for r in rows {
         let m = Summary::of(&r.measured).ok();
         let ci = measured_ci(r, seed);
@@ -450,7 +620,7 @@ fn rows_table(rows: &[&Row], seed: u64) -> Table {
             Class::Unclassified(_) => cell("-", Tone::Missing),
             class => class.share_text().into(),
         };
-        table.row(vec![
+        let mut cells = vec![
             r.name.clone().into(),
             r.unit.clone().into(),
             m.as_ref().map_or_else(
@@ -467,8 +637,16 @@ fn rows_table(rows: &[&Row], seed: u64) -> Table {
             ),
             ratio.into(),
             range,
-            share,
-        ]);
+        ];
+        if before {
+            cells.push(match r.ratio_before() {
+                Some(x) if within_band(x) => format!("{x:.2}").into(),
+                Some(x) => cell(format!("{x:.2} OUT"), Tone::Significant),
+                None => cell("-", Tone::Missing),
+            });
+        }
+        cells.push(share);
+        table.row(cells);
     }
     table
 }

@@ -9,7 +9,9 @@
 use serde_json::Value;
 
 use super::check::Check;
-use super::lab::{outside, Class, HostComparison, Row, AGREEMENT, SHAPE_AGREEMENT};
+use super::lab::{
+    drift_list, outside, outside_both, Class, HostComparison, Row, AGREEMENT, SHAPE_AGREEMENT,
+};
 use crate::doc::{b, cell, t, Block, Cell, Document, Table, Tone};
 use crate::fmt;
 use crate::model::study::Study;
@@ -434,6 +436,13 @@ fn host_check(doc: &mut Document, h: &HostComparison) {
         return;
     }
     let (out_p, compared_p) = outside(&predicted);
+    // With two calibrations: how many of those outside stay outside on both.
+    let both = |rows: &[&Row], out: usize| match h.calibrations.len() {
+        2 if out > 0 => {
+            format!(" ({} on both presets, before and after the live part)", { outside_both(rows) })
+        }
+        _ => String::new(),
+    };
     let shapes: Vec<_> = h.shapes.iter().filter_map(|s| s.figures(&h.rows)).collect();
     let shapes_within = shapes.iter().filter(|f| f.within()).count();
     let peers: Vec<&Row> = h.peers.iter().collect();
@@ -442,9 +451,10 @@ fn host_check(doc: &mut Document, h: &HostComparison) {
         b("Simulated against measured on this machine (predicted configurations). "),
         t(format!(
             "{out_p} of {compared_p} predicted configurations outside the {band} range of \
-             simulated / measured ({} on the host preset; means of the runs and of the seeds); \
+             simulated / measured{} ({} on the host preset; means of the runs and of the seeds); \
              {shapes_within} of {} shapes within ±{:.0}%{}. These are the evidence: no loop the \
              host preset measured is most of their simulated value.",
+            both(&predicted, out_p),
             h.policy,
             shapes.len(),
             SHAPE_AGREEMENT * 100.0,
@@ -463,19 +473,23 @@ fn host_check(doc: &mut Document, h: &HostComparison) {
              measured on this machine\"."
         )));
     }
+    drift_list(doc, &predicted, &h.calibrations);
     let explained: Vec<&Row> = predicted.iter().copied().chain(&h.peers).collect();
     super::lab::gaps_list(doc, &explained);
+    super::lab::shape_gaps_list(doc, &h.shapes, &h.rows);
     if !calibrated.is_empty() {
         let (out_c, compared_c) = outside(&calibrated);
+        let both = both(&calibrated, out_c);
         doc.para(vec![
             b("Calibrated configurations (not evidence). "),
             t(format!(
-                "{out_c} of {compared_c} outside {band}: each is mostly one loop the host \
+                "{out_c} of {compared_c} outside {band}{both}: each is mostly one loop the host \
                  preset timed alone on this machine (the loop share), so agreement tests the \
                  measurement, not the model."
             )),
         ]);
         doc.table(table_of(&calibrated, true));
+        drift_list(doc, &calibrated, &h.calibrations);
     }
 }
 

@@ -12,6 +12,7 @@
 
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use tlblab_host::tlblab_pathcost::loops::{CALIBRATED_SHARE, CALIBRATION_STEP};
 use tlblab_host::tlblab_pathcost::MEASURED_LOOPS;
@@ -50,6 +51,17 @@ pub(super) fn scaled_presets(
         out.push(ScaledPreset { name: l.name, path });
     }
     Ok(out)
+}
+
+/// Each measured loop's median in `facts`, ns per operation, in [`MEASURED_LOOPS`] order (a loop
+/// that failed is left out): what `results.json` keeps of each calibration, so that two
+/// calibrations of one run can be set side by side.
+pub(super) fn loop_medians(facts: &tlblab_host::HostFacts) -> BTreeMap<String, f64> {
+    let Some(cached) = facts.path_costs.available() else { return BTreeMap::new() };
+    MEASURED_LOOPS
+        .iter()
+        .filter_map(|l| Some((l.name.to_string(), cached.costs.get(l.name).ok()?.median_ns)))
+        .collect()
 }
 
 /// The share of `base`'s value that moves with each scaled loop (`scaled`: the loop and the

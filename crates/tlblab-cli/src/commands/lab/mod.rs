@@ -15,6 +15,7 @@ mod steps;
 use crate::cli::{LabArgs, StudyPart};
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use steps::{Outcome, Runner};
@@ -91,6 +92,7 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
     // The moment and the machine, for the report's header (the live part records its own too).
     let date = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let environment = tlblab_env::Environment::capture();
+    let started = std::time::Instant::now();
     let mut runner = Runner::new(args.quiet)?;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
 
@@ -176,6 +178,16 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
     let why_not = (args.no_live.then(|| "--no-live".to_string()))
         .or_else(|| skipped(StudyPart::Live))
         .or_else(|| live_unavailable(cpus));
+    let on_host = args.machine == crate::commands::HOST_PRESET;
+    // The host preset is built twice, from kernel paths timed just before the live part and
+    // just after it: a guest's costs drift with its host's load, and the two bracket what the
+    // live runs met (docs/host-preset.md, "Drift").
+    let before = match (&why_not, on_host) {
+        (None, true) => runner.in_process("host preset, before the live part", || {
+            host_preset(dir, "host-before.toml", started, false)
+        }),
+        _ => None,
+    };
     let (bench, trace, replay) = match &why_not {
         Some(why) => {
             let skipped = Outcome::Skipped(why.clone());
@@ -229,19 +241,23 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
 
     // 5. The same configurations simulated on a preset of this machine, each classified as
     // calibrated or predicted by scaling each measured loop in turn.
-    let preset = if args.machine == crate::commands::HOST_PRESET {
-        host_preset(dir)
-    } else {
-        Ok(HostFiles { path: PathBuf::from(&args.machine), provenance: Vec::new(), scaled: vec![] })
+    let preset = match (&why_not, on_host) {
+        // Nothing was measured to set beside it.
+        (Some(_), _) => None,
+        (None, true) => runner.in_process("host preset, after the live part", || {
+            host_preset(dir, "host.toml", started, true)
+        }),
+        (None, false) => Some(HostFiles::built_in(&args.machine)),
     };
-    let peer_machine = preset.as_ref().ok().map(|host| host.path.clone());
+    let peer_machine = preset.as_ref().map(|host| host.path.clone());
     let host_sims = match (&bench, preset) {
-        (Outcome::Done(bench), Ok(host)) => {
+        (Outcome::Done(bench), Some(host)) => {
+            let before = before.as_ref();
             // Each configuration runs once on the host preset and once per scaled preset.
             let runs = 1 + host.scaled.len();
             let configs = bench["configs"].as_array().map_or(0, Vec::len);
             runner.begin_phase("simulation on the host preset", configs * runs);
-            let sims = simulate_on_host(&mut runner, bench, &host, cpus, args.quick);
+            let sims = simulate_on_host(&mut runner, bench, &host, before, cpus, args.quick);
             runner.end_phase();
             let predicted: Vec<&Value> = predicted_bench.iter().filter_map(Outcome::done).collect();
             let configs: usize =
@@ -249,7 +265,7 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
             runner.begin_phase("simulation on the host preset, the predicted set", configs * runs);
             let predicted_sims: Vec<Value> = predicted
                 .iter()
-                .flat_map(|b| simulate_on_host(&mut runner, b, &host, cpus, args.quick))
+                .flat_map(|b| simulate_on_host(&mut runner, b, &host, before, cpus, args.quick))
                 .collect();
             runner.end_phase();
             json!({
@@ -258,14 +274,19 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
                 "scaled_presets": host.scaled.iter()
                     .map(|p| json!({ "loop": p.name, "preset": p.path }))
                     .collect::<Vec<_>>(),
+                "calibrations": before.into_iter().chain([&host])
+                    .filter(|h| !h.loops.is_empty())
+                    .map(HostFiles::calibration_json)
+                    .collect::<Vec<_>>(),
                 "runs": sims,
                 "predicted_runs": predicted_sims,
                 "shapes": predicted::shapes(),
             })
         }
-        (Outcome::Done(_), Err(e)) => {
-            runner.skip_part("simulation on the host preset", &format!("{e:#}"))
-        }
+        (Outcome::Done(_), None) => runner.skip_part(
+            "simulation on the host preset",
+            "the host preset could not be built (its step says why)",
+        ),
         (other, _) => other.value(),
     };
 
@@ -329,31 +350,62 @@ struct HostFiles {
     provenance: Vec<String>,
     /// Empty for a built-in preset: nothing of it was measured here.
     scaled: Vec<calibration::ScaledPreset>,
+    /// Each measured loop's median, ns per operation (empty for a built-in preset).
+    loops: BTreeMap<String, f64>,
+    /// When its kernel paths were measured: seconds after the main job began.
+    measured_at: f64,
 }
 
-/// Writes DIR/host.toml, this machine's preset, and DIR/calibration/host-LOOP.toml, the same
-/// with one measured loop scaled (the facts are gathered once: every preset comes from the
-/// same measurements). The kernel paths are measured afresh, just after the live benchmarks:
-/// a cache from hours earlier may hold another host load (docs/host-preset.md).
-fn host_preset(dir: &Path) -> Result<HostFiles> {
+impl HostFiles {
+    /// A built-in preset (`--machine NAME`): nothing measured.
+    fn built_in(name: &str) -> HostFiles {
+        HostFiles {
+            path: PathBuf::from(name),
+            provenance: Vec::new(),
+            scaled: Vec::new(),
+            loops: Default::default(),
+            measured_at: 0.0,
+        }
+    }
+
+    /// `results.json`'s record of one calibration: the preset, when, and each loop's median.
+    fn calibration_json(&self) -> Value {
+        json!({ "preset": self.path, "measured_at_s": self.measured_at, "loops_ns": self.loops })
+    }
+}
+
+/// Writes DIR/NAME, this machine's preset, and with `scaled` DIR/calibration/host-LOOP.toml,
+/// the same with one measured loop scaled (the facts are gathered once: every preset comes from
+/// the same measurements). The kernel paths are measured afresh: a cache from hours earlier may
+/// hold another host load (docs/host-preset.md).
+fn host_preset(
+    dir: &Path,
+    name: &str,
+    started: std::time::Instant,
+    scaled: bool,
+) -> Result<HostFiles> {
     let facts = tlblab_host::HostFacts::gather_afresh();
+    let measured_at = started.elapsed().as_secs_f64();
     let host = tlblab_host::build(&facts)?;
-    let path = dir.join("host.toml");
+    let path = dir.join(name);
     write_file(&path, host.toml.as_bytes())
         .with_context(|| format!("writing {}", path.display()))?;
     let provenance = host.provenance_text().lines().map(str::to_string).collect();
-    let scaled = calibration::scaled_presets(&facts, &host, dir)?;
-    Ok(HostFiles { path, provenance, scaled })
+    let loops = calibration::loop_medians(&facts);
+    let scaled = if scaled { calibration::scaled_presets(&facts, &host, dir)? } else { Vec::new() };
+    Ok(HostFiles { path, provenance, scaled, loops, measured_at })
 }
 
 /// `tlblab sim run` of each measured configuration on the host preset, with the CPUs of this
 /// machine and the configuration's parameters; then its first seed again on each preset with
-/// one measured loop scaled, which classifies it (calibrated or predicted); one entry per
-/// configuration.
+/// one measured loop scaled, which classifies it (calibrated or predicted), and on the preset
+/// measured `before` the live part, which says how far the host's drift moves it; one entry
+/// per configuration.
 fn simulate_on_host(
     runner: &mut Runner,
     bench: &Value,
     host: &HostFiles,
+    before: Option<&HostFiles>,
     cpus: usize,
     quick: bool,
 ) -> Vec<Value> {
@@ -393,6 +445,22 @@ fn simulate_on_host(
                 scaled.push((p.name, value.as_ref().and_then(first_simulated)));
             }
         }
+        // The same first seed on the preset measured before the live part.
+        let drift = match (base, before) {
+            (Some(after), Some(b)) => {
+                let a = sim_args(&b.path, 1);
+                let args: Vec<&str> = a.iter().map(String::as_str).collect();
+                let value =
+                    runner.json_value_folded(&format!("{name}, before the live part"), &args);
+                value.as_ref().and_then(first_simulated).map(|before| {
+                    json!({
+                        "before": before,
+                        "after": after,
+                    })
+                })
+            }
+            _ => None,
+        };
         let class = if host.scaled.is_empty() {
             json!({ "class": "unclassified", "why": "a built-in preset: nothing was measured here" })
         } else {
@@ -404,6 +472,7 @@ fn simulate_on_host(
             "key": config_name(cfg),
             "result": outcome.value(),
             "calibration": class,
+            "drift": drift,
         }));
     }
     out

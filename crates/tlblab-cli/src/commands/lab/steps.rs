@@ -203,6 +203,37 @@ impl Runner {
         Some(value)
     }
 
+    /// Runs `work` in this process as a step of its own (a preset built from measurements made
+    /// now): done with its value, or failed with its error, and timed like the others.
+    pub fn in_process<T>(&mut self, name: &str, work: impl FnOnce() -> Result<T>) -> Option<T> {
+        let spinner = self.spinner(name);
+        let start = Instant::now();
+        let outcome = work();
+        let seconds = start.elapsed().as_secs_f64();
+        if let Some(s) = spinner {
+            s.finish_and_clear();
+        }
+        let (status, reason) = match &outcome {
+            Ok(_) => ("done", None),
+            Err(e) => ("failed", Some(format!("{e:#}"))),
+        };
+        if !self.quiet && self.phase.is_none() {
+            match &reason {
+                None => eprintln!("tlblab: {name}: done in {seconds:.1} s"),
+                Some(why) => eprintln!("tlblab: {name}: failed: {why}"),
+            }
+        }
+        self.steps.push(StepRecord {
+            name: name.into(),
+            status,
+            reason,
+            command: None,
+            seconds,
+            file: None,
+        });
+        outcome.ok()
+    }
+
     /// `tlblab sim check …`, whose exit status 1 (violations found) is a result, not a failure.
     pub fn check_step(&mut self, name: &str, args: &[&str]) -> Outcome {
         self.run_accepting(name, args, None, &[0, 1], |stdout| Ok(serde_json::from_slice(stdout)?))
