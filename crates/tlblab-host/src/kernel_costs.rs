@@ -20,6 +20,7 @@
 //! | `context_switch` | `thread_switch − 2 S − wakeup` (a switch with one eventfd write that wakes and one read that blocks); without a measured wake-up, `thread_switch − 2 S` is split with `wakeup` in the nearest preset's proportion | cycles |
 //! | `pipe_op`, `socket_op` | `(pipe_pair − 2 S) / 2`, `(socket_pair − 2 S) / 2`: a 100-byte write and its read by one thread, no wake-up | cycles |
 //! | `pipe_remote`, `socket_remote` | `pipe_remote_read`, `socket_remote_read`: per message, a batch written here and read on the other CPU less the same batch read here | time |
+//! | `pipe_queued`, `socket_queued` | `pipe_queued`, `socket_queued`: per message, written and read with 200 queued in each of 20 channels less with one queued in each | time |
 //! | `cache_line_transfer` | `line_pingpong`: half the round trip of one cache line between the two CPUs | time |
 //! | `migrate` | `migrate − S`; under a hypervisor less the target vCPU's wake-up that the guest model adds (2 × `vmexit_cpuid` + the `HLT` wake below (else a third `vmexit_cpuid`) + `ipi_latency` + `ipi_handler` + `context_switch`) | time |
 //! | `fork` + `exit` | `fork_exit − P × (fork_exit_grown − fork_exit) / G`, where `fork_exit` forks a small process (its `P` anonymous pages) and `fork_exit_grown` one with `G` more: the fork and exit of a process without pages, since the model charges each process's own; split in the nearest preset's proportion | cycles |
@@ -318,6 +319,12 @@ pub fn derive(
     // Misses on what another core wrote: latencies, as the line's.
     for (figure, name) in
         [("pipe_remote", names::PIPE_REMOTE_READ), ("socket_remote", names::SOCKET_REMOTE_READ)]
+    {
+        out.kernel.push((figure, one(name, Scales::Time, name)));
+    }
+    // Misses on messages that waited behind thousands of others: latencies too.
+    for (figure, name) in
+        [("pipe_queued", names::PIPE_QUEUED), ("socket_queued", names::SOCKET_QUEUED)]
     {
         out.kernel.push((figure, one(name, Scales::Time, name)));
     }
@@ -872,6 +879,7 @@ mod tests {
             (names::SOCKET_PAIR, m(1_600.0)),
             (names::PIPE_REMOTE_READ, m(150.0)),
             (names::SOCKET_REMOTE_READ, m(-20.0)),
+            (names::SOCKET_QUEUED, m(480.0)),
             (names::VMEXIT_CPUID, m(8_000.0)),
             (names::MIGRATE, m(40_100.0)),
         ]);
@@ -882,6 +890,11 @@ mod tests {
         assert_eq!(remote.clone().map(|r| r.scales), Ok(Scales::Time));
         assert!(remote.unwrap().how.starts_with("pipe_remote_read: pipe_remote_read 150 ns"));
         assert!(ns(&d, "socket_remote").unwrap_err().contains("not positive"));
+        // Queued messages as measured, in time; one not measured keeps the preset's.
+        assert_eq!(ns(&d, "socket_queued"), Ok(480.0));
+        assert!(ns(&d, "pipe_queued").is_err());
+        // The depth the loops measure at is the one the kernel model scales by.
+        assert_eq!(tlblab_pathcost::QUEUED_SINCE_MEAN, tlblab_sim::machine::raw::QUEUED_SINCE_MEAN);
         // 950 − 700; the switch is the rest of 1,200 − 200.
         assert_eq!(ns(&d, "wakeup"), Ok(250.0));
         assert_eq!(ns(&d, "context_switch"), Ok(750.0));

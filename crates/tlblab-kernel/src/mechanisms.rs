@@ -202,6 +202,11 @@ mechanisms! {
         "a KVM guest's haltpoll governor ([idle.haltpoll]) chooses the idle state instead of menu: an idle vCPU polls for its poll window, which starts at 0 and adapts to its halts within guest_halt_poll_ns, then halts",
         "docs/kernel-model.md, \"Idle states\"",
         "the menu governor chooses, as on bare metal (polls when the predicted idle period is short)";
+    /// Queued pipe and socket messages gone cold (`kernel/channel.rs`).
+    QueuedMessages => "queued-messages",
+        "a pipe or socket message read after others were written on its writer's CPU costs pipe_queued or socket_queued more (the skb, its data, the buffer page gone from the caches meanwhile), in proportion to how many up to the depth they were measured at",
+        "docs/kernel-model.md, \"How time is modelled\" (pipes and sockets)",
+        "every message costs the hot write and read, however deep its queue (the model before this mechanism)";
 }
 
 impl Mechanism {
@@ -239,6 +244,9 @@ impl Mechanism {
             | Mechanism::XpfoDirectMap4k
             | Mechanism::VforkWait
             | Mechanism::WakeupPreemption => true,
+            Mechanism::QueuedMessages => spec
+                .kernel_costs()
+                .is_some_and(|k| k.pipe_queued.cycles > 0 || k.socket_queued.cycles > 0),
             Mechanism::PageLocks => spec.raw().locks.is_some(),
             Mechanism::LockIrqsOff => spec.raw().locks.is_some(),
             Mechanism::LruListLines => spec.raw().locks.is_some(),

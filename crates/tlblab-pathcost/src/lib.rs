@@ -20,6 +20,7 @@
 //! | `shootdown_target` | per flush IPI received: the time a sibling thread spinning in user mode on the other CPU loses while this thread `MADV_DONTNEED`s one present page of their shared mm (each call one shootdown IPI to it); the sibling's clock gaps of 0.5–200 µs, summed, over the `TLB` interrupts it received; runs that delivered fewer than 0.99 per call are dropped |
 //! | `pipe_pair`, `socket_pair` | a 100-byte `write()` into a pipe (an `AF_UNIX` stream socket pair) and its `read()`, one thread: no wake-up |
 //! | `pipe_remote_read`, `socket_remote_read` | per message: batches of 64 100-byte messages written here and read by a thread on the other CPU that spins for its turn (no wake-up), less the same batches written and read here, alternating: what reading a message another CPU wrote costs more |
+//! | `pipe_queued`, `socket_queued` | per message: one thread writes 200 100-byte messages into each of 20 pipes (socket pairs) in turn, as hackbench's senders do, then reads each channel empty; less the same messages written and read with one queued per channel, alternating: what a message costs more, written and read, when [`QUEUED_SINCE_MEAN`] others on average were written between them |
 //! | `pipe_write` | a 100-byte pipe `write()` timed alone, nobody waiting (its read untimed) |
 //! | `pipe_wake_local`, `pipe_wake_remote` | the same write timed alone while a `SCHED_BATCH` reader is blocked in `read()` on the own (other) CPU: the write's wake-up; runs where the reader did not block before every write are dropped |
 //! | `vmexit_cpuid` | `CPUID` leaf 0 (`std::arch::x86_64::__cpuid`): in a guest, a VM-exit round trip |
@@ -109,6 +110,11 @@ pub mod names {
     pub const PIPE_REMOTE_READ: &str = "pipe_remote_read";
     /// The same over an `AF_UNIX` stream socket pair.
     pub const SOCKET_REMOTE_READ: &str = "socket_remote_read";
+    /// Per message, what a 100-byte pipe message costs more, written and read, in a deep queue
+    /// of 20 pipes than with one message queued per pipe.
+    pub const PIPE_QUEUED: &str = "pipe_queued";
+    /// The same over `AF_UNIX` stream socket pairs.
+    pub const SOCKET_QUEUED: &str = "socket_queued";
     /// A 100-byte pipe write timed alone, no reader waiting.
     pub const PIPE_WRITE: &str = "pipe_write";
     /// The same write waking a reader blocked on the same CPU.
@@ -124,7 +130,7 @@ pub mod names {
     /// The same with [`crate::FORK_GROWN_PAGES`] more anonymous pages passed on.
     pub const FORK_EXIT_GROWN: &str = "fork_exit_grown";
     /// Every name, in measuring order.
-    pub const ALL: [&str; 31] = [
+    pub const ALL: [&str; 33] = [
         NULL_SYSCALL,
         FAULT_ZERO,
         FAULT_ANON,
@@ -149,6 +155,8 @@ pub mod names {
         SOCKET_PAIR,
         PIPE_REMOTE_READ,
         SOCKET_REMOTE_READ,
+        PIPE_QUEUED,
+        SOCKET_QUEUED,
         PIPE_WRITE,
         PIPE_WAKE_LOCAL,
         PIPE_WAKE_REMOTE,
@@ -163,6 +171,17 @@ pub mod names {
 /// more than the small process of `fork_exit` has, so that the cost per page, which the fork
 /// figures extrapolate back over that process's own pages, is not mostly run-to-run noise.
 pub const FORK_GROWN_PAGES: u64 = 16_384;
+
+/// Channels of `pipe_queued` and `socket_queued`: hackbench's receivers per group (`-f 20`).
+pub const QUEUED_CHANNELS: usize = 20;
+/// Messages queued in each channel in their deep rounds: deep, as hackbench's senders keep a
+/// socket (277 skbs before they sleep) or a pipe (640 messages), below either's capacity.
+pub const QUEUED_DEPTH: usize = 200;
+/// Messages written between a message's write and its read, on average over a deep round of
+/// `pipe_queued` and `socket_queued` (each of the 4,000 is followed by 3,999 − i others, read
+/// channel by channel): the depth at which their figure holds, which the kernel model's
+/// `queued-messages` mechanism scales by (`tlblab_sim`'s `QUEUED_SINCE_MEAN` is the same).
+pub const QUEUED_SINCE_MEAN: u64 = (QUEUED_CHANNELS * QUEUED_DEPTH) as u64 / 2;
 
 /// One measurement's outcome.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

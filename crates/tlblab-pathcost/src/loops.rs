@@ -25,7 +25,7 @@ pub const CALIBRATION_STEP: f64 = 0.10;
 pub const CALIBRATED_SHARE: f64 = 0.5;
 
 /// Every loop the host preset measures, in measuring order ([`names::ALL`]).
-pub const MEASURED_LOOPS: [MeasuredLoop; 31] = [
+pub const MEASURED_LOOPS: [MeasuredLoop; 33] = [
     MeasuredLoop { name: names::NULL_SYSCALL, operation: "getppid()" },
     MeasuredLoop {
         name: names::FAULT_ZERO,
@@ -129,6 +129,15 @@ pub const MEASURED_LOOPS: [MeasuredLoop; 31] = [
     MeasuredLoop {
         name: names::SOCKET_REMOTE_READ,
         operation: "the same over an AF_UNIX stream socket pair",
+    },
+    MeasuredLoop {
+        name: names::PIPE_QUEUED,
+        operation: "a 100-byte message written and read back with 200 queued in each of 20 \
+                    pipes, less with one queued in each (hackbench's senders' depth)",
+    },
+    MeasuredLoop {
+        name: names::SOCKET_QUEUED,
+        operation: "the same over 20 AF_UNIX stream socket pairs",
     },
     MeasuredLoop {
         name: names::PIPE_WRITE,

@@ -208,6 +208,8 @@ fn measure_on_this_thread(opts: &Options) -> (Vec<usize>, BTreeMap<String, Outco
     put(names::SOCKET_REMOTE_READ, &mut || {
         remote_read(opts, need2("a read on another CPU")?, socket_files()?, "socket")
     });
+    put(names::PIPE_QUEUED, &mut || queued(opts, pipe_files, "pipe"));
+    put(names::SOCKET_QUEUED, &mut || queued(opts, socket_files, "socket"));
     put(names::PIPE_WRITE, &mut || pipe_wake(opts, local, None));
     put(names::PIPE_WAKE_LOCAL, &mut || pipe_wake(opts, local, Some((local, local))));
     put(names::PIPE_WAKE_REMOTE, &mut || {
@@ -862,6 +864,82 @@ fn remote_read(
     let joined = partner.join().map_err(|_| "the partner thread panicked".to_owned())?;
     joined?;
     result
+}
+
+/// What a [`MESSAGE`] costs more, written and read, when many others were written between the
+/// two, per message: one thread writes [`crate::QUEUED_DEPTH`] messages into each of
+/// [`crate::QUEUED_CHANNELS`] channels made by `open`, one channel after another per message as
+/// hackbench's senders do, then reads each channel empty (a deep round); less the same count
+/// written and read one per channel at a time (a shallow round); the two alternate, one each per
+/// run. What is left is the misses on the queued messages (the skb and its data, the pipe's
+/// buffer pages), which were written while thousands of others went through this CPU's caches,
+/// and the writes' allocation of buffers not recently freed. The write ends are non-blocking: a
+/// channel that fills before its depth (a smaller socket buffer) fails the measurement with the
+/// count, rather than hanging it.
+fn queued(
+    opts: &Options,
+    open: fn() -> Result<(std::fs::File, std::fs::File), String>,
+    what: &'static str,
+) -> Result<Measurement, String> {
+    use std::io::{Read, Write};
+    use std::os::fd::AsFd;
+    let channels: Vec<(std::fs::File, std::fs::File)> =
+        (0..crate::QUEUED_CHANNELS).map(|_| open()).collect::<Result<_, _>>()?;
+    for (_, w) in &channels {
+        let flags = nix::fcntl::fcntl(w.as_fd(), nix::fcntl::FcntlArg::F_GETFL)
+            .map_err(|e| format!("fcntl(F_GETFL): {e}"))?;
+        let flags = nix::fcntl::OFlag::from_bits_truncate(flags) | nix::fcntl::OFlag::O_NONBLOCK;
+        nix::fcntl::fcntl(w.as_fd(), nix::fcntl::FcntlArg::F_SETFL(flags))
+            .map_err(|e| format!("fcntl(F_SETFL, O_NONBLOCK): {e}"))?;
+    }
+    let msg = [0x5a_u8; MESSAGE];
+    let write = |w: &std::fs::File, queued: usize| match (&*w).write(&msg) {
+        Ok(MESSAGE) => Ok(()),
+        Ok(n) => Err(format!("{what}: wrote {n} of {MESSAGE} bytes")),
+        Err(e) => Err(format!("{what} write with {queued} queued: {e}")),
+    };
+    let read = |r: &std::fs::File| {
+        let mut back = [0_u8; MESSAGE];
+        match (&*r).read(&mut back) {
+            Ok(MESSAGE) => Ok(()),
+            Ok(n) => Err(format!("{what}: read {n} of {MESSAGE} bytes")),
+            Err(e) => Err(format!("{what} read: {e}")),
+        }
+    };
+    let deep = || -> Result<Duration, String> {
+        let t = Instant::now();
+        for k in 0..crate::QUEUED_DEPTH {
+            for (_, w) in &channels {
+                write(w, k)?;
+            }
+        }
+        for (r, _) in &channels {
+            for _ in 0..crate::QUEUED_DEPTH {
+                read(r)?;
+            }
+        }
+        Ok(t.elapsed())
+    };
+    let shallow = || -> Result<Duration, String> {
+        let t = Instant::now();
+        for _ in 0..crate::QUEUED_DEPTH {
+            for (_, w) in &channels {
+                write(w, 0)?;
+            }
+            for (r, _) in &channels {
+                read(r)?;
+            }
+        }
+        Ok(t.elapsed())
+    };
+    let messages = (crate::QUEUED_CHANNELS * crate::QUEUED_DEPTH) as f64;
+    let run = || -> Result<f64, String> {
+        let (d, s) = (deep()?, shallow()?);
+        Ok((d.as_nanos() as f64 - s.as_nanos() as f64) / messages)
+    };
+    run()?; // warm-up
+    let per_op = (0..opts.runs).map(|_| run()).collect::<Result<Vec<f64>, String>>()?;
+    Measurement::of(&per_op, opts.runs, messages as u64).ok_or_else(|| "no timed run".to_owned())
 }
 
 /// A pipe as `(read end, write end)`.

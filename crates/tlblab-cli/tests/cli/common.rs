@@ -128,7 +128,7 @@ pub fn undocumented<'a>(
 }
 
 /// Every mechanism, in `tlblab sim mechanisms` order.
-pub const MECHANISMS: [&str; 30] = [
+pub const MECHANISMS: [&str; 31] = [
     "guest",
     "idle-states",
     "csd-queue",
@@ -159,4 +159,5 @@ pub const MECHANISMS: [&str; 30] = [
     "rwsem-steal",
     "wakeup-preemption",
     "haltpoll",
+    "queued-messages",
 ];

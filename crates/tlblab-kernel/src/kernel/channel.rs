@@ -31,6 +31,16 @@
 //! read on another CPU than the one that wrote it costs its reader `pipe_remote` or
 //! `socket_remote` more (the data, the skb, the writer's accounting: measured as a whole on the
 //! host, 0 in a preset that does not give it).
+//!
+//! Queued messages go cold (mechanism `queued-messages`): a message costs `pipe_queued` or
+//! `socket_queued` more, charged at its read, scaled by the messages written on its writer's
+//! CPU between its write and its read, up to `QUEUED_SINCE_MEAN` (the mean of the loop that
+//! measures the figure: 20 channels 200 deep), beyond which it is charged whole. Each written
+//! message passes through the writer's caches and pushes older ones out (the skb, its data, a
+//! pipe's buffer page); hackbench's senders fill 20 sockets 277 deep before they sleep. NOTE: a
+//! cache loses lines in steps (at its size), not in proportion; the scale is a straight line
+//! from the one depth measured to none queued, which over-charges shallow queues that still fit
+//! and under-charges the deep end's first messages.
 
 use super::run::Step;
 use super::{Frame, Kernel, Phase, TaskState};
@@ -82,8 +92,9 @@ pub(crate) struct Channel {
     kind: ChannelKind,
     /// Pipe: messages in each used buffer, oldest first. Socket: one entry per skb.
     bufs: VecDeque<u32>,
-    /// The CPU that wrote each message queued, oldest first.
-    origins: VecDeque<u16>,
+    /// The CPU that wrote each message queued and its count of messages written then
+    /// (`Kernel::messages_written`), oldest first.
+    origins: VecDeque<(u16, u64)>,
     readers: VecDeque<TaskId>,
     writers: VecDeque<TaskId>,
     pollers: Vec<TaskId>,
@@ -109,8 +120,8 @@ impl Channel {
         }
     }
 
-    fn push(&mut self, cpu: u16) {
-        self.origins.push_back(cpu);
+    fn push(&mut self, cpu: u16, written: u64) {
+        self.origins.push_back((cpu, written));
         match self.kind {
             // Merge into the last page when the pipe is not empty and the data fits.
             ChannelKind::Pipe { per_page, .. } => match self.bufs.back_mut() {
@@ -122,8 +133,9 @@ impl Channel {
         self.stats.written += 1;
     }
 
-    /// Takes the oldest message; returns the CPU that wrote it.
-    fn pop(&mut self) -> u16 {
+    /// Takes the oldest message; returns the CPU that wrote it and that CPU's count of messages
+    /// written at the time.
+    fn pop(&mut self) -> (u16, u64) {
         let front = self.bufs.front_mut().expect("read from a non-empty channel");
         *front -= 1;
         if *front == 0 {
@@ -132,6 +144,16 @@ impl Channel {
         self.stats.read += 1;
         self.origins.pop_front().expect("a writer for each message")
     }
+}
+
+/// A channel kind's costs from the preset ([`Kernel::channel_costs`]), cycles.
+struct ChannelCosts {
+    /// One read, write or poll's own work.
+    op: u64,
+    /// A read of a message another CPU wrote, more.
+    remote: u64,
+    /// A message that waited behind `QUEUED_SINCE_MEAN` others, more.
+    queued: u64,
 }
 
 impl<O: Observer> Kernel<O> {
@@ -157,15 +179,29 @@ impl<O: Observer> Kernel<O> {
     }
 
     /// The preset's costs of a `kind` channel: an operation's own work besides the system
-    /// call, the line transfer and any wake-up (`pipe_op`, `socket_op`), and what reading a
-    /// message another CPU wrote adds (`pipe_remote`, `socket_remote`); the same under every
-    /// policy.
-    fn channel_costs(&self, kind: ChannelKind) -> (u64, u64) {
+    /// call, the line transfer and any wake-up (`pipe_op`, `socket_op`), what reading a message
+    /// another CPU wrote adds (`pipe_remote`, `socket_remote`), and what a message that waited
+    /// behind `QUEUED_SINCE_MEAN` others adds (`pipe_queued`, `socket_queued`); the same under
+    /// every policy.
+    fn channel_costs(&self, kind: ChannelKind) -> ChannelCosts {
         let c = &self.costs;
-        match kind {
-            ChannelKind::Pipe { .. } => (c.pipe_op.cycles, c.pipe_remote.cycles),
-            ChannelKind::Socket { .. } => (c.socket_op.cycles, c.socket_remote.cycles),
+        let (op, remote, queued) = match kind {
+            ChannelKind::Pipe { .. } => (&c.pipe_op, &c.pipe_remote, &c.pipe_queued),
+            ChannelKind::Socket { .. } => (&c.socket_op, &c.socket_remote, &c.socket_queued),
+        };
+        ChannelCosts { op: op.cycles, remote: remote.cycles, queued: queued.cycles }
+    }
+
+    /// What a message read now adds for the `since` messages its writer's CPU wrote after it
+    /// (mechanism `queued-messages`): `queued` scaled by `since`, whole from
+    /// `QUEUED_SINCE_MEAN` on.
+    fn queued_cycles(&self, queued: u64, since: u64) -> u64 {
+        if !self.config.mechanisms.is_on(crate::mechanisms::Mechanism::QueuedMessages) {
+            return 0;
         }
+        let mean = tlblab_sim::machine::raw::QUEUED_SINCE_MEAN;
+        // u128: a large figure times a count near the mean must not overflow.
+        (u128::from(queued) * u128::from(since.min(mean)) / u128::from(mean)) as u64
     }
 
     /// The channel's line comes to `cpu` (a transfer if another CPU touched it last), and the
@@ -175,7 +211,7 @@ impl<O: Observer> Kernel<O> {
         let moved = c.line.is_some_and(|l| l != cpu.0);
         c.line = Some(cpu.0);
         let kind = c.kind;
-        let (op, _) = self.channel_costs(kind);
+        let op = self.channel_costs(kind).op;
         op + if moved { self.costs.cache_line_transfer.cycles } else { 0 }
     }
 
@@ -219,7 +255,9 @@ impl<O: Observer> Kernel<O> {
             return self.channel_sleep(cpu, t, Syscall::ChannelWrite { ch });
         }
         let was_empty = c.empty();
-        c.push(cpu.0);
+        let written = &mut self.messages_written[usize::from(cpu.0)];
+        *written += 1;
+        c.push(cpu.0, *written);
         let had_slept = match c.slept.iter().position(|&w| w == t) {
             Some(i) => {
                 c.slept.swap_remove(i);
@@ -261,9 +299,11 @@ impl<O: Observer> Kernel<O> {
         }
         let was_full = c.full();
         let used = c.bufs.len();
-        let writer = c.pop();
-        // What the writer's CPU left in its cache, the reader misses on.
+        let (writer, written) = c.pop();
+        // What the writer's CPU left in its cache, the reader misses on; and what it wrote
+        // since pushed this message out of that cache.
         let remote = writer != cpu.0;
+        let since = self.messages_written[usize::from(writer)] - written;
         let freed = c.bufs.len() < used;
         let while_full = self.policy.pipe_wakes_writer_while_full;
         let woken: Vec<TaskId> = match c.kind {
@@ -282,9 +322,11 @@ impl<O: Observer> Kernel<O> {
                 }
             }
         };
+        let costs = self.channel_costs(self.channels[ch.0 as usize].kind);
         if remote {
-            cycles += self.channel_costs(self.channels[ch.0 as usize].kind).1;
+            cycles += costs.remote;
         }
+        cycles += self.queued_cycles(costs.queued, since);
         for w in woken {
             cycles += self.channel_wake(cpu, t, w);
         }

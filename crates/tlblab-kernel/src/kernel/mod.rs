@@ -524,6 +524,9 @@ pub struct Kernel<O: Observer> {
     eventfds: Vec<(u64, Vec<TaskId>)>,
     /// Pipes and sockets (`kernel/channel.rs`).
     channels: Vec<channel::Channel>,
+    /// Messages written into any channel on each CPU so far (`kernel/channel.rs`: how many went
+    /// through a CPU's caches between a message's write and its read).
+    messages_written: Vec<u64>,
     last_mm_ctx_id: u64,
     counters: Counters,
     flush_sizes: FlushSizes,
@@ -713,6 +716,7 @@ impl<O: Observer> Kernel<O> {
             free_calls: Vec::new(),
             eventfds: Vec::new(),
             channels: Vec::new(),
+            messages_written: vec![0; n],
             last_mm_ctx_id: 1,
             counters: Counters {
                 irq_tlb: vec![0; n],

@@ -225,7 +225,7 @@ impl Program for Main {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{KernelConfig, Policy, TraceLog};
+    use crate::{KernelConfig, Mechanism, Policy, TraceLog};
     use std::collections::BTreeSet;
     use tlblab_sim::machine::MachineSpec;
 
@@ -418,6 +418,66 @@ mod tests {
         let socket = ChannelKind::Socket { sndbuf: SK_WMEM_DEFAULT, truesize: skb_truesize(100) };
         assert_eq!(reader_sys(pipe, 1) - reader_sys(pipe, 0), 10 * 3000 + 200);
         assert_eq!(reader_sys(socket, 1) - reader_sys(socket, 0), 10 * 5000 + 200);
+    }
+
+    /// A queued message costs its read `socket_queued` more in proportion to the messages its
+    /// writer's CPU wrote after it, whole from `QUEUED_SINCE_MEAN` (2,000) on, whatever channel
+    /// they went to: with the figure at 2,000 cycles a message pays one cycle per message
+    /// written in between, up to 2,000. A message read before the next is written pays nothing,
+    /// and with the mechanism off nothing is charged.
+    #[test]
+    fn a_queued_message_costs_its_read_in_proportion_to_what_was_written_since() {
+        /// Runs its list of channel calls, then exits.
+        struct Script(Vec<Syscall>);
+        impl Program for Script {
+            fn next(&mut self, _: &mut Env<'_>) -> Action {
+                match self.0.pop() {
+                    Some(call) => Action::Syscall(call),
+                    None => Action::Exit,
+                }
+            }
+        }
+        let text = include_str!("../../../../presets/zen3.toml").replacen(
+            "[kernel]\n",
+            "[kernel]\nsocket_queued = { cycles = 2000, source = \"test\" }\n",
+            1,
+        );
+        let spec = MachineSpec::from_toml(&text, "test").unwrap();
+        // A socket that never fills.
+        let deep = ChannelKind::Socket { sndbuf: u64::MAX, truesize: 1 };
+        // The task's system time running `calls` (in order) on one CPU, mechanism on or off.
+        let sys = |calls: &dyn Fn(ChannelId, ChannelId) -> Vec<Syscall>, on: bool| {
+            let mut config = KernelConfig::new(1, 3);
+            if !on {
+                config.mechanisms = config.mechanisms.without(Mechanism::QueuedMessages);
+            }
+            let policy = Policy::named("linux-6.18").unwrap();
+            let mut k = Kernel::new(&spec, &policy, config, TraceLog::default()).unwrap();
+            let (a, b) = (k.channel(deep), k.channel(deep));
+            let mut script = calls(a, b);
+            script.reverse();
+            k.spawn_process(Box::new(Script(script)), CpuId(0), true);
+            assert!(k.run());
+            k.report().tasks.last().unwrap().sys_cycles
+        };
+        let charged = |calls: &dyn Fn(ChannelId, ChannelId) -> Vec<Syscall>| {
+            sys(calls, true) - sys(calls, false)
+        };
+        let write = |ch| Syscall::ChannelWrite { ch };
+        let read = |ch| Syscall::ChannelRead { ch };
+        // 3,000 written, then read: message i (of 0..3000) waited behind 2,999 − i.
+        let fill = |a, _| (0..3_000).map(|_| write(a)).chain((0..3_000).map(|_| read(a))).collect();
+        let expected: u64 = (0..3_000u64).map(|i| (2_999 - i).min(2_000)).sum();
+        assert_eq!(charged(&fill), expected);
+        // Each read right after its write: nothing.
+        let hot = |a, _| (0..100).flat_map(|_| [write(a), read(a)]).collect();
+        assert_eq!(charged(&hot), 0);
+        // One message, then 500 to another channel on the same CPU: 500 cycles when read.
+        let other = |a, b| {
+            let writes = (0..500).map(|_| write(b));
+            std::iter::once(write(a)).chain(writes).chain([read(a)]).collect()
+        };
+        assert_eq!(charged(&other), 500);
     }
 
     /// The metric: main's two marks (start signal, last worker reaped) bound the timed span,

@@ -210,6 +210,13 @@ impl KernelFigure {
         KernelFigure::in_cycles(0, why, true)
     }
 
+    /// `pipe_queued` and `socket_queued` of a preset that does not give them.
+    pub fn unmeasured_queued() -> KernelFigure {
+        let why = "not measured apart: a message costs the same however many others were written \
+                   between its write and its read";
+        KernelFigure::in_cycles(0, why, true)
+    }
+
     /// `ipi_return` of a preset that does not give it: held in `ipi_handler`.
     pub fn held_ipi_return() -> KernelFigure {
         let why = "not separate: the interrupt's exit and return are held in this preset's \
@@ -676,6 +683,12 @@ pub struct MhzFigure {
     pub unverified: bool,
 }
 
+/// How many messages on average were written between a message's write and its read in the
+/// deep rounds that measure `pipe_queued` and `socket_queued` (tlblab-pathcost's
+/// `QUEUED_SINCE_MEAN`: 20 channels × 200 messages, halved): the depth at which those figures
+/// hold, and up to which the model scales them.
+pub const QUEUED_SINCE_MEAN: u64 = 2_000;
+
 /// Costs of kernel code paths, excluding the TLB instructions they execute and the TLB misses
 /// they cause (the hardware model charges those). Each is written in the unit it was measured
 /// in and resolved to cycles at `clock` when the preset is loaded ([`KernelFigure`]). See
@@ -740,6 +753,17 @@ pub struct RawKernel {
     /// uncharge of the writer's skb from the reader's CPU.
     #[serde(default = "KernelFigure::unmeasured_remote_read")]
     pub socket_remote: KernelFigure,
+    /// What a pipe message costs more, written and read, when [`QUEUED_SINCE_MEAN`] other
+    /// messages were written on its writer's CPU between the two, than when none was: the misses
+    /// on its buffer page and data, gone from the caches meanwhile. The model scales it by the
+    /// messages written in between, up to that many (mechanism `queued-messages`). 0 (the
+    /// default) in a preset that did not measure it apart.
+    #[serde(default = "KernelFigure::unmeasured_queued")]
+    pub pipe_queued: KernelFigure,
+    /// The same for an `AF_UNIX` stream socket: the skb and its data, and the writes'
+    /// allocation of skbs not recently freed.
+    #[serde(default = "KernelFigure::unmeasured_queued")]
+    pub socket_queued: KernelFigure,
     /// `__schedule()` and `switch_to()` between two tasks, apart from `switch_mm_irqs_off()`.
     pub context_switch: KernelFigure,
     /// The software of `switch_mm_irqs_off()` when the mm changes, apart from the CR3 write.
@@ -788,7 +812,7 @@ pub struct RawKernel {
 
 impl RawKernel {
     /// Every path cost, named as in the file, in file order.
-    pub fn figures(&self) -> [(&'static str, &KernelFigure); 36] {
+    pub fn figures(&self) -> [(&'static str, &KernelFigure); 38] {
         [
             ("syscall", &self.syscall),
             ("page_fault_anon", &self.page_fault_anon),
@@ -806,6 +830,8 @@ impl RawKernel {
             ("socket_op", &self.socket_op),
             ("pipe_remote", &self.pipe_remote),
             ("socket_remote", &self.socket_remote),
+            ("pipe_queued", &self.pipe_queued),
+            ("socket_queued", &self.socket_queued),
             ("context_switch", &self.context_switch),
             ("switch_mm", &self.switch_mm),
             ("wakeup", &self.wakeup),
@@ -830,7 +856,7 @@ impl RawKernel {
     }
 
     /// Every path cost, mutable, named as in the file.
-    pub fn figures_mut(&mut self) -> [(&'static str, &mut KernelFigure); 36] {
+    pub fn figures_mut(&mut self) -> [(&'static str, &mut KernelFigure); 38] {
         [
             ("syscall", &mut self.syscall),
             ("page_fault_anon", &mut self.page_fault_anon),
@@ -848,6 +874,8 @@ impl RawKernel {
             ("socket_op", &mut self.socket_op),
             ("pipe_remote", &mut self.pipe_remote),
             ("socket_remote", &mut self.socket_remote),
+            ("pipe_queued", &mut self.pipe_queued),
+            ("socket_queued", &mut self.socket_queued),
             ("context_switch", &mut self.context_switch),
             ("switch_mm", &mut self.switch_mm),
             ("wakeup", &mut self.wakeup),
