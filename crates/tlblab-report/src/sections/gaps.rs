@@ -39,15 +39,17 @@ pub struct ShapeGap {
 /// The known gaps behind shapes.
 pub const SHAPE_GAPS: &[ShapeGap] = &[ShapeGap {
     shapes: &["tlb-flush2 processes: 2 tasks over 1", "tlb-flush2 threads: 2 tasks over 1"],
-    lacks: "what the host takes from two vCPUs busy at once. tlb-flush2's processes share no mm, \
-            no flush and no lock the model charges, so in the model two do twice what one does; \
-            on the project's Milan guest they did 2.00 times at 15:36 on 2026-11-29 and 1.65 \
-            times at 17:26, with 0.4% steal over the host preset's loops a minute later (the \
-            host did not take the vCPUs away: it slowed both, as SMT siblings or a shared core \
-            would). The model gives each vCPU a core of \
-            its own. The threads' shape carries the same factor: at 17:26 it was 0.633 \
-            measured against 0.933 simulated, 0.77 measured once divided by it \
-            (docs/workloads.md, tlb-flush2)",
+    lacks: "two things, measured on the project's Milan guest on 2026-11-29. First, the host's \
+            share of a core when both vCPUs are busy: tlb-flush2's processes share no mm, no \
+            flush and no lock the model charges, so the model gives them exactly 2.00, and the \
+            host gave 2.00 at 15:36, 1.65 at 17:26 and 1.94 at 18:27 (steal 0.4%: it slowed \
+            both vCPUs rather than take one away, as SMT siblings or a shared core would); the \
+            model gives each vCPU a core of its own. Second, with threads each page's DONTNEED \
+            interrupts the other thread: per page that added 8.3, 10.7 and 9.2 µs to each \
+            thread in those three runs, and 9.5, 6.8 and 6.4 µs in the model, built from the \
+            IPI round trip and the shootdown's cost to its target timed alone, which moved by \
+            up to 23% within one live part; which cost of two shootdowns that cross the model \
+            leaves out is not found yet (docs/workloads.md, tlb-flush2)",
 }];
 
 /// The gaps behind the shapes of `shapes` outside their band, each once, in [`SHAPE_GAPS`]

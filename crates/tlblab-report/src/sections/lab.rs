@@ -320,8 +320,9 @@ fn drift_table(doc: &mut Document, calibrations: &[Calibration]) {
     doc.para(vec![t(format!(
         "The loops the host preset measures, timed {:.0} s after the job began (before the live \
          part: {}) and again at {:.0} s (after it: {}, the preset every table here uses). {count} \
-         of {} medians moved by more than ±{:.0}%. Each configuration's row in the tables \
-         above gives its ratio on both presets.",
+         of {} medians moved by more than ±{:.0}% (a median at or below 0, a difference lost \
+         in noise, is left out). Each configuration's row in the tables above gives its ratio \
+         on both presets.",
         before.measured_at_s,
         before.preset,
         after.measured_at_s,
