@@ -366,6 +366,9 @@ fn did_you_mean(name: &str) -> String {
     tlblab_types::names::did_you_mean(name, Mechanism::ALL.iter().map(|m| m.name()))
 }
 
+// One bit per mechanism in `Mechanisms::off`.
+const _: () = assert!(Mechanism::ALL.len() <= 64);
+
 /// A set of mechanisms switched on; the default has them all.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Mechanisms {
@@ -379,8 +382,11 @@ impl Mechanisms {
         Mechanisms::default()
     }
 
+    /// `m`'s bit: its index in [`Mechanism::ALL`], which is its discriminant (the macro
+    /// declares the variants and lists `ALL` in one order), so that `is_on`, asked on the
+    /// model's hot paths, is a shift and a mask rather than a search.
     fn bit(m: Mechanism) -> u64 {
-        1 << Mechanism::ALL.iter().position(|&x| x == m).expect("ALL lists every mechanism")
+        1 << (m as u32)
     }
 
     /// This set with `m` off.
@@ -411,6 +417,14 @@ impl Mechanisms {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `Mechanisms`' bits are the discriminants: each mechanism's is its place in `ALL`.
+    #[test]
+    fn each_mechanism_is_at_its_own_place_in_all() {
+        for (i, &m) in Mechanism::ALL.iter().enumerate() {
+            assert_eq!(m as usize, i, "{m}");
+        }
+    }
 
     #[test]
     fn names_are_unique_kebab_case_and_parse_back() {

@@ -274,11 +274,18 @@ fn simple(opts: &Options, max_ops: u64, run: &mut Run) -> Result<Measurement, St
 
 /// One warm-up run of `ops` operations and `opts.runs` timed runs.
 fn fixed(opts: &Options, ops: u64, run: &mut Run) -> Result<Measurement, String> {
-    run(ops)?;
-    let mut per_op = Vec::with_capacity(opts.runs);
-    for _ in 0..opts.runs {
-        per_op.push(run(ops)?.as_nanos() as f64 / ops as f64);
-    }
+    per_op_runs(opts, ops, || Ok(run(ops)?.as_nanos() as f64 / ops as f64))
+}
+
+/// One warm-up run and `opts.runs` timed runs of `run`, which gives each run's figure per
+/// operation itself (a time, or the difference of two) over `ops` operations.
+fn per_op_runs(
+    opts: &Options,
+    ops: u64,
+    mut run: impl FnMut() -> Result<f64, String>,
+) -> Result<Measurement, String> {
+    run()?;
+    let per_op = (0..opts.runs).map(|_| run()).collect::<Result<Vec<f64>, String>>()?;
     Measurement::of(&per_op, opts.runs, ops).ok_or_else(|| "no timed run".to_owned())
 }
 
@@ -751,6 +758,29 @@ fn call_ipi(
 /// hackbench's message size (`--datasize` default, rt-tests `hackbench.c`).
 pub const MESSAGE: usize = 100;
 
+/// What every message of the channel loops carries: [`MESSAGE`] bytes.
+const PAYLOAD: [u8; MESSAGE] = [0x5a; MESSAGE];
+
+/// One `write()` of a message into `f`, whole (`what` names the channel in an error).
+fn send(f: &std::fs::File, what: &str) -> Result<(), String> {
+    use std::io::Write;
+    match (&*f).write(&PAYLOAD) {
+        Ok(MESSAGE) => Ok(()),
+        Ok(n) => Err(format!("{what}: wrote {n} of {MESSAGE} bytes")),
+        Err(e) => Err(format!("{what} write: {e}")),
+    }
+}
+
+/// One `read()` of a message from `f` into `back`, whole.
+fn receive(f: &std::fs::File, back: &mut [u8; MESSAGE], what: &str) -> Result<(), String> {
+    use std::io::Read;
+    match (&*f).read(back) {
+        Ok(MESSAGE) => Ok(()),
+        Ok(n) => Err(format!("{what}: read {n} of {MESSAGE} bytes")),
+        Err(e) => Err(format!("{what} read: {e}")),
+    }
+}
+
 /// One `write()` of [`MESSAGE`] bytes into a channel and one `read()` of them back, by one
 /// thread (`what` names it: a pipe, or an `AF_UNIX` `SOCK_STREAM` socket pair, hackbench's
 /// default transport, written at one end and read at the other). The reader never sleeps, so
@@ -761,17 +791,12 @@ fn message_pair(
     (read_end, write_end): (std::fs::File, std::fs::File),
     what: &str,
 ) -> Result<Measurement, String> {
-    use std::io::{Read, Write};
-    let msg = [0x5a_u8; MESSAGE];
     let mut back = [0_u8; MESSAGE];
     simple(opts, 1 << 22, &mut |ops| {
         let t = Instant::now();
         for _ in 0..ops {
-            let n = (&write_end).write(&msg).map_err(|e| format!("{what} write: {e}"))?;
-            let m = (&read_end).read(&mut back).map_err(|e| format!("{what} read: {e}"))?;
-            if n != MESSAGE || m != MESSAGE {
-                return Err(format!("{what}: wrote {n} and read {m} of {MESSAGE} bytes"));
-            }
+            send(&write_end, what)?;
+            receive(&read_end, &mut back, what)?;
         }
         Ok(t.elapsed())
     })
@@ -796,19 +821,12 @@ fn remote_read(
     (read_end, write_end): (std::fs::File, std::fs::File),
     what: &'static str,
 ) -> Result<Measurement, String> {
-    use std::io::{Read, Write};
     const MAIN: u8 = 0;
     const PARTNER: u8 = 1;
     const STOP: u8 = 2;
     let read_batch = move |f: &std::fs::File| {
         let mut back = [0_u8; MESSAGE];
-        for _ in 0..REMOTE_BATCH {
-            let n = (&*f).read(&mut back).map_err(|e| format!("{what} read: {e}"))?;
-            if n != MESSAGE {
-                return Err(format!("{what}: read {n} of {MESSAGE} bytes"));
-            }
-        }
-        Ok(())
+        (0..REMOTE_BATCH).try_for_each(|_| receive(f, &mut back, what))
     };
     let turn = Arc::new(std::sync::atomic::AtomicU8::new(MAIN));
     let (theirs, reader) = (Arc::clone(&turn), Arc::new(read_end));
@@ -826,16 +844,9 @@ fn remote_read(
             }
         }
     });
-    let msg = [0x5a_u8; MESSAGE];
-    let write_batch = || {
-        for _ in 0..REMOTE_BATCH {
-            let n = (&write_end).write(&msg).map_err(|e| format!("{what} write: {e}"))?;
-            if n != MESSAGE {
-                return Err(format!("{what}: wrote {n} of {MESSAGE} bytes"));
-            }
-        }
-        Ok::<_, String>(())
-    };
+    let write_batch = || (0..REMOTE_BATCH).try_for_each(|_| send(&write_end, what));
+    // Named once, outside the timed rounds.
+    let who = format!("the {what} reader on CPU {remote}");
     // One run: the extra per message of the batches read on `remote`.
     let run = || -> Result<f64, String> {
         let (mut there, mut here) = (Duration::ZERO, Duration::ZERO);
@@ -843,7 +854,6 @@ fn remote_read(
             let t = Instant::now();
             write_batch()?;
             turn.store(PARTNER, Ordering::Release);
-            let who = format!("the {what} reader on CPU {remote}");
             spin_until(|| turn.load(Ordering::Acquire) == MAIN, &partner, &who)?;
             there += t.elapsed();
             let t = Instant::now();
@@ -854,12 +864,7 @@ fn remote_read(
         let messages = (REMOTE_ROUNDS * REMOTE_BATCH) as f64;
         Ok((there.as_nanos() as f64 - here.as_nanos() as f64) / messages)
     };
-    let result = (|| {
-        run()?;
-        let per_op = (0..opts.runs).map(|_| run()).collect::<Result<Vec<f64>, String>>()?;
-        let ops = (REMOTE_ROUNDS * REMOTE_BATCH) as u64;
-        Measurement::of(&per_op, opts.runs, ops).ok_or_else(|| "no timed run".to_owned())
-    })();
+    let result = per_op_runs(opts, (REMOTE_ROUNDS * REMOTE_BATCH) as u64, run);
     turn.store(STOP, Ordering::Release);
     let joined = partner.join().map_err(|_| "the partner thread panicked".to_owned())?;
     joined?;
@@ -881,7 +886,6 @@ fn queued(
     open: fn() -> Result<(std::fs::File, std::fs::File), String>,
     what: &'static str,
 ) -> Result<Measurement, String> {
-    use std::io::{Read, Write};
     use std::os::fd::AsFd;
     let channels: Vec<(std::fs::File, std::fs::File)> =
         (0..crate::QUEUED_CHANNELS).map(|_| open()).collect::<Result<_, _>>()?;
@@ -892,20 +896,10 @@ fn queued(
         nix::fcntl::fcntl(w.as_fd(), nix::fcntl::FcntlArg::F_SETFL(flags))
             .map_err(|e| format!("fcntl(F_SETFL, O_NONBLOCK): {e}"))?;
     }
-    let msg = [0x5a_u8; MESSAGE];
-    let write = |w: &std::fs::File, queued: usize| match (&*w).write(&msg) {
-        Ok(MESSAGE) => Ok(()),
-        Ok(n) => Err(format!("{what}: wrote {n} of {MESSAGE} bytes")),
-        Err(e) => Err(format!("{what} write with {queued} queued: {e}")),
+    let write = |w: &std::fs::File, queued: usize| {
+        send(w, what).map_err(|e| format!("{e} (with {queued} queued)"))
     };
-    let read = |r: &std::fs::File| {
-        let mut back = [0_u8; MESSAGE];
-        match (&*r).read(&mut back) {
-            Ok(MESSAGE) => Ok(()),
-            Ok(n) => Err(format!("{what}: read {n} of {MESSAGE} bytes")),
-            Err(e) => Err(format!("{what} read: {e}")),
-        }
-    };
+    let read = |r: &std::fs::File| receive(r, &mut [0_u8; MESSAGE], what);
     let deep = || -> Result<Duration, String> {
         let t = Instant::now();
         for k in 0..crate::QUEUED_DEPTH {
@@ -933,13 +927,10 @@ fn queued(
         Ok(t.elapsed())
     };
     let messages = (crate::QUEUED_CHANNELS * crate::QUEUED_DEPTH) as f64;
-    let run = || -> Result<f64, String> {
+    per_op_runs(opts, messages as u64, || {
         let (d, s) = (deep()?, shallow()?);
         Ok((d.as_nanos() as f64 - s.as_nanos() as f64) / messages)
-    };
-    run()?; // warm-up
-    let per_op = (0..opts.runs).map(|_| run()).collect::<Result<Vec<f64>, String>>()?;
-    Measurement::of(&per_op, opts.runs, messages as u64).ok_or_else(|| "no timed run".to_owned())
+    })
 }
 
 /// A pipe as `(read end, write end)`.

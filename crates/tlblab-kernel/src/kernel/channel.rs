@@ -299,6 +299,7 @@ impl<O: Observer> Kernel<O> {
         }
         let was_full = c.full();
         let used = c.bufs.len();
+        let kind = c.kind;
         let (writer, written) = c.pop();
         // What the writer's CPU left in its cache, the reader misses on; and what it wrote
         // since pushed this message out of that cache.
@@ -322,7 +323,7 @@ impl<O: Observer> Kernel<O> {
                 }
             }
         };
-        let costs = self.channel_costs(self.channels[ch.0 as usize].kind);
+        let costs = self.channel_costs(kind);
         if remote {
             cycles += costs.remote;
         }

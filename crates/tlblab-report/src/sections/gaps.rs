@@ -22,9 +22,9 @@ pub const GAPS: &[Gap] = &[Gap {
     scenario: "hackbench",
     params: &[("pipe", "true")],
     lacks: "EEVDF's wake-up preemption as 6.18 decides it: traced at -g 2, the real \
-                program's woken pipe readers preempted their writers 1,686 times and blocked \
-                10,302 times, the model's 8,309 and 18,610, so it switches more than the kernel \
-                does (docs/workloads.md, hackbench)",
+            program's woken pipe readers preempted their writers 1,686 times and blocked \
+            10,302 times, the model's 8,309 and 18,610, so it switches more than the kernel \
+            does (docs/workloads.md, hackbench)",
 }];
 
 /// A mechanism the model lacks behind shapes (ratios of two configurations) outside their band.

@@ -352,17 +352,23 @@ fn drift_table(doc: &mut Document, calibrations: &[Calibration]) {
 /// Under a table of `rows`: the mechanisms the model is known to lack behind its rows outside
 /// the band ([`super::gaps`]), if any.
 pub fn gaps_list(doc: &mut Document, rows: &[&Row]) {
-    let gaps = super::gaps::behind(rows);
+    let gaps = super::gaps::behind(rows).into_iter().map(|g| {
+        let which: Vec<String> = g.params.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        (format!("{} ({})", g.scenario, which.join(", ")), g.lacks)
+    });
+    known_gaps(doc, "rows", gaps.collect());
+}
+
+/// "What the model lacks behind the WHAT outside the band", then each gap: what it explains,
+/// and the mechanism with its evidence; nothing without gaps.
+fn known_gaps(doc: &mut Document, what: &str, gaps: Vec<(String, &str)>) {
     if gaps.is_empty() {
         return;
     }
-    doc.para(vec![b("What the model lacks behind the rows outside the band. ")]);
+    doc.para(vec![b(format!("What the model lacks behind the {what} outside the band. "))]);
     doc.push(Block::List(
-        gaps.iter()
-            .map(|g| {
-                let which: Vec<String> = g.params.iter().map(|(k, v)| format!("{k} {v}")).collect();
-                vec![b(format!("{} ({}): ", g.scenario, which.join(", "))), t(g.lacks)]
-            })
+        gaps.into_iter()
+            .map(|(explains, lacks)| vec![b(format!("{explains}: ")), t(lacks)])
             .collect(),
     ));
 }
@@ -374,14 +380,8 @@ pub fn shape_gaps_list(doc: &mut Document, shapes: &[Shape], rows: &[Row]) {
         .filter(|s| s.figures(rows).is_some_and(|f| !f.within()))
         .map(|s| s.name.as_str())
         .collect();
-    let gaps = super::gaps::behind_shapes(&out);
-    if gaps.is_empty() {
-        return;
-    }
-    doc.para(vec![b("What the model lacks behind the shapes outside the band. ")]);
-    doc.push(Block::List(
-        gaps.iter().map(|g| vec![b(format!("{}: ", g.shapes.join("; "))), t(g.lacks)]).collect(),
-    ));
+    let gaps = super::gaps::behind_shapes(&out).into_iter().map(|g| (g.shapes.join("; "), g.lacks));
+    known_gaps(doc, "shapes", gaps.collect());
 }
 
 /// The side-by-side comparison.

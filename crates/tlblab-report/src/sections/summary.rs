@@ -439,7 +439,7 @@ fn host_check(doc: &mut Document, h: &HostComparison) {
     // With two calibrations: how many of those outside stay outside on both.
     let both = |rows: &[&Row], out: usize| match h.calibrations.len() {
         2 if out > 0 => {
-            format!(" ({} on both presets, before and after the live part)", { outside_both(rows) })
+            format!(" ({} on both presets, before and after the live part)", outside_both(rows))
         }
         _ => String::new(),
     };

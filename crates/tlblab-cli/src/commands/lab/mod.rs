@@ -253,8 +253,9 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
     let host_sims = match (&bench, preset) {
         (Outcome::Done(bench), Some(host)) => {
             let before = before.as_ref();
-            // Each configuration runs once on the host preset and once per scaled preset.
-            let runs = 1 + host.scaled.len();
+            // Each configuration runs once on the host preset, once per scaled preset and once
+            // on the preset measured before the live part.
+            let runs = 1 + host.scaled.len() + usize::from(before.is_some());
             let configs = bench["configs"].as_array().map_or(0, Vec::len);
             runner.begin_phase("simulation on the host preset", configs * runs);
             let sims = simulate_on_host(&mut runner, bench, &host, before, cpus, args.quick);
@@ -435,30 +436,26 @@ fn simulate_on_host(
         let args: Vec<&str> = a.iter().map(String::as_str).collect();
         let outcome = runner.json_value_step(&name, &args);
         let base = outcome.done().and_then(first_simulated);
+        // The first seed again on another preset, folded into the step above.
+        let first_seed_on = |runner: &mut Runner, preset: &Path, what: &str| {
+            let a = sim_args(preset, 1);
+            let args: Vec<&str> = a.iter().map(String::as_str).collect();
+            runner
+                .json_value_folded(&format!("{name}, {what}"), &args)
+                .as_ref()
+                .and_then(first_simulated)
+        };
         let mut scaled = Vec::new();
         if base.is_some() {
             for p in &host.scaled {
-                let a = sim_args(&p.path, 1);
-                let args: Vec<&str> = a.iter().map(String::as_str).collect();
-                let name = format!("{name}, {} +10%", p.name);
-                let value = runner.json_value_folded(&name, &args);
-                scaled.push((p.name, value.as_ref().and_then(first_simulated)));
+                let value = first_seed_on(runner, &p.path, &format!("{} +10%", p.name));
+                scaled.push((p.name, value));
             }
         }
         // The same first seed on the preset measured before the live part.
         let drift = match (base, before) {
-            (Some(after), Some(b)) => {
-                let a = sim_args(&b.path, 1);
-                let args: Vec<&str> = a.iter().map(String::as_str).collect();
-                let value =
-                    runner.json_value_folded(&format!("{name}, before the live part"), &args);
-                value.as_ref().and_then(first_simulated).map(|before| {
-                    json!({
-                        "before": before,
-                        "after": after,
-                    })
-                })
-            }
+            (Some(after), Some(b)) => first_seed_on(runner, &b.path, "before the live part")
+                .map(|before| json!({ "before": before, "after": after })),
             _ => None,
         };
         let class = if host.scaled.is_empty() {
