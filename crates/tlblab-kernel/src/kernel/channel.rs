@@ -218,7 +218,6 @@ impl<O: Observer> Kernel<O> {
     /// `try_to_wake_up()` of `w` by `t` on `cpu` (a sync wake-up, placed by
     /// [`Kernel::select_task_rq_fair`]): its cycles on the waker.
     fn channel_wake(&mut self, cpu: CpuId, t: TaskId, w: TaskId) -> u64 {
-        let mut cycles = self.costs.wakeup.cycles;
         let prev = usize::from(self.tasks[w.0 as usize].cpu.0);
         // ttwu_runnable(): a delayed sleeper (DELAY_DEQUEUE) is still queued, and woken there.
         let queued = self.fair_class() && self.delayed(w);
@@ -227,11 +226,7 @@ impl<O: Observer> Kernel<O> {
             self.tasks[w.0 as usize].cpu = CpuId(target as u16);
             self.tasks[w.0 as usize].report.migrations += 1;
         }
-        if target != usize::from(cpu.0) {
-            cycles += self.costs.ipi_send.cycles;
-        }
-        self.enqueue(w);
-        cycles
+        self.try_to_wake_up(cpu, w)
     }
 
     /// Sleeps `t` in the system call `call`, retried from its body when woken. NOTE: the

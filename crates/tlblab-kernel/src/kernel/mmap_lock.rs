@@ -175,14 +175,6 @@ impl<O: Observer> Kernel<O> {
         let woken = lock.hand_over(rules);
         let granted = woken.iter().filter(|&&w| !lock.is_woken_writer(w)).count();
         self.counters.mmap_lock.acquired += granted as u64;
-        let mut cycles = 0;
-        for w in woken {
-            cycles += self.costs.wakeup.cycles;
-            if self.tasks[w.0 as usize].cpu != cpu {
-                cycles += self.costs.ipi_send.cycles;
-            }
-            self.enqueue(w);
-        }
-        cycles
+        woken.into_iter().map(|w| self.try_to_wake_up(cpu, w)).sum()
     }
 }

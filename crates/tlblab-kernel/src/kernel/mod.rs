@@ -442,6 +442,9 @@ pub(crate) struct Counters {
     pub broadcast: crate::stats::BroadcastStats,
     /// Wake-ups of a task on a polling idle CPU that sent no IPI (mechanism `poll-wake`).
     pub poll_wakes: u64,
+    /// `/proc/interrupts` `RES` row (reschedule IPIs taken, the wake lists' among them), per
+    /// CPU.
+    pub irq_resched: Vec<u64>,
 }
 
 /// Settings of one run.
@@ -722,6 +725,7 @@ impl<O: Observer> Kernel<O> {
                 irq_tlb: vec![0; n],
                 irq_cal: vec![0; n],
                 ipis_sent: vec![0; n],
+                irq_resched: vec![0; n],
                 ..Counters::default()
             },
             flush_sizes: FlushSizes::default(),
@@ -967,6 +971,7 @@ impl<O: Observer> Kernel<O> {
             irq_tlb: vec![0; n],
             irq_cal: vec![0; n],
             ipis_sent: vec![0; n],
+            irq_resched: vec![0; n],
             ..Counters::default()
         };
         self.flush_sizes = FlushSizes::default();

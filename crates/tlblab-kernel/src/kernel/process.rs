@@ -96,10 +96,12 @@ impl<O: Observer> Kernel<O> {
     /// parent; returns the cycles of the wake-up.
     pub(super) fn vfork_done(&mut self, child: TaskId) -> u64 {
         let Some(parent) = self.tasks[child.0 as usize].vfork_parent.take() else { return 0 };
-        if self.tasks[parent.0 as usize].state == TaskState::Blocked {
-            self.enqueue(parent);
+        if self.tasks[parent.0 as usize].state != TaskState::Blocked {
+            // Not asleep yet: complete() finds no waiter to wake.
+            return self.costs.wakeup.cycles;
         }
-        self.costs.wakeup.cycles
+        let cpu = self.tasks[child.0 as usize].cpu;
+        self.try_to_wake_up(cpu, parent)
     }
 
     /// `execve()`: a fresh mm replaces the task's (`exec_mmap()` → `activate_mm()`), and the
@@ -143,11 +145,8 @@ impl<O: Observer> Kernel<O> {
     /// Wakes the tasks waiting for `t` to exit; returns the cycles of the wake-ups.
     pub(super) fn wake_waiters(&mut self, t: TaskId) -> u64 {
         let waiters = std::mem::take(&mut self.tasks[t.0 as usize].waiters);
-        let cycles = waiters.len() as u64 * self.costs.wakeup.cycles;
-        for w in waiters {
-            self.enqueue(w);
-        }
-        cycles
+        let cpu = self.tasks[t.0 as usize].cpu;
+        waiters.into_iter().map(|w| self.try_to_wake_up(cpu, w)).sum()
     }
 
     /// `mmput()`: `mm` loses a user (task `t` stopped using it); the last one tears it down

@@ -2,6 +2,7 @@
 
 use super::acct::{Activity, Inserted};
 use super::kflush::{KernelFlush, VMALLOC_PAGE};
+use super::wake::Kick;
 use super::*;
 use crate::mm::{Pte, VmaId};
 use crate::observer::{SwitchEvent, SwitchedOut};
@@ -156,8 +157,10 @@ impl<O: Observer> Kernel<O> {
 
     // ----- scheduler -----
 
-    /// Puts a runnable task on its CPU's run queue, waking the CPU if idle.
-    pub(super) fn enqueue(&mut self, t: TaskId) {
+    /// Puts a runnable task on its CPU's run queue, waking the CPU if idle; says how the CPU
+    /// was told ([`Kick`]). A wake-up by another task goes through
+    /// [`Kernel::try_to_wake_up`], which charges the waker for it.
+    pub(super) fn enqueue(&mut self, t: TaskId) -> Kick {
         // A delayed sleeper (DELAY_DEQUEUE) is still queued: it is woken in place.
         let queued = self.fair_class() && self.delayed(t);
         let slice_used = self.fair_class() && self.enqueue_entity(t);
@@ -177,11 +180,16 @@ impl<O: Observer> Kernel<O> {
             if self.stepping != Some(cpu) {
                 let at = Cycles(self.queue.now().0 + self.reschedule_ipi_delay());
                 self.push(at, Event::Ipi { cpu, ipi: Ipi::Reschedule });
+                return Kick::Ipi;
             }
-            return;
+            return Kick::Local;
         }
-        if !idle || self.cpus[c].resume.is_some() {
-            return;
+        if !idle {
+            return Kick::Busy;
+        }
+        if self.cpus[c].resume.is_some() {
+            // Already on its way out of idle: the task runs when it gets there.
+            return Kick::Local;
         }
         let (at, ipi) = if self.polls(cpu) {
             // resched_curr() (or, across LLCs, ttwu_queue_remote()) finds the idle task's
@@ -191,17 +199,21 @@ impl<O: Observer> Kernel<O> {
             self.counters.poll_wakes += 1;
             (self.costs.cache_line_transfer.cycles, Ipi::PollWake)
         } else {
-            // The CPU is halted: the wake-up reaches it as a reschedule IPI. NOTE: in a guest
-            // the waker's ICR write exits; the model delays the IPI by it but does not charge
-            // the waker.
+            // The CPU is halted: the wake-up reaches it as a reschedule IPI, delayed by the
+            // waker's ICR write (an exit in a guest, which try_to_wake_up() charges the waker).
             (self.reschedule_ipi_delay(), Ipi::Reschedule)
         };
         self.push(Cycles(self.queue.now().0 + at), Event::Ipi { cpu, ipi });
+        if matches!(ipi, Ipi::PollWake) {
+            Kick::Polled
+        } else {
+            Kick::Ipi
+        }
     }
 
     /// How long a reschedule IPI takes to reach its CPU: the sender's exit in a guest, the
     /// IPI's latency and its jitter.
-    fn reschedule_ipi_delay(&mut self) -> u64 {
+    pub(super) fn reschedule_ipi_delay(&mut self) -> u64 {
         let delay = self.guest_send_cycles(0) + self.costs.ipi_latency.cycles;
         delay + self.ipi_jitter()
     }
@@ -453,7 +465,8 @@ impl<O: Observer> Kernel<O> {
                 }
             }
             Ipi::Call(csd, slot) => cycles = self.run_csd(cpu, csd, slot as usize, cycles),
-            Ipi::Reschedule | Ipi::PollWake => {}
+            Ipi::Reschedule => self.counters.irq_resched[c] += 1,
+            Ipi::PollWake => {}
         }
         // The interrupt's exit and return on a running target, after the calls were
         // acknowledged: the initiators do not wait for it. (A CPU woken from idle pays its
@@ -1162,15 +1175,8 @@ impl<O: Observer> Kernel<O> {
                 self.push_frame(t, exit);
                 let e = &mut self.eventfds[fd.0 as usize];
                 e.0 += 1;
-                let mut cycles = 0;
-                if let Some(waiter) = (!e.1.is_empty()).then(|| e.1.remove(0)) {
-                    cycles += self.costs.wakeup.cycles;
-                    let target = self.tasks[waiter.0 as usize].cpu;
-                    if target != cpu {
-                        cycles += self.costs.ipi_send.cycles;
-                    }
-                    self.enqueue(waiter);
-                }
+                let waiter = (!e.1.is_empty()).then(|| e.1.remove(0));
+                let cycles = waiter.map_or(0, |w| self.try_to_wake_up(cpu, w));
                 Step::Spend(cycles, Mode::Sys)
             }
             Syscall::EventfdRead { fd } => {

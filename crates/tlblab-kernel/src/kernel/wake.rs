@@ -18,6 +18,10 @@
 //!   CPUs only).
 //!
 //! Other wake-ups (eventfd, `waitpid()`, futexes) keep the task on its CPU.
+//!
+//! Every wake-up of a task by another then goes through [`Kernel::try_to_wake_up`], which
+//! queues it and charges the waker what `ttwu_queue()` costs it in 6.18 (module
+//! documentation of that function).
 
 use super::*;
 
@@ -31,7 +35,58 @@ pub(super) struct Wakee {
     decay_jiffies: u64,
 }
 
+/// How [`Kernel::enqueue`] told a task's CPU that the task is queued there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Kick {
+    /// A reschedule IPI: the CPU was halted, or is preempted for the task.
+    Ipi,
+    /// An idle CPU that polls saw the flag (`set_nr_if_polling()`): no IPI.
+    Polled,
+    /// The CPU runs another task, which the queued one does not preempt: nothing to tell it.
+    Busy,
+    /// The CPU is the caller's, or already on its way out of idle: nothing to send.
+    Local,
+}
+
 impl<O: Observer> Kernel<O> {
+    /// `try_to_wake_up()` of the sleeping task `w` on the CPU it is placed on, by a task
+    /// running on `cpu`: queues it and returns the waker's cycles, `wakeup` and, for an IPI
+    /// to another CPU, its send (`ipi_send`, and in a guest the ICR write's exit). As
+    /// `ttwu_queue()` decides in 6.18 (kernel/sched/core.c): a target in another LLC
+    /// (`!cpus_share_cache()`) gets the task on its wake list (`ttwu_queue_wakelist()`) and an
+    /// IPI; so does an idle one, unless it polls (`set_nr_if_polling()`); a busy one in the
+    /// waker's LLC is queued by the waker under its run-queue lock and gets an IPI only when
+    /// the task preempts its current one (`wakeup_preempt()` → `resched_curr()`). NOTE: the
+    /// wake list's activation on the target is not deferred to its IPI, and the remote
+    /// run-queue lock's line is not charged; the `WF_ON_CPU` case (a wakee still switching
+    /// out) is left out.
+    pub(super) fn try_to_wake_up(&mut self, cpu: CpuId, w: TaskId) -> u64 {
+        let target = self.tasks[w.0 as usize].cpu;
+        let kick = self.enqueue(w);
+        let remote = target != cpu;
+        let ipi = match kick {
+            Kick::Ipi => remote,
+            Kick::Busy if remote && !self.shares_llc(usize::from(cpu.0), usize::from(target.0)) => {
+                let at = Cycles(self.queue.now().0 + self.reschedule_ipi_delay());
+                self.push(at, Event::Ipi { cpu: target, ipi: Ipi::Reschedule });
+                true
+            }
+            Kick::Busy | Kick::Polled | Kick::Local => false,
+        };
+        let send = if ipi { self.costs.ipi_send.cycles + self.guest_send_cycles(0) } else { 0 };
+        self.costs.wakeup.cycles + send
+    }
+
+    /// `cpus_share_cache()`: whether CPUs `a` and `b` share a last-level cache
+    /// ([`Kernel::llc_of`]).
+    pub(super) fn shares_llc(&self, a: usize, b: usize) -> bool {
+        let n = self.cpus.len();
+        match self.spec.raw().topology.as_ref() {
+            Some(t) => t.socket_of(a, n) == t.socket_of(b, n),
+            None => true,
+        }
+    }
+
     /// `record_wakee()`: `waker` wakes `wakee`.
     pub(super) fn record_wakee(&mut self, waker: TaskId, wakee: TaskId) {
         let (now, hz) = (self.jiffies(), self.policy.hz);

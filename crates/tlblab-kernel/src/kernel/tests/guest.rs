@@ -167,3 +167,22 @@ fn haltpoll_with_no_poll_window_halts_every_idle_vcpu() {
     let on = Kernel::new(&spec, &policy, config(Mechanisms::all()), TraceLog::default()).unwrap();
     assert!(on.haltpoll.is_some());
 }
+
+/// In a guest the waker's ICR write exits too: a wake-up that sends a reschedule IPI (to a
+/// halted vCPU) costs the waker `wakeup`, `ipi_send` and an exit; one of a polling vCPU
+/// (idle=poll) sends none and costs `wakeup` alone.
+#[test]
+fn the_waker_pays_the_exit_of_the_reschedule_ipi_it_sends() {
+    let woken = |spec: &MachineSpec| {
+        let mut k = booted(spec, &Policy::named("linux-6.18").unwrap(), 2);
+        let main = k.spawn_process(script(vec![Step::Compute(1 << 40)]), C0, true);
+        k.run_until(Cycles(10_000_000));
+        let cycles = woken_from_c0(&mut k, main, C1);
+        (cycles, k.costs.wakeup.cycles, k.costs.ipi_send.cycles + k.guest_send_cycles(0))
+    };
+    let (halted, wakeup, send) = woken(&haltpoll_spec("cpuidle = false"));
+    assert!(send > 1_250, "ipi_send and the exit");
+    assert_eq!(halted, wakeup + send);
+    let (polled, wakeup, _) = woken(&guest_spec(|g| g.to_string()));
+    assert_eq!(polled, wakeup);
+}

@@ -101,6 +101,14 @@ fn kernel_on(machine: &str, policy: &Policy, cpus: usize) -> Kernel<TraceLog> {
     k
 }
 
+/// A sleeping thread of `of`'s mm on `cpu`, woken by `try_to_wake_up()` from CPU 0: the
+/// waker's cycles.
+fn woken_from_c0(k: &mut Kernel<TraceLog>, of: TaskId, cpu: CpuId) -> u64 {
+    let w = k.new_task(k.task_mm(of), Some(script(vec![])), cpu, false);
+    k.tasks[w.0 as usize].state = TaskState::Blocked;
+    k.try_to_wake_up(C0, w)
+}
+
 /// The csd-queue worked example on a 3-CPU kernel `k`: CPU 1 runs with interrupts off while
 /// CPUs 0 and 2 each DONTNEED a page of their shared mm, so two flush calls queue for CPU 1;
 /// run until CPU 1 has drained them (its section ends at about 2.04 M cycles), before the last
