@@ -22,13 +22,13 @@
 //! | `pipe_remote`, `socket_remote` | `pipe_remote_read`, `socket_remote_read`: per message, a batch written here and read on the other CPU less the same batch read here | time |
 //! | `pipe_queued`, `socket_queued` | `pipe_queued`, `socket_queued`: per message, written and read with 200 queued in each of 20 channels less with one queued in each | time |
 //! | `cache_line_transfer` | `line_pingpong`: half the round trip of one cache line between the two CPUs | time |
-//! | `migrate` | `migrate − S`; under a hypervisor less the target vCPU's wake-up that the guest model adds (2 × `vmexit_cpuid` + the `HLT` wake below (else a third `vmexit_cpuid`) + `ipi_latency` + `ipi_handler` + `context_switch`) | time |
+//! | `migrate` | `migrate − S`; under a hypervisor less the target vCPU's wake-up that the guest model adds (`vmexit_cpuid` for the send + the `HLT` wake below (else a second `vmexit_cpuid`) + `ipi_latency` + `ipi_handler` + `context_switch`) | time |
 //! | `fork` + `exit` | `fork_exit − P × (fork_exit_grown − fork_exit) / G`, where `fork_exit` forks a small process (its `P` anonymous pages) and `fork_exit_grown` one with `G` more: the fork and exit of a process without pages, since the model charges each process's own; split in the nearest preset's proportion | cycles |
 //! | `[guest] ipi_round_trip` | `ipi_call_remote − ipi_call_local` (a synchronous cross-CPU call, made by toggling a perf event on the other CPU, less the same call on the own CPU); if that was not measured, `membarrier_ipi − membarrier_no_ipi` | time |
 //! | `ipi_send` + `ipi_latency` + `ipi_handler` + `ipi_ack` | the round trip, less 2 × `vmexit_cpuid` under a hypervisor (the exits the guest model adds to an IPI), split in the nearest preset's proportion | time |
 //! | `ipi_return` | `shootdown_target − vmexit_cpuid − ipi_handler − (cache_line_transfer + flush_tlb_func + INVLPG)` (the line as measured, else copied): what a running target loses per one-page shootdown beyond what the model charges it before it acknowledges (the injection exit, under a hypervisor only; the handler; the csd's line and the flush) | time |
 //! | `[guest] vm_exit` | `vmexit_cpuid` (under a hypervisor only) | time |
-//! | `[idle]` HLT exit latency | `thread_wake_remote − thread_switch − (2 × vmexit_cpuid + ipi_latency + ipi_handler)` under a hypervisor: a pass of a token that wakes a thread on the other, halted vCPU, less the same pass on one CPU and the IPI's pieces the guest model adds (the waker's exit, the injection's exit, latency, handler); what is left is the halted vCPU's wake-up on the host | time |
+//! | `[idle]` HLT exit latency | `thread_wake_remote − thread_switch − (vmexit_cpuid + ipi_latency + ipi_handler)` under a hypervisor: a pass of a token that wakes a thread on the other, halted vCPU, less the same pass on one CPU and the IPI's pieces the guest model adds (the waker's exit, latency, handler; no injection exit: a halted vCPU is out of guest mode and gets the interrupt at its entry); what is left is the halted vCPU's wake-up on the host | time |
 //!
 //! A figure whose measurement failed, or whose difference is not positive (noise), keeps the
 //! nearest preset's figure, and the provenance says why.
@@ -458,8 +458,9 @@ fn derived<'a>(out: &'a Derivation, name: &str) -> Option<&'a Derived> {
 /// A halted vCPU's wake-up, the `[idle]` HLT state's exit latency: a token pass that wakes a
 /// thread on the other CPU (halted: its thread blocked) less the same pass on one CPU leaves the
 /// wake-up's delivery; the guest model charges the IPI's pieces of it itself (the waker's exit,
-/// the injection's, `ipi_latency`, `ipi_handler`; not `ipi_return`, which it charges only on a
-/// running target), and the rest is the host's wake-up of the vCPU.
+/// `ipi_latency`, `ipi_handler`; neither the injection exit nor `ipi_return`, which it charges
+/// only on a running target: a halted vCPU is out of guest mode and gets the interrupt when KVM
+/// enters it again), and the rest is the host's wake-up of the vCPU.
 fn halt_wake(costs: &PathCosts, out: &Derivation) -> Result<Derived, String> {
     let (remote, remote_how) = input(costs, names::THREAD_WAKE_REMOTE)?;
     let (local, local_how) = input(costs, names::THREAD_SWITCH)?;
@@ -467,8 +468,8 @@ fn halt_wake(costs: &PathCosts, out: &Derivation) -> Result<Derived, String> {
     let piece =
         |name: &str| derived(out, name).map(|d| d.ns).ok_or_else(|| format!("{name} not derived"));
     let (latency, handler) = (piece("ipi_latency")?, piece("ipi_handler")?);
-    let rule = "thread_wake_remote − thread_switch − (2 × vm_exit + ipi_latency + ipi_handler)";
-    let ns = positive(rule, remote - local - 2.0 * exit - latency - handler)?;
+    let rule = "thread_wake_remote − thread_switch − (vm_exit + ipi_latency + ipi_handler)";
+    let ns = positive(rule, remote - local - exit - latency - handler)?;
     Ok(Derived {
         ns: round1(ns),
         scales: Scales::Time,
@@ -482,9 +483,9 @@ fn halt_wake(costs: &PathCosts, out: &Derivation) -> Result<Derived, String> {
 
 /// Under a hypervisor the measured migration waits for the target vCPU, halted, to wake up and
 /// run the task; the kernel model adds that wake-up itself (a reschedule IPI delayed by the
-/// sender's exit, the halted vCPU's exit latency, the injection exit, the handler and the
-/// target's context switch: docs/kernel-model.md, "Virtualisation"), so `migrate` keeps only
-/// the rest: `migrate − S − (2 × vm_exit + halt wake + ipi_latency + ipi_handler +
+/// sender's exit, the halted vCPU's exit latency, the handler and the target's context switch;
+/// no injection exit for a halted vCPU: docs/kernel-model.md, "Virtualisation"), so `migrate`
+/// keeps only the rest: `migrate − S − (vm_exit + halt wake + ipi_latency + ipi_handler +
 /// context_switch)`, the halt wake being [`Derivation::halt_wake`], or one more `vm_exit` (its
 /// lower bound) without it.
 fn migrate_without_wake_up(out: &mut Derivation) {
@@ -496,9 +497,9 @@ fn migrate_without_wake_up(out: &mut Derivation) {
         Some(Ok(h)) => (h.ns, "halt wake"),
         _ => (exit.ns, "vm_exit"),
     };
-    let wake = 2.0 * exit.ns + halt + latency.ns + handler.ns + switch.ns;
+    let wake = exit.ns + halt + latency.ns + handler.ns + switch.ns;
     let rule = format!(
-        "less the wake-up the guest model adds (2 × vm_exit + {halt_name} + ipi_latency + \
+        "less the wake-up the guest model adds (vm_exit + {halt_name} + ipi_latency + \
          ipi_handler + context_switch)"
     );
     let rule = rule.as_str();
@@ -759,9 +760,9 @@ mod tests {
         // 1,200 − 200 = 1,000 ns, split 1,770 : 500 (skylake's context_switch : wakeup).
         assert_eq!(ns(&d, "context_switch"), Ok(779.7));
         assert_eq!(ns(&d, "wakeup"), Ok(220.3));
-        // 40,100 − 100 less the wake-up the guest model adds: 3 × 8,000 + 208.3 + 125.0 +
-        // 779.7 = 25,113 ns.
-        assert_eq!(ns(&d, "migrate"), Ok(14_887.0));
+        // 40,100 − 100 less the wake-up the guest model adds: 2 × 8,000 (the send's exit, and
+        // one for the halted vCPU's wake-up, its lower bound) + 208.3 + 125.0 + 779.7 = 17,113 ns.
+        assert_eq!(ns(&d, "migrate"), Ok(22_887.0));
         // 1,017,564 − 5,000 pages × (1,631,964 − 1,017,564) / 4,096 = 267,564, split 150,000 :
         // 117,564 (skylake's fork : exit, in cycles at 4 GHz).
         assert_eq!(ns(&d, "fork"), Ok(150_000.0));
@@ -791,15 +792,15 @@ mod tests {
         assert!(derive(&c, &skylake(), false, &flush100()).vm_exit.is_none());
         // Without thread_wake_remote no halt wake-up: migrate keeps vm_exit as its lower bound.
         assert!(d.halt_wake.clone().unwrap().unwrap_err().contains("thread_wake_remote"));
-        // With it: 40,000 − 1,200 − (2 × 8,000 + 208.3 + 125.0) = 22,466.7 ns, and migrate
-        // loses that wake-up instead of the third exit: 40,000 − (16,000 + 22,466.7 + 208.3 +
-        // 125.0 + 779.7) = 420.3 ns.
+        // With it: 40,000 − 1,200 − (8,000 + 208.3 + 125.0) = 30,466.7 ns (no injection exit:
+        // the vCPU was halted), and migrate loses that wake-up instead of the second exit:
+        // 40,000 − (8,000 + 30,466.7 + 208.3 + 125.0 + 779.7) = 420.3 ns.
         let mut woken = c.clone();
         woken.results.insert(names::THREAD_WAKE_REMOTE.into(), m(40_000.0));
         let w = derive(&woken, &skylake(), true, &flush100());
         assert_eq!(
             w.halt_wake.clone().unwrap().map(|d| (d.ns, d.scales)),
-            Ok((22_466.7, Scales::Time))
+            Ok((30_466.7, Scales::Time))
         );
         assert_eq!(ns(&w, "migrate"), Ok(420.3));
         // On bare metal a wake-up is not a vCPU's.
@@ -844,14 +845,14 @@ mod tests {
         assert_eq!(ns(&l, "cache_line_transfer"), Ok(50.0));
         assert_eq!(ns(&l, "ipi_return"), Ok(285.0));
         // The halted vCPU's wake-up and the migration keep the return: the model charges it
-        // only on a running target. 40,000 − 1,200 − (2 × 8,000 + 1,041.7 + 625).
+        // only on a running target. 40,000 − 1,200 − (8,000 + 1,041.7 + 625).
         let mut woken = c.clone();
         woken.results.insert(names::THREAD_WAKE_REMOTE.into(), m(40_000.0));
         woken.results.insert(names::THREAD_SWITCH.into(), m(1_200.0));
         woken.results.insert(names::MIGRATE.into(), m(40_100.0));
         let w = derive(&woken, &skylake(), true, &flush100());
-        assert_eq!(w.halt_wake.clone().unwrap().map(|d| d.ns), Ok(21_133.3));
-        // 40,000 − (16,000 + 21,133.3 + 1,041.7 + 625 + 779.7).
+        assert_eq!(w.halt_wake.clone().unwrap().map(|d| d.ns), Ok(29_133.3));
+        // 40,000 − (8,000 + 29,133.3 + 1,041.7 + 625 + 779.7).
         assert_eq!(ns(&w, "migrate"), Ok(420.3));
         // A loss the model already charges before the acknowledgement: no figure, and why.
         c.results.insert(names::SHOOTDOWN_TARGET.into(), m(8_600.0));
@@ -908,8 +909,9 @@ mod tests {
         assert_eq!(ns(&d, "ipi_latency"), Ok(1_041.7));
         assert_eq!(ns(&d, "ipi_handler"), Ok(625.0));
         assert_eq!(ns(&d, "ipi_ack"), Ok(416.7));
-        // 40,000 less 3 × 8,000 + 1,041.7 + 625 + 750 (the measured switch) = 13,583.3.
-        assert_eq!(ns(&d, "migrate"), Ok(13_583.3));
+        // 40,000 less 2 × 8,000 (the send's exit, and the halted vCPU's wake-up at its lower
+        // bound) + 1,041.7 + 625 + 750 (the measured switch) = 21,583.3.
+        assert_eq!(ns(&d, "migrate"), Ok(21_583.3));
         let how = |name| d.kernel.iter().find(|(n, _)| *n == name).unwrap().1.clone().unwrap();
         assert!(!how("wakeup").assumed_split && !how("context_switch").assumed_split);
         assert!(how("ipi_send").assumed_split);

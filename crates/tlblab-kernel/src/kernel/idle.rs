@@ -124,6 +124,9 @@ pub(super) struct CpuIdle {
     pub entries: Vec<u64>,
     /// The haltpoll governor's poll window (`dev->poll_limit_ns`), cycles; 0 at boot.
     poll_limit: u64,
+    /// It left a halting state (any but `POLL`) for the interrupt it is taking: in a guest the
+    /// vCPU was out of guest mode, so the interrupt is injected at its entry, with no exit.
+    pub left_halt: bool,
 }
 
 impl CpuIdle {
@@ -241,6 +244,7 @@ impl<O: Observer> Kernel<O> {
         let Some(h) = self.haltpoll else {
             let Some(state) = st.state.take() else { return 0 };
             st.record(now.0 - st.since.0);
+            st.left_halt = state > 0;
             return self.idle_states[state].exit;
         };
         let mut halted_at = st.since;
@@ -255,6 +259,7 @@ impl<O: Observer> Kernel<O> {
             Some(state) => {
                 // haltpoll_reflect() after a halt.
                 st.poll_limit = h.adjust(st.poll_limit, now.0 - halted_at.0);
+                st.left_halt = true;
                 self.idle_states[state].exit
             }
         }

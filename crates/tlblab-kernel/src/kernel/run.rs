@@ -448,12 +448,18 @@ impl<O: Observer> Kernel<O> {
                 return;
             }
         }
+        // In a guest without posted interrupts a running vCPU first exits to have the interrupt
+        // injected; a halted one is out of guest mode already, and gets it at its entry.
+        let injection = if std::mem::take(&mut self.cpus[c].cstate.left_halt) {
+            0
+        } else {
+            self.guest_receive_cycles()
+        };
         let mut cycles = match ipi {
             // The polling loop left idle by itself: no handler, nothing to inject.
             Ipi::PollWake if !idle => return,
             Ipi::PollWake => 0,
-            // In a guest without posted interrupts the vCPU first exits and has it injected.
-            _ => self.costs.ipi_handler.cycles + self.guest_receive_cycles(),
+            _ => self.costs.ipi_handler.cycles + injection,
         };
         let invalidation = self.counters.broadcast.invalidation_cycles;
         match ipi {

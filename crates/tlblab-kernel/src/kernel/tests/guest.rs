@@ -108,7 +108,12 @@ fn a_wake_up_of_a_halted_vcpu_is_an_ipi() {
 /// skylake-kvm with one HLT state whose target residency (1 s) keeps menu polling, and with
 /// `haltpoll` the haltpoll governor's parameters.
 fn haltpoll_spec(haltpoll: &str) -> MachineSpec {
-    let text = BUILTIN_PRESETS.iter().find(|(n, _)| *n == "skylake-kvm").unwrap().1;
+    haltpoll_spec_with(haltpoll, |t| t.to_string())
+}
+
+/// [`haltpoll_spec`] of skylake-kvm's text with `edit` applied.
+fn haltpoll_spec_with(haltpoll: &str, edit: impl Fn(&str) -> String) -> MachineSpec {
+    let text = edit(BUILTIN_PRESETS.iter().find(|(n, _)| *n == "skylake-kvm").unwrap().1);
     let halting = format!(
         "states = [{{ name = \"HLT\", exit_latency_ns = 2000, target_residency_ns = 1000000000 \
          }}]\n{haltpoll}"
@@ -126,8 +131,9 @@ fn with_no_cpuidle_driver_every_idle_vcpu_halts_at_once() {
     assert_eq!(wakes, 0);
     let (menu, menu_wakes) = wake_idle_cpu(&haltpoll_spec(""), true);
     assert!(menu_wakes >= 1, "{menu_wakes}");
-    // The IPI's two exits (1,250 ns each at skylake-kvm's clock) and the HLT exit latency.
-    assert!(halted >= menu + 2 * 1_250 + 2_000, "{halted} vs {menu}");
+    // The waker's exit (1,250 ns at skylake-kvm's clock) and the HLT exit latency; no injection
+    // exit (a_halted_vcpu_gets_its_interrupt_with_no_injection_exit).
+    assert!(halted >= menu + 1_250 + 2_000, "{halted} vs {menu}");
     // Without the state table (mechanism idle-states off) the flag has no table to act on.
     let config =
         KernelConfig::new(2, 7).with_mechanisms(Mechanisms::all().without(Mechanism::IdleStates));
@@ -151,8 +157,9 @@ fn haltpoll_with_no_poll_window_halts_every_idle_vcpu() {
     assert_eq!(wakes, 0);
     let (menu, menu_wakes) = wake_idle_cpu(&haltpoll_spec(""), true);
     assert!(menu_wakes >= 1, "{menu_wakes}");
-    // The IPI's two exits (1,250 ns each at skylake-kvm's clock) and the HLT exit latency.
-    assert!(halted >= menu + 2 * 1_250 + 2_000, "{halted} vs {menu}");
+    // The waker's exit (1,250 ns at skylake-kvm's clock) and the HLT exit latency; no injection
+    // exit (a_halted_vcpu_gets_its_interrupt_with_no_injection_exit).
+    assert!(halted >= menu + 1_250 + 2_000, "{halted} vs {menu}");
     // Switching the mechanism off gives menu back.
     let config = |m: Mechanisms| KernelConfig::new(2, 7).with_mechanisms(m);
     let policy = Policy::named("linux-6.18").unwrap();
@@ -185,4 +192,21 @@ fn the_waker_pays_the_exit_of_the_reschedule_ipi_it_sends() {
     assert_eq!(halted, wakeup + send);
     let (polled, wakeup, _) = woken(&guest_spec(|g| g.to_string()));
     assert_eq!(polled, wakeup);
+}
+
+/// A halted vCPU is out of guest mode: KVM wakes its thread and injects the interrupt at its
+/// entry, so its wake-up has no injection exit, and posted interrupts change nothing for it;
+/// a running vCPU (idle=poll, with poll-wake off so that the wake-up is an IPI) exits to have
+/// it injected unless interrupts are posted.
+#[test]
+fn a_halted_vcpu_gets_its_interrupt_with_no_injection_exit() {
+    let posted = |text: &str| {
+        text.replace("posted_interrupts = { value = false", "posted_interrupts = { value = true")
+    };
+    let halting = haltpoll_spec("cpuidle = false");
+    let halting_posted = haltpoll_spec_with("cpuidle = false", posted);
+    assert_eq!(wake_idle_cpu(&halting, true).0, wake_idle_cpu(&halting_posted, true).0);
+    let (exits, _) = wake_idle_cpu(&guest_spec(|g| g.to_string()), false);
+    let (no_exit, _) = wake_idle_cpu(&guest_spec(posted), false);
+    assert_eq!(exits, no_exit + 1_250, "the injection exit");
 }
