@@ -441,7 +441,7 @@ impl Report {
                         measured: numbers("measured"),
                         simulated: numbers("simulated"),
                         note: p["note"].as_str().map(str::to_string),
-                        drift: None,
+                        drift: drift(&p["drift"]),
                     }
                 })
                 .collect();

@@ -315,10 +315,31 @@ fn rows_the_host_drift_decides_are_named_with_both_ratios() {
         { "preset": "host.toml", "measured_at_s": 700.0,
           "loops_ns": { "minor_fault_anon": 1300.0, "null_syscall": 104.0 } },
     ]);
+    // A peer (measured inside the bracket too) outside the band after and within it before.
+    v["peers"] = serde_json::json!({
+        "program": "/usr/bin/hackbench",
+        "runs": [{
+            "command": "hackbench -g 1 -l 200 -p -P",
+            "name": "hackbench -g 1 -l 200 (pipes, processes)",
+            "params": { "groups": 1, "loops": 200, "mode": "processes", "pipe": true },
+            "measured": [0.10, 0.10], "simulated": [0.14, 0.14], "unit": "s", "note": null,
+            "drift": { "before": 0.11, "after": 0.14 }
+        }]
+    });
     let text = report_of(v).render_text(10_000);
     // The summary: up to the host section's first table (the summary's own tables name it).
     let summary = &text[..text.find("Predicted: no measured loop is most").unwrap()];
     assert!(summary.contains("(1 on both presets, before and after the live part)"), "{summary}");
+    let peer = "hackbench -g 1 -l 200 (pipes, processes): 1.40 on the preset measured after the \
+                live part, 1.10 on the one before it";
+    assert!(summary.contains("peers: 1 of 1 outside ±25% (0 on both presets"), "{summary}");
+    assert!(summary.replace('\n', " ").contains(peer), "{summary}");
+    // And under the peers table, whose rows give both ratios.
+    let peers = &text[text.find("Peers: the real programs").unwrap()..];
+    let row = peers.lines().find(|l| l.starts_with("hackbench -g 1")).unwrap();
+    assert!(peers.contains("sim/meas on the preset measured before"), "{peers}");
+    assert!(row.contains(" 1.40 ") && row.contains(" 1.10 "), "{row}");
+    assert!(peers.replace('\n', " ").contains(peer), "{peers}");
     assert!(summary.contains("Rows the host's drift decides."), "{summary}");
     assert!(summary.contains(&format!("{key0}: ")), "{summary}");
     assert!(summary.contains("minor_fault_anon (40% of the value) 1,000 → 1,300 ns, ×1.30"));

@@ -202,6 +202,16 @@ fn with_root_every_scenario_is_measured_and_one_is_traced_and_replayed() {
     let place = |name: &str| steps.iter().position(|s| *s == name).expect(name);
     assert!(place("host preset, before the live part") < place("live benchmarks"));
     assert!(place("live benchmarks") < place("host preset, after the live part"));
+    // With hackbench installed (the CI installs rt-tests) the peers ran inside the bracket
+    // too, and each has its drift as every live row.
+    if let Some(runs) = v["peers"]["runs"].as_array() {
+        let first = "hackbench -g 1 -l 200 (pipes, processes), run 1 of 3";
+        assert!(place(first) < place("host preset, after the live part"));
+        for run in runs {
+            assert_eq!(run["drift"]["after"].as_f64(), run["simulated"][0].as_f64(), "{run}");
+            assert!(run["drift"]["before"].as_f64().is_some_and(|x| x > 0.0), "{run}");
+        }
+    }
 }
 
 fn report_fixture(name: &str) -> std::path::PathBuf {

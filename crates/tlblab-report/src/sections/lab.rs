@@ -536,7 +536,8 @@ pub fn host(doc: &mut Document, ctx: &Ctx, h: &HostComparison) {
             "Programs of other projects, run as they are, each simulated with the same \
              parameters; {out} of {compared} outside {band} of measured."
         ))]);
-        doc.push(Block::Table(rows_table(&peers, h.seed, false)));
+        doc.push(Block::Table(rows_table(&peers, h.seed, !h.calibrations.is_empty())));
+        drift_list(doc, &peers, &h.calibrations);
         gaps_list(doc, &peers);
     }
     let mut categories = Vec::new();

@@ -459,7 +459,8 @@ fn host_check(doc: &mut Document, h: &HostComparison) {
             shapes.len(),
             SHAPE_AGREEMENT * 100.0,
             if compared_peers > 0 {
-                format!("; peers: {out_peers} of {compared_peers} outside {band}")
+                let both = both(&peers, out_peers);
+                format!("; peers: {out_peers} of {compared_peers} outside {band}{both}")
             } else {
                 String::new()
             }
@@ -473,9 +474,10 @@ fn host_check(doc: &mut Document, h: &HostComparison) {
              measured on this machine\"."
         )));
     }
-    drift_list(doc, &predicted, &h.calibrations);
-    let explained: Vec<&Row> = predicted.iter().copied().chain(&h.peers).collect();
-    super::lab::gaps_list(doc, &explained);
+    // The evidence: the predicted rows and the peers.
+    let evidence: Vec<&Row> = predicted.iter().copied().chain(&h.peers).collect();
+    drift_list(doc, &evidence, &h.calibrations);
+    super::lab::gaps_list(doc, &evidence);
     super::lab::shape_gaps_list(doc, &h.shapes, &h.rows);
     if !calibrated.is_empty() {
         let (out_c, compared_c) = outside(&calibrated);

@@ -239,6 +239,16 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
         None => predicted::bench(&mut runner, &live, args.quick, dir, &noise),
     };
 
+    // 4c. The peers as real programs (rt-tests' hackbench), measured here, inside the bracket
+    // of the two calibrations; their simulated twins come with the others (6).
+    let peers_measured = if let Some(why) = &why_not {
+        Err(json!({ "skipped": why })) // noted with the rest of the live part
+    } else if let Some(why) = skipped(StudyPart::Peers) {
+        Err(runner.skip_part("peers", &why))
+    } else {
+        peers::measure(&mut runner, args.quick)
+    };
+
     // 5. The same configurations simulated on a preset of this machine, each classified as
     // calibrated or predicted by scaling each measured loop in turn.
     let preset = match (&why_not, on_host) {
@@ -291,13 +301,20 @@ pub fn run(args: &LabArgs) -> Result<ExitCode> {
         (other, _) => other.value(),
     };
 
-    // 6. The peers as real programs (rt-tests' hackbench) beside their simulated twins.
-    let peers = if let Some(why) = &why_not {
-        json!({ "skipped": why }) // noted with the rest of the live part
-    } else if let Some(why) = skipped(StudyPart::Peers) {
-        runner.skip_part("peers", &why)
-    } else {
-        peers::peers(&mut runner, args.quick, cpus, peer_machine.as_deref())
+    // 6. The peers' simulated twins, on the host preset and (their drift) the one before.
+    let peers = match peers_measured {
+        Ok(measured) => {
+            let before = before.as_ref().map(|b| b.path.as_path());
+            peers::simulate(
+                &mut runner,
+                measured,
+                args.quick,
+                cpus,
+                peer_machine.as_deref(),
+                before,
+            )
+        }
+        Err(value) => value,
     };
 
     let results = json!({

@@ -92,21 +92,22 @@ fn parse_time(stdout: &str) -> Result<f64> {
         .map_err(|e| anyhow!("hackbench's `Time:` line: {e}"))
 }
 
-/// Runs hackbench (quick: 3 runs per configuration, else 5) and simulates each configuration
-/// on `machine` (2 seeds quick, else 3); `machine` is `None` when this machine has no preset.
-/// Returns `{"runs": [...]}`, or `{"skipped": why}` when hackbench is not installed.
-pub(super) fn peers(
-    runner: &mut Runner,
-    quick: bool,
-    cpus: usize,
-    machine: Option<&Path>,
-) -> Value {
+/// hackbench's runs of every configuration, measured and not yet simulated.
+pub(super) struct Measured {
+    program: PathBuf,
+    configs: Vec<(Config, Vec<f64>)>,
+}
+
+/// Runs hackbench, quick 3 runs per configuration, else 5. `tlblab study` calls it inside the
+/// live part, between the two calibrations of the host preset, so that they bracket these runs
+/// as they do the benchmarks'. `Err`: the part's value when hackbench is not installed.
+pub(super) fn measure(runner: &mut Runner, quick: bool) -> Result<Measured, Value> {
     let Some(program) = find_in_path("hackbench", std::env::var_os("PATH").as_deref()) else {
-        return runner.skip_part("peers: hackbench", NOT_INSTALLED);
+        return Err(runner.skip_part("peers: hackbench", NOT_INSTALLED));
     };
-    let (runs, seeds) = if quick { (3, 2) } else { (5, 3) };
+    let runs = if quick { 3 } else { 5 };
     let configs = Config::all();
-    runner.begin_phase("peers: hackbench and its simulation", configs.len() * (runs + 1));
+    runner.begin_phase("peers: hackbench", configs.len() * runs);
     let mut out = Vec::new();
     for config in configs {
         let name = config.name();
@@ -122,10 +123,35 @@ pub(super) fn peers(
                 measured.extend(v.as_f64());
             }
         }
+        out.push((config, measured));
+    }
+    runner.end_phase();
+    Ok(Measured { program, configs: out })
+}
+
+/// Simulates each measured configuration on `machine` (2 seeds quick, else 3; `None` when this
+/// machine has no preset) and, as every live row, its first seed on `before`, the preset
+/// measured before the live part (the row's `drift`). Returns `{"program", "runs": [...]}`.
+pub(super) fn simulate(
+    runner: &mut Runner,
+    measured: Measured,
+    quick: bool,
+    cpus: usize,
+    machine: Option<&Path>,
+    before: Option<&Path>,
+) -> Value {
+    let seeds = if quick { 2 } else { 3 };
+    let steps = measured.configs.len() * (1 + usize::from(before.is_some()));
+    runner.begin_phase("peers: the simulated twins", steps);
+    let mut out = Vec::new();
+    for (config, runs) in measured.configs {
+        let name = config.name();
+        let args = config.program_args();
+        let sim_args = |machine: &Path, seeds: u32| config.sim_args(machine, cpus, seeds);
         let (simulated, note) = match machine {
             None => (Vec::new(), Some("no preset of this machine to simulate on".to_string())),
             Some(machine) => {
-                let sim = config.sim_args(machine, cpus, seeds);
+                let sim = sim_args(machine, seeds);
                 let sim: Vec<&str> = sim.iter().map(String::as_str).collect();
                 match runner.json_value_step(&format!("simulated: {name}"), &sim) {
                     Outcome::Done(v) => match super::simulated_values(&v) {
@@ -138,6 +164,20 @@ pub(super) fn peers(
                 }
             }
         };
+        // The first seed again on the preset measured before the live part, folded into the
+        // step above.
+        let drift = match (simulated.first(), before) {
+            (Some(&after), Some(before)) => {
+                let sim = sim_args(before, 1);
+                let sim: Vec<&str> = sim.iter().map(String::as_str).collect();
+                runner
+                    .json_value_folded(&format!("simulated: {name}, before the live part"), &sim)
+                    .as_ref()
+                    .and_then(super::first_simulated)
+                    .map(|before| json!({ "before": before, "after": after }))
+            }
+            _ => None,
+        };
         out.push(json!({
             "name": name,
             "unit": "s",
@@ -148,13 +188,14 @@ pub(super) fn peers(
                 "mode": if config.threads { "threads" } else { "processes" },
             },
             "command": format!("hackbench {}", args.join(" ")),
-            "measured": measured,
+            "measured": runs,
             "simulated": simulated,
             "note": note,
+            "drift": drift,
         }));
     }
     runner.end_phase();
-    json!({ "program": program, "runs": out })
+    json!({ "program": measured.program, "runs": out })
 }
 
 #[cfg(test)]
