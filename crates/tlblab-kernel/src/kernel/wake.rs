@@ -20,8 +20,8 @@
 //! Other wake-ups (eventfd, `waitpid()`, futexes) keep the task on its CPU.
 //!
 //! Every wake-up of a task by another then goes through [`Kernel::try_to_wake_up`], which
-//! queues it and charges the waker what `ttwu_queue()` costs it in 6.18 (module
-//! documentation of that function).
+//! queues it and charges the waker what 6.18's `ttwu_queue()` costs it: an IPI's send only
+//! where the kernel sends one (the function's documentation lists where).
 
 use super::*;
 
