@@ -208,23 +208,7 @@ fn only_predicted_configurations_count_and_shapes_compare_neighbours() {
         "numerator": { "scenario": "storm", "params": { "pages": "34" } },
         "denominator": { "scenario": "storm", "params": { "pages": "32" } },
     }]);
-    let mean = |i: usize, key: &str| -> f64 {
-        let xs: Vec<f64> = match key {
-            "measured" => v["bench"]["configs"][i]["runs"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|r| r["value"].as_f64().unwrap())
-                .collect(),
-            _ => v["host_simulations"]["runs"][i]["result"]["policies"][0]["values"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|x| x.as_f64().unwrap())
-                .collect(),
-        };
-        xs.iter().sum::<f64>() / xs.len() as f64
-    };
+    let mean = |i: usize, key: &str| mean_of(&v, i, key);
     let shape =
         (mean(3, "simulated") / mean(2, "simulated")) / (mean(3, "measured") / mean(2, "measured"));
     let report = report_of(v.clone());
@@ -350,4 +334,68 @@ fn rows_the_host_drift_decides_are_named_with_both_ratios() {
     let (fault, syscall) =
         (table.find("minor_fault_anon").unwrap(), table.find("null_syscall").unwrap());
     assert!(fault < syscall, "{table}");
+}
+
+/// With two calibrations a shape moves with its two rows' drifts: a shape outside ±15% on the
+/// preset measured after the live part and within it on the one before is named with both
+/// agreements, and the count says how many shapes are outside on both.
+#[test]
+fn shapes_the_host_drift_decides_are_named_with_both_agreements() {
+    let mut v = results();
+    v["host_simulations"]["shapes"] = serde_json::json!([{
+        "name": "madvise-busy: busy 1 over busy 0",
+        "numerator": { "scenario": "madvise-busy", "params": { "busy": "1" } },
+        "denominator": { "scenario": "madvise-busy", "params": { "busy": "0" } },
+    }]);
+    v["host_simulations"]["calibrations"] = serde_json::json!([
+        { "preset": "host-before.toml", "measured_at_s": 400.0, "loops_ns": { "null_syscall": 100.0 } },
+        { "preset": "host.toml", "measured_at_s": 700.0, "loops_ns": { "null_syscall": 104.0 } },
+    ]);
+    // Rows 3 (busy 1) and 2 (busy 0): scale row 3's simulation so that the shape agrees to 1.5
+    // after the live part; its drift takes it back to 1.0 before it.
+    let agreement = (mean_of(&v, 3, "simulated") / mean_of(&v, 2, "simulated"))
+        / (mean_of(&v, 3, "measured") / mean_of(&v, 2, "measured"));
+    let runs = v["host_simulations"]["runs"].as_array_mut().unwrap();
+    for r in runs.iter_mut() {
+        r["calibration"] = serde_json::json!({
+            "class": "predicted", "largest": { "loop": "null_syscall", "share": 0.2 } });
+    }
+    for x in runs[3]["result"]["policies"][0]["values"].as_array_mut().unwrap() {
+        *x = (x.as_f64().unwrap() * 1.5 / agreement).into();
+    }
+    for (i, moved) in [(2, 1.0), (3, 1.0 / 1.5)] {
+        let after = runs[i]["result"]["policies"][0]["values"][0].as_f64().unwrap();
+        runs[i]["drift"] = serde_json::json!({ "before": after * moved, "after": after });
+    }
+    let text = report_of(v).render_text(10_000);
+    let summary = &text[..text.find("Predicted: no measured loop is most").unwrap()];
+    assert!(summary.contains("0 of 1 shapes within ±15% (0 outside on both presets)"), "{summary}");
+    let named = "madvise-busy: busy 1 over busy 0: 1.50 on the preset measured after the live \
+                 part, 1.00 on the one before it";
+    assert!(summary.contains("Shapes the host's drift decides."), "{summary}");
+    assert!(summary.replace('\n', " ").contains(named), "{summary}");
+    // The shapes table gives both agreements.
+    let shapes = &text[text.find("Shapes: ratios between").unwrap()..];
+    let row = shapes.lines().find(|l| l.starts_with("madvise-busy: busy 1")).unwrap();
+    assert!(row.contains(" 1.50 ") && row.trim_end().ends_with("1.00"), "{row}");
+}
+
+/// The mean of configuration `i`'s measured runs (`key` "measured") or simulated seeds in the
+/// study results `v`.
+fn mean_of(v: &serde_json::Value, i: usize, key: &str) -> f64 {
+    let xs: Vec<f64> = match key {
+        "measured" => v["bench"]["configs"][i]["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["value"].as_f64().unwrap())
+            .collect(),
+        _ => v["host_simulations"]["runs"][i]["result"]["policies"][0]["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect(),
+    };
+    xs.iter().sum::<f64>() / xs.len() as f64
 }

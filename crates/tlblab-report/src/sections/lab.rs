@@ -163,6 +163,9 @@ pub struct ShapeFigures {
     pub measured: f64,
     /// The same of the simulated means.
     pub simulated: f64,
+    /// The simulated ratio on the preset measured before the live part (each side's mean
+    /// moved by its row's drift), when both sides have one.
+    pub simulated_before: Option<f64>,
 }
 
 impl ShapeFigures {
@@ -174,6 +177,18 @@ impl ShapeFigures {
     /// Whether it lies within ± [`SHAPE_AGREEMENT`].
     pub fn within(&self) -> bool {
         (self.agreement() - 1.0).abs() <= SHAPE_AGREEMENT
+    }
+
+    /// The agreement on the preset measured before the live part.
+    pub fn agreement_before(&self) -> Option<f64> {
+        Some(self.simulated_before? / self.measured)
+    }
+
+    /// Whether the host's drift decides the verdict: within the band on one preset and outside
+    /// it on the other.
+    pub fn verdict_drifts(&self) -> bool {
+        self.agreement_before()
+            .is_some_and(|b| ((b - 1.0).abs() <= SHAPE_AGREEMENT) != self.within())
     }
 }
 
@@ -189,8 +204,15 @@ impl Shape {
         let (n, d) = (find(&self.numerator)?, find(&self.denominator)?);
         let measured = n.measured_mean()? / d.measured_mean()?;
         let simulated = n.simulated_mean()? / d.simulated_mean()?;
-        (measured.is_finite() && simulated.is_finite() && measured > 0.0)
-            .then_some(ShapeFigures { measured, simulated })
+        let simulated_before = match (n.drift, d.drift) {
+            (Some(a), Some(b)) => Some(simulated * a / b).filter(|x| x.is_finite()),
+            _ => None,
+        };
+        (measured.is_finite() && simulated.is_finite() && measured > 0.0).then_some(ShapeFigures {
+            measured,
+            simulated,
+            simulated_before,
+        })
     }
 }
 
@@ -373,6 +395,54 @@ fn known_gaps(doc: &mut Document, what: &str, gaps: Vec<(String, &str)>) {
     ));
 }
 
+/// Under the shapes: those whose verdict the host's drift decides (within ± [`SHAPE_AGREEMENT`]
+/// on one preset, outside on the other), with both agreements.
+pub fn shape_drift_list(doc: &mut Document, shapes: &[Shape], rows: &[Row]) {
+    let drifting: Vec<(&Shape, ShapeFigures)> = shapes
+        .iter()
+        .filter_map(|s| Some((s, s.figures(rows)?)))
+        .filter(|(_, f)| f.verdict_drifts())
+        .collect();
+    if drifting.is_empty() {
+        return;
+    }
+    doc.para(vec![
+        b("Shapes the host's drift decides. "),
+        t(format!(
+            "Each side's simulation moved by its row's drift: these shapes lie within ±{:.0}% on \
+             one preset and outside on the other:",
+            SHAPE_AGREEMENT * 100.0
+        )),
+    ]);
+    doc.push(Block::List(
+        drifting
+            .iter()
+            .map(|(s, f)| {
+                vec![
+                    b(format!("{}: ", s.name)),
+                    t(format!(
+                        "{:.2} on the preset measured after the live part, {:.2} on the one \
+                         before it",
+                        f.agreement(),
+                        f.agreement_before().unwrap_or(f64::NAN)
+                    )),
+                ]
+            })
+            .collect(),
+    ));
+}
+
+/// How many of `shapes` lie outside ± [`SHAPE_AGREEMENT`] on both presets (on the one, where
+/// there was one calibration).
+pub fn shapes_outside_both(shapes: &[ShapeFigures]) -> usize {
+    shapes
+        .iter()
+        .filter(|f| {
+            !f.within() && f.agreement_before().is_none_or(|b| (b - 1.0).abs() > SHAPE_AGREEMENT)
+        })
+        .count()
+}
+
 /// Under the shapes: the mechanisms the model lacks behind the shapes outside their band.
 pub fn shape_gaps_list(doc: &mut Document, shapes: &[Shape], rows: &[Row]) {
     let out: Vec<&str> = shapes
@@ -505,13 +575,16 @@ pub fn host(doc: &mut Document, ctx: &Ctx, h: &HostComparison) {
              shape the run did not measure (quick settings measure fewer) shows -.",
             SHAPE_AGREEMENT * 100.0
         ))]);
-        let mut table =
-            Table::new(&["shape", "measured ratio", "simulated ratio", "sim/meas", "within"])
-                .numeric_from(1);
+        let before = h.calibrations.len() == 2;
+        let mut header = vec!["shape", "measured ratio", "simulated ratio", "sim/meas", "within"];
+        if before {
+            header.push("sim/meas on the preset measured before");
+        }
+        let mut table = Table::new(&header).numeric_from(1);
         for shape in &h.shapes {
             let f = shape.figures(&h.rows);
             let missing = || cell("-", Tone::Missing);
-            table.row(vec![
+            let mut cells = vec![
                 shape.name.clone().into(),
                 f.map_or_else(missing, |f| format!("{:.3}", f.measured).into()),
                 f.map_or_else(missing, |f| format!("{:.3}", f.simulated).into()),
@@ -523,9 +596,15 @@ pub fn host(doc: &mut Document, ctx: &Ctx, h: &HostComparison) {
                         cell("NO", Tone::Significant)
                     }
                 }),
-            ]);
+            ];
+            if before {
+                let b = f.and_then(|f| f.agreement_before());
+                cells.push(b.map_or_else(missing, |b| format!("{b:.2}").into()));
+            }
+            table.row(cells);
         }
         doc.push(Block::Table(table));
+        shape_drift_list(doc, &h.shapes, &h.rows);
         shape_gaps_list(doc, &h.shapes, &h.rows);
     }
     if !h.peers.is_empty() {

@@ -445,6 +445,12 @@ fn host_check(doc: &mut Document, h: &HostComparison) {
     };
     let shapes: Vec<_> = h.shapes.iter().filter_map(|s| s.figures(&h.rows)).collect();
     let shapes_within = shapes.iter().filter(|f| f.within()).count();
+    let shapes_both = match h.calibrations.len() {
+        2 if shapes_within < shapes.len() => {
+            format!(" ({} outside on both presets)", super::lab::shapes_outside_both(&shapes))
+        }
+        _ => String::new(),
+    };
     let peers: Vec<&Row> = h.peers.iter().collect();
     let (out_peers, compared_peers) = outside(&peers);
     doc.para(vec![
@@ -452,8 +458,8 @@ fn host_check(doc: &mut Document, h: &HostComparison) {
         t(format!(
             "{out_p} of {compared_p} predicted configurations outside the {band} range of \
              simulated / measured{} ({} on the host preset; means of the runs and of the seeds); \
-             {shapes_within} of {} shapes within ±{:.0}%{}. These are the evidence: no loop the \
-             host preset measured is most of their simulated value.",
+             {shapes_within} of {} shapes within ±{:.0}%{shapes_both}{}. These are the evidence: \
+             no loop the host preset measured is most of their simulated value.",
             both(&predicted, out_p),
             h.policy,
             shapes.len(),
@@ -478,6 +484,7 @@ fn host_check(doc: &mut Document, h: &HostComparison) {
     let evidence: Vec<&Row> = predicted.iter().copied().chain(&h.peers).collect();
     drift_list(doc, &evidence, &h.calibrations);
     super::lab::gaps_list(doc, &evidence);
+    super::lab::shape_drift_list(doc, &h.shapes, &h.rows);
     super::lab::shape_gaps_list(doc, &h.shapes, &h.rows);
     if !calibrated.is_empty() {
         let (out_c, compared_c) = outside(&calibrated);
