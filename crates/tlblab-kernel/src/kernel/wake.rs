@@ -77,8 +77,8 @@ impl<O: Observer> Kernel<O> {
         self.costs.wakeup.cycles + send
     }
 
-    /// `cpus_share_cache()`: whether CPUs `a` and `b` share a last-level cache
-    /// ([`Kernel::llc_of`]).
+    /// `cpus_share_cache()`: whether CPUs `a` and `b` share a last-level cache: the same socket
+    /// (`[topology]`), or any two CPUs without one (NOTE at [`Kernel::llc_of`]).
     pub(super) fn shares_llc(&self, a: usize, b: usize) -> bool {
         let n = self.cpus.len();
         match self.spec.raw().topology.as_ref() {
@@ -121,14 +121,7 @@ impl<O: Observer> Kernel<O> {
     /// machine. NOTE: Zen's LLC is a CCX (8 cores on Zen 3), smaller than a socket; the
     /// presets do not describe it.
     fn llc_of(&self, c: usize) -> Vec<usize> {
-        let n = self.cpus.len();
-        match self.spec.raw().topology.as_ref() {
-            Some(t) => {
-                let s = t.socket_of(c, n);
-                (0..n).filter(|&x| t.socket_of(x, n) == s).collect()
-            }
-            None => (0..n).collect(),
-        }
+        (0..self.cpus.len()).filter(|&x| self.shares_llc(c, x)).collect()
     }
 
     /// `select_task_rq_fair()` for a sync wake-up of `wakee` by `waker`, which runs on `this`:

@@ -176,7 +176,7 @@ impl ShapeFigures {
 
     /// Whether it lies within ± [`SHAPE_AGREEMENT`].
     pub fn within(&self) -> bool {
-        (self.agreement() - 1.0).abs() <= SHAPE_AGREEMENT
+        within_shape_band(self.agreement())
     }
 
     /// The agreement on the preset measured before the live part.
@@ -187,8 +187,7 @@ impl ShapeFigures {
     /// Whether the host's drift decides the verdict: within the band on one preset and outside
     /// it on the other.
     pub fn verdict_drifts(&self) -> bool {
-        self.agreement_before()
-            .is_some_and(|b| ((b - 1.0).abs() <= SHAPE_AGREEMENT) != self.within())
+        self.agreement_before().is_some_and(|b| within_shape_band(b) != self.within())
     }
 }
 
@@ -214,6 +213,12 @@ impl Shape {
             simulated_before,
         })
     }
+}
+
+/// Whether a shape's agreement (simulated ratio / measured ratio) lies within ±
+/// [`SHAPE_AGREEMENT`] of 1.
+fn within_shape_band(agreement: f64) -> bool {
+    (agreement - 1.0).abs() <= SHAPE_AGREEMENT
 }
 
 /// Whether simulated / measured `ratio` lies within ± [`AGREEMENT`] of 1.
@@ -437,9 +442,7 @@ pub fn shape_drift_list(doc: &mut Document, shapes: &[Shape], rows: &[Row]) {
 pub fn shapes_outside_both(shapes: &[ShapeFigures]) -> usize {
     shapes
         .iter()
-        .filter(|f| {
-            !f.within() && f.agreement_before().is_none_or(|b| (b - 1.0).abs() > SHAPE_AGREEMENT)
-        })
+        .filter(|f| !f.within() && !f.agreement_before().is_some_and(within_shape_band))
         .count()
 }
 
