@@ -9,7 +9,10 @@ use tlblab_types::{AccessKind, CpuId, Cycles};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct EventFd(pub u32);
 
-/// References to consecutive pages of a region.
+/// Most pages a [`Touch::scattered`] touch lists.
+pub const SCATTER_PAGES: usize = 16;
+
+/// References to consecutive pages of a region, or to a short list of its pages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Touch {
     /// The region.
@@ -18,6 +21,9 @@ pub struct Touch {
     pub first: u64,
     /// Pages referenced, one after another.
     pub pages: u64,
+    /// The pages, in the order referenced, when they are not `first..first + pages`: the first
+    /// `pages` of the list ([`Touch::scattered`]).
+    pub scatter: Option<[u32; SCATTER_PAGES]>,
     /// Loads, stores or instruction fetches.
     pub kind: AccessKind,
     /// Cycles of work per page besides translation (the instructions and cache misses of the
@@ -39,7 +45,25 @@ impl Touch {
         kind: AccessKind,
         cycles_per_page: u64,
     ) -> Touch {
-        Touch { vma, first, pages, kind, cycles_per_page, dependent: false }
+        Touch { vma, first, pages, kind, cycles_per_page, scatter: None, dependent: false }
+    }
+
+    /// Independent references to the pages of `list` (at most [`SCATTER_PAGES`] of them), in
+    /// its order: one action for references that are not consecutive (a program that moves
+    /// between its pages as a profile says).
+    pub fn scattered(vma: VmaId, list: &[u32], kind: AccessKind, cycles_per_page: u64) -> Touch {
+        let n = list.len().min(SCATTER_PAGES);
+        let mut pages = [0; SCATTER_PAGES];
+        pages[..n].copy_from_slice(&list[..n]);
+        Touch { scatter: Some(pages), ..Touch::new(vma, 0, n as u64, kind, cycles_per_page) }
+    }
+
+    /// The page (within the region) of the touch's reference number `i`.
+    pub fn page(&self, i: u64) -> u64 {
+        match &self.scatter {
+            Some(list) => u64::from(list[i as usize]),
+            None => self.first + i,
+        }
     }
 }
 

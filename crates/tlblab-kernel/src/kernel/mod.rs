@@ -47,6 +47,7 @@ mod xpfo;
 pub use channel::{ChannelId, ChannelKind, ChannelStats};
 pub use check::{Violation, ViolationKind};
 pub use flush::{FlushRequest, FlushTlbInfo, FLUSH_ALL_END, PAGE_SHIFT};
+pub(crate) use run::FAULT_AROUND_PAGES;
 
 use crate::ids::{Asid, MmId, TaskId};
 use crate::mechanisms::{Mechanism, Mechanisms};

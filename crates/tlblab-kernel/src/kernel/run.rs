@@ -760,17 +760,27 @@ impl<O: Observer> Kernel<O> {
             // Unmapped under us: the rest of the touch is dropped (a SIGSEGV).
             return Step::Spend(0, Mode::User);
         };
-        let last = touch.pages.min(vma.pages().saturating_sub(touch.first));
+        // A scattered touch lists pages of the region (it was built from its pages).
+        let last = match touch.scatter {
+            Some(_) => touch.pages,
+            None => touch.pages.min(vma.pages().saturating_sub(touch.first)),
+        };
         let end = last.min(done + TOUCH_CHUNK);
         let start = done;
         let mut cycles = 0;
         let mut translation = 0;
         let mut fault = None;
+        let mut dropped = false;
         let (now, ctx_id) = (self.queue.now(), self.mms[mm.0 as usize].ctx_id);
         let tag = if self.hw[c].cr4().pcide { pcid.get() } else { 0 };
         while done < end {
-            let index = touch.first + done;
-            let faults = match vma.ptes[index as usize] {
+            let index = touch.page(done);
+            let Some(&pte) = vma.ptes.get(index as usize) else {
+                // A listed page past the region's end: the rest is dropped (a SIGSEGV).
+                dropped = true;
+                break;
+            };
+            let faults = match pte {
                 Pte::None => true,
                 Pte::ZeroPage | Pte::Cow => write,
                 // NOTE: a store to a read-only file mapping would be SIGSEGV; the model's
@@ -810,7 +820,7 @@ impl<O: Observer> Kernel<O> {
             self.push_frame(t, Frame::Fault { touch, page, phase: Phase::Entry });
             return if cycles > 0 { Step::Spend(cycles, Mode::User) } else { Step::Next };
         }
-        if done < last {
+        if done < last && !dropped {
             self.push_frame(t, Frame::Touch { touch, done });
         }
         Step::Spend(cycles, Mode::User)
@@ -1573,7 +1583,7 @@ impl<O: Observer> Kernel<O> {
 }
 
 /// `fault_around_bytes` (mm/memory.c; default 64 KiB, debugfs `fault_around_bytes`) in pages.
-const FAULT_AROUND_PAGES: u64 = 16;
+pub(crate) const FAULT_AROUND_PAGES: u64 = 16;
 
 /// `do_fault_around()` for a read fault on page `page` of file region `vma`: maps every page of
 /// the aligned 16-page window around it (clipped to the region) that is not mapped yet, as

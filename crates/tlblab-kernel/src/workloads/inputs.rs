@@ -97,6 +97,10 @@ impl ScenarioInfo {
                     InputOrigin::MeasuredHere,
                     "the build's process mix (job lengths, fault shares, buffers, forks, make's work)",
                     measured.source,
+                ), input(
+                    InputOrigin::MeasuredHere,
+                    "the compiler's page reuse (references per ms and their LRU stack distances)",
+                    "cachegrind and lackey on cc1 compiling Linux 6.12's mm/mmzone.c on the tlblab VM (tools/calibrate/results/cc1-page-reuse-2026-11-30.md)",
                 )];
                 if mix.source != measured.source {
                     // S5's build has no characterisation of its own: S1's rate stands in.
@@ -136,14 +140,15 @@ mod tests {
         assert!(!measured("hackbench") && !measured("webserver"));
     }
 
-    /// kbuild's mix is measured here, its fault rate copied from studies.md S1; S5's build
-    /// borrows S1's rate: an assumption.
+    /// kbuild's mix and its compiler's page reuse are measured here, its fault rate copied
+    /// from studies.md S1; S5's build borrows S1's rate: an assumption.
     #[test]
     fn the_builds_say_which_figure_is_whose() {
         let origins =
             |name| scenario(name).unwrap().inputs().iter().map(|i| i.origin).collect::<Vec<_>>();
-        assert_eq!(origins("kbuild"), [InputOrigin::MeasuredHere, InputOrigin::Copied]);
-        assert_eq!(origins("kbuild-allmod"), [InputOrigin::MeasuredHere, InputOrigin::Copied]);
-        assert_eq!(origins("kbuild-xpfo"), [InputOrigin::MeasuredHere, InputOrigin::Assumed]);
+        let here = InputOrigin::MeasuredHere;
+        assert_eq!(origins("kbuild"), [here, here, InputOrigin::Copied]);
+        assert_eq!(origins("kbuild-allmod"), [here, here, InputOrigin::Copied]);
+        assert_eq!(origins("kbuild-xpfo"), [here, here, InputOrigin::Assumed]);
     }
 }

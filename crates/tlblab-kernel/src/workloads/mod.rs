@@ -10,6 +10,7 @@ pub mod hackbench;
 mod inputs;
 mod kbuild;
 mod peers;
+pub mod reuse;
 mod stale;
 
 pub use inputs::ScenarioInput;

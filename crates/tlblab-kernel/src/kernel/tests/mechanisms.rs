@@ -305,6 +305,46 @@ fn mlp_overlaps_refills_and_changes_nothing_without_misses() {
     assert!((off - on) * 20 < off, "{on} {off}: the first round trips only");
 }
 
+/// A program that maps 64 pages, writes them, then reads a list of them in one scattered
+/// touch (`Touch::scattered`), the list ending with a page past the region's end.
+struct Scattered {
+    step: u32,
+    vma: Option<VmaId>,
+}
+
+impl Program for Scattered {
+    fn next(&mut self, env: &mut Env<'_>) -> Action {
+        self.step += 1;
+        if let crate::program::Outcome::Mapped(v) = env.last {
+            self.vma = Some(v);
+        }
+        match self.step {
+            1 => Action::Syscall(crate::program::Syscall::Mmap { pages: 64 }),
+            2 => Action::Touch(Touch::new(self.vma.unwrap(), 0, 64, AccessKind::Store, 1)),
+            3 => {
+                let list = [5, 40, 5, 63, 200, 7];
+                Action::Touch(Touch::scattered(self.vma.unwrap(), &list, AccessKind::Load, 100))
+            }
+            _ => Action::Exit,
+        }
+    }
+}
+
+/// A scattered touch references its listed pages in order, repeats included, each with its
+/// work; a listed page past the region's end ends the touch there (a SIGSEGV in the real
+/// program), not the run, and faults nothing.
+#[test]
+fn a_scattered_touch_references_its_list_and_stops_at_a_page_past_the_end() {
+    let spec = tlblab_sim::machine::builtin("skylake").unwrap();
+    let mut k = kernel_without(&spec, &[], 1);
+    k.spawn_process(Box::new(Scattered { step: 0, vma: None }), CpuId(0), true);
+    assert!(k.run(), "the program goes on to exit");
+    let r = k.report();
+    assert_eq!(r.page_faults, 64);
+    assert_eq!(r.hw.accesses.load, 4, "pages 5, 40, 5 and 63; 200 and what follows dropped");
+    assert_eq!(r.tasks[0].work_cycles, 64 + 4 * 100);
+}
+
 /// A program that maps 1,024 pages, writes them, then reads them all 20 times: every reference
 /// misses skylake's 64-entry L1 dTLB and hits its 1,536-entry STLB. `dependent`: each touch is a
 /// pointer chase.
@@ -321,7 +361,7 @@ impl Program for Chaser {
             self.vma = Some(v);
         }
         let touch = |vma, kind, dependent| {
-            let t = Touch { vma, first: 0, pages: 1024, kind, cycles_per_page: 1, dependent };
+            let t = Touch { dependent, ..Touch::new(vma, 0, 1024, kind, 1) };
             Action::Touch(t)
         };
         match self.step {
