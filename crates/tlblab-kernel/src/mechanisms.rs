@@ -96,6 +96,11 @@ mechanisms! {
         "a program that chases pointers (kbuild's compiler walking its IR through its heap) makes references whose address is the load before: each translation, STLB lookup and walk, stalls the chain, so mlp does not overlap them",
         "docs/hardware-model.md, \"Memory-level parallelism\"",
         "every load and store touch of several pages is independent and overlaps under mlp (the model before this mechanism)";
+    /// kbuild's compiler's measured page reuse (`workloads/reuse.rs`, `Compiler::reuse`).
+    CompilerReuse => "compiler-reuse",
+        "kbuild's compiler comes back to its pages at the rates and LRU stack distances measured for cc1 (cachegrind and lackey), and each fetch fault maps 16 pages of its text (do_fault_around)",
+        "docs/workloads.md, \"kbuild\" (the compiler, step 2)",
+        "bursts of 4 pages every 1,600 cycles, 80% of them over the hottest fifth of its pages, one text page per fetch fault (the model before this mechanism)";
     /// VMA merging and splitting (`mm.rs`, `Mm::mmap_beside`).
     VmaMerge => "vma-merge",
         "mmap(MAP_FIXED_NOREPLACE) beside a region merges the two VMAs, and a munmap of the new pages alone splits the merged VMA (kernel.split_vma)",
@@ -240,6 +245,7 @@ impl Mechanism {
             | Mechanism::WorkingSet
             | Mechanism::Mlp
             | Mechanism::PointerChase
+            | Mechanism::CompilerReuse
             | Mechanism::XpfoEvents
             | Mechanism::XpfoDirectMap4k
             | Mechanism::VforkWait

@@ -128,7 +128,7 @@ pub fn undocumented<'a>(
 }
 
 /// Every mechanism, in `tlblab sim mechanisms` order.
-pub const MECHANISMS: [&str; 31] = [
+pub const MECHANISMS: [&str; 32] = [
     "guest",
     "idle-states",
     "csd-queue",
@@ -138,6 +138,7 @@ pub const MECHANISMS: [&str; 31] = [
     "working-set",
     "mlp",
     "pointer-chase",
+    "compiler-reuse",
     "vma-merge",
     "nested-paging",
     "vcpu-preemption",

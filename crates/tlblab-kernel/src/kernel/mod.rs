@@ -1311,6 +1311,12 @@ impl<O: Observer> Kernel<O> {
     pub fn nr_cpus(&self) -> usize {
         self.cpus.len()
     }
+
+    /// Whether mechanism `m` is on in this run (workloads that carry a mechanism ask at
+    /// install).
+    pub fn mechanism_on(&self, m: crate::mechanisms::Mechanism) -> bool {
+        self.config.mechanisms.is_on(m)
+    }
 }
 
 #[cfg(test)]

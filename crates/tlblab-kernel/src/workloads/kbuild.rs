@@ -205,20 +205,49 @@ struct Job {
     buffers: u64,
 }
 
+/// The compiler's references before the measured profile (mechanism `compiler-reuse` off):
+/// assumptions, with no measurement of page-reference rates behind them.
+mod assumed {
+    /// Work between two page references, cycles.
+    pub(super) const REF_CYCLES: u64 = 400;
+    /// Pages referenced one after another in a burst.
+    pub(super) const BURST_PAGES: u64 = 4;
+    /// Share of bursts that go to the hottest fifth of the pages a region has.
+    pub(super) const HOT_SHARE: f64 = 0.8;
+    /// Share of heap bursts that store.
+    pub(super) const STORE_SHARE: f64 = 0.3;
+}
+
 /// The installed mix: shared by the slots.
 struct Shared {
     mix: BuildMix,
     /// Jobs not yet taken.
     left: Cell<u64>,
     clock_mhz: u64,
+    /// The compiler references its pages as measured (mechanism `compiler-reuse`); `false`: as
+    /// [`assumed`].
+    measured_reuse: bool,
 }
 
 impl Shared {
     /// Work between two page references, cycles: a ms of user time split evenly between the
     /// references the reuse profiles give it. First touches (faults) cost the same.
     fn ref_cycles(&self) -> u64 {
+        if !self.measured_reuse {
+            return assumed::REF_CYCLES;
+        }
         let per_ms = self.mix.code_reuse.refs_per_ms + self.mix.data_reuse.refs_per_ms;
         ((self.clock_mhz * 1000) as f64 / per_ms.max(1e-9)).round().max(1.0) as u64
+    }
+
+    /// Text pages each fetch fault brings in: those `do_fault_around()` maps, or one (the model
+    /// before `compiler-reuse`, whose text was anonymous).
+    fn text_per_fault(&self) -> u64 {
+        if self.measured_reuse {
+            FAULT_AROUND_PAGES
+        } else {
+            1
+        }
     }
 }
 
@@ -227,9 +256,16 @@ impl Shared {
 /// run is a window of a long build, ended by its time limit) and each slot's first job is
 /// already under way (a random share of it done), so that job starts and ends are spread over
 /// the window as in the middle of a build.
-pub(super) fn slots(mix: &BuildMix, params: &Params, clock_mhz: u64) -> Vec<Box<dyn Program>> {
+/// `measured_reuse`: mechanism `compiler-reuse`.
+pub(super) fn slots(
+    mix: &BuildMix,
+    params: &Params,
+    clock_mhz: u64,
+    measured_reuse: bool,
+) -> Vec<Box<dyn Program>> {
     let left = if params.jobs > 0 { params.jobs } else { u64::MAX };
-    let shared = Rc::new(Shared { mix: *mix, left: Cell::new(left), clock_mhz: clock_mhz.max(1) });
+    let clock_mhz = clock_mhz.max(1);
+    let shared = Rc::new(Shared { mix: *mix, left: Cell::new(left), clock_mhz, measured_reuse });
     (0..params.tasks)
         .map(|_| {
             let slot =
@@ -471,7 +507,9 @@ struct Compiler {
 impl Compiler {
     fn new(shared: Rc<Shared>, job: Job) -> Compiler {
         let ref_cycles = shared.ref_cycles();
-        let refs_total = (job.work / ref_cycles).max(1);
+        // Without `compiler-reuse`, a step is a burst of pages (and every step counts).
+        let per_step = if shared.measured_reuse { 1 } else { assumed::BURST_PAGES };
+        let refs_total = (job.work / (ref_cycles * per_step)).max(1);
         let (code_distances, data_distances) =
             (shared.mix.code_reuse.sampler(), shared.mix.data_reuse.sampler());
         Compiler {
@@ -546,6 +584,17 @@ impl Compiler {
         })
     }
 
+    /// A burst of references among the first `have` pages of a region, mostly the hottest
+    /// fifth (mechanism `compiler-reuse` off: the model before it).
+    fn assumed_reuse(&self, env: &mut Env<'_>, vma: VmaId, have: u64, kind: AccessKind) -> Action {
+        let hot = (have / 5).max(1);
+        let span = if env.rng.random::<f64>() < assumed::HOT_SHARE { hot } else { have.max(1) };
+        let first = env.rng.random_range(0..span);
+        let pages = assumed::BURST_PAGES.min(have.saturating_sub(first)).max(1);
+        let touch = Touch::new(vma, first, pages, kind, assumed::REF_CYCLES);
+        Action::Touch(Touch { dependent: true, ..touch })
+    }
+
     /// Grows a region's faulted part from `*have` to `want` pages (pages `base + have` on),
     /// putting them on `lru` (if they are new to it); `None` if already there.
     fn grow(
@@ -582,9 +631,10 @@ impl Program for Compiler {
         // Start-up: map text and heap, write the RELRO pages, protect them.
         match self.step {
             // The text: cc1's file, in the page cache, mapped and faulted around.
-            1 => {
+            1 if shared.measured_reuse => {
                 return Action::Syscall(Syscall::MmapFile { pages: job.text * FAULT_AROUND_PAGES })
             }
+            1 => return Action::Syscall(Syscall::Mmap { pages: job.text }),
             2 => {
                 self.text = Some(mapped(env));
                 return Action::Syscall(Syscall::Mmap { pages: relro_at + m.relro_pages });
@@ -625,6 +675,9 @@ impl Program for Compiler {
         if self.refs >= self.refs_total {
             return Action::Exit;
         }
+        if !shared.measured_reuse {
+            self.refs += 1;
+        }
         let progress = |total: u64| total * self.refs / self.refs_total;
         // A buffer when its share of the job comes up (log-uniform size).
         if self.buffers_done < progress(job.buffers) {
@@ -642,7 +695,7 @@ impl Program for Compiler {
         let text_pages = Some(&mut self.text_lru);
         // Each fetch fault maps the 16 pages around it (`do_fault_around()`): the measured
         // fetch faults times 16 is the text the compiler comes to use.
-        let want = progress(job.text).max(1) * FAULT_AROUND_PAGES;
+        let want = progress(job.text).max(1) * shared.text_per_fault();
         let fetch = AccessKind::Fetch;
         if let Some(a) = Compiler::grow(&mut self.text_in, want, text, 0, fetch, cycles, text_pages)
         {
@@ -688,7 +741,16 @@ impl Program for Compiler {
         ) {
             return action;
         }
-        self.reuse(env, text, heap)
+        if shared.measured_reuse {
+            self.reuse(env, text, heap)
+        } else if self.refs.is_multiple_of(2) {
+            // The model before `compiler-reuse`: fetches, then data, alternately.
+            self.assumed_reuse(env, text, self.text_in, AccessKind::Fetch)
+        } else {
+            let store = env.rng.random::<f64>() < assumed::STORE_SHARE;
+            let kind = if store { AccessKind::Store } else { AccessKind::Load };
+            self.assumed_reuse(env, heap, self.written_in, kind)
+        }
     }
 }
 
@@ -743,7 +805,8 @@ mod tests {
             written: faults as u64 - read - rewritten,
             buffers: 0,
         };
-        let shared = Rc::new(Shared { mix, left: Cell::new(0), clock_mhz: k.clock_mhz() });
+        let clock_mhz = k.clock_mhz();
+        let shared = Rc::new(Shared { mix, left: Cell::new(0), clock_mhz, measured_reuse: true });
         k.spawn_process(Box::new(Compiler::new(shared, job)), tlblab_types::CpuId(0), true);
         assert!(k.run(), "the compiler exits");
         let r = k.report();
@@ -826,7 +889,7 @@ mod tests {
             Kernel::new(&spec, &policy, KernelConfig::new(2, seed), Switches::default()).unwrap();
         k.limit_time(Cycles(window_ms * 1000 * k.clock_mhz()));
         let params = Params { tasks: 2, ..Params::default() };
-        for (i, slot) in super::slots(&mix, &params, k.clock_mhz()).into_iter().enumerate() {
+        for (i, slot) in super::slots(&mix, &params, k.clock_mhz(), true).into_iter().enumerate() {
             k.spawn_process(slot, tlblab_types::CpuId(i as u16), true);
         }
         assert!(!k.run(), "a window ends before the build");
@@ -920,7 +983,7 @@ mod tests {
             ..BuildMix::measured()
         };
         let params = Params { tasks: 2, jobs: 6, ..Params::default() };
-        for (i, slot) in slots(&mix, &params, k.clock_mhz()).into_iter().enumerate() {
+        for (i, slot) in slots(&mix, &params, k.clock_mhz(), true).into_iter().enumerate() {
             k.spawn_process(slot, tlblab_types::CpuId(i as u16), true);
         }
         assert!(k.run());

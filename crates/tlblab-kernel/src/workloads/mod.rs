@@ -567,7 +567,9 @@ impl ScenarioInfo {
             }
             Kind::Kbuild(mix) => {
                 let n = k.nr_cpus();
-                for (i, slot) in kbuild::slots(&mix(), p, k.clock_mhz()).into_iter().enumerate() {
+                let measured = k.mechanism_on(crate::mechanisms::Mechanism::CompilerReuse);
+                let slots = kbuild::slots(&mix(), p, k.clock_mhz(), measured);
+                for (i, slot) in slots.into_iter().enumerate() {
                     k.spawn_process(slot, CpuId((i % n) as u16), true);
                 }
             }
