@@ -6,8 +6,9 @@
 //! faults) and execs the compiler. The compiler maps its text, heap and stack, applies RELRO
 //! (`mprotect` of pages it just wrote), then works: it comes back to the pages it has at the
 //! rates and LRU stack distances measured for the real cc1 ([`super::reuse`]), while its text
-//! and heap grow by page faults at the measured fault rate; now and then it maps a buffer, fills it and unmaps it (malloc's large
-//! allocations); then it exits (`exit_mmap()`: a full flush of its mm).
+//! and heap grow by page faults at the measured fault rate; now and then it maps a buffer,
+//! fills it and unmaps it (malloc's large allocations); then it exits (`exit_mmap()`: a full
+//! flush of its mm).
 //!
 //! A job is kbuild's recipe, process for process (`sh -c 'gcc …; fixdep …; rm …'`): the slot
 //! starts the shell, the shell runs the gcc driver, then `fixdep`, then `rm`, one after
@@ -227,17 +228,33 @@ struct Shared {
     /// The compiler references its pages as measured (mechanism `compiler-reuse`); `false`: as
     /// [`assumed`].
     measured_reuse: bool,
+    /// Work between two page references, cycles: a ms of user time split evenly between the
+    /// references the reuse profiles give it (without `compiler-reuse`, the assumed figure).
+    /// First touches (faults) cost the same.
+    ref_cycles: u64,
+    /// The mix's reuse profiles, ready to draw from.
+    code_distances: DistanceSampler,
+    data_distances: DistanceSampler,
 }
 
 impl Shared {
-    /// Work between two page references, cycles: a ms of user time split evenly between the
-    /// references the reuse profiles give it. First touches (faults) cost the same.
-    fn ref_cycles(&self) -> u64 {
-        if !self.measured_reuse {
-            return assumed::REF_CYCLES;
+    fn new(mix: BuildMix, left: u64, clock_mhz: u64, measured_reuse: bool) -> Shared {
+        let clock_mhz = clock_mhz.max(1);
+        let ref_cycles = if measured_reuse {
+            let per_ms = mix.code_reuse.refs_per_ms + mix.data_reuse.refs_per_ms;
+            ((clock_mhz * 1000) as f64 / per_ms.max(1e-9)).round().max(1.0) as u64
+        } else {
+            assumed::REF_CYCLES
+        };
+        Shared {
+            mix,
+            left: Cell::new(left),
+            clock_mhz,
+            measured_reuse,
+            ref_cycles,
+            code_distances: mix.code_reuse.sampler(),
+            data_distances: mix.data_reuse.sampler(),
         }
-        let per_ms = self.mix.code_reuse.refs_per_ms + self.mix.data_reuse.refs_per_ms;
-        ((self.clock_mhz * 1000) as f64 / per_ms.max(1e-9)).round().max(1.0) as u64
     }
 
     /// Text pages each fetch fault brings in: those `do_fault_around()` maps, or one (the model
@@ -264,8 +281,7 @@ pub(super) fn slots(
     measured_reuse: bool,
 ) -> Vec<Box<dyn Program>> {
     let left = if params.jobs > 0 { params.jobs } else { u64::MAX };
-    let clock_mhz = clock_mhz.max(1);
-    let shared = Rc::new(Shared { mix: *mix, left: Cell::new(left), clock_mhz, measured_reuse });
+    let shared = Rc::new(Shared::new(*mix, left, clock_mhz, measured_reuse));
     (0..params.tasks)
         .map(|_| {
             let slot =
@@ -325,7 +341,7 @@ impl Program for Slot {
             2 => {
                 let heap = mapped(env);
                 self.heap = Some(heap);
-                return store(heap, 0, m.make_pages, self.shared.ref_cycles());
+                return store(heap, 0, m.make_pages, self.shared.ref_cycles);
             }
             _ => {}
         }
@@ -341,7 +357,7 @@ impl Program for Slot {
                 // make's work for a window's first job is done (the job is under way).
                 let work = (m.make_work_ms * 1000.0) as u64 * self.shared.clock_mhz;
                 let work = if self.first { 0 } else { work };
-                let cycles = self.shared.ref_cycles().max(work / m.parent_writes.max(1));
+                let cycles = self.shared.ref_cycles.max(work / m.parent_writes.max(1));
                 store(heap, first, m.parent_writes, cycles)
             }
             1 => {
@@ -450,7 +466,7 @@ impl Program for Recipe {
             2 => {
                 let heap = mapped(env);
                 self.heap = Some(heap);
-                return store(heap, 0, tool.pages.max(1), self.shared.ref_cycles());
+                return store(heap, 0, tool.pages.max(1), self.shared.ref_cycles);
             }
             3 => {
                 let cycles = (tool.work_ms * 1000.0) as u64 * self.shared.clock_mhz;
@@ -489,11 +505,6 @@ struct Compiler {
     /// The text's and the heap's pages faulted in so far, in LRU order.
     text_lru: LruPages,
     heap_lru: LruPages,
-    /// The mix's reuse profiles, ready to draw from.
-    code_distances: DistanceSampler,
-    data_distances: DistanceSampler,
-    /// Work between two page references, cycles ([`Shared::ref_cycles`]).
-    ref_cycles: u64,
     /// References done, and references in the job.
     refs: u64,
     refs_total: u64,
@@ -506,12 +517,9 @@ struct Compiler {
 
 impl Compiler {
     fn new(shared: Rc<Shared>, job: Job) -> Compiler {
-        let ref_cycles = shared.ref_cycles();
         // Without `compiler-reuse`, a step is a burst of pages (and every step counts).
         let per_step = if shared.measured_reuse { 1 } else { assumed::BURST_PAGES };
-        let refs_total = (job.work / (ref_cycles * per_step)).max(1);
-        let (code_distances, data_distances) =
-            (shared.mix.code_reuse.sampler(), shared.mix.data_reuse.sampler());
+        let refs_total = (job.work / (shared.ref_cycles * per_step)).max(1);
         Compiler {
             shared,
             job,
@@ -524,9 +532,6 @@ impl Compiler {
             rewritten_in: 0,
             text_lru: LruPages::default(),
             heap_lru: LruPages::default(),
-            code_distances,
-            data_distances,
-            ref_cycles,
             refs: 0,
             refs_total,
             buffers_done: 0,
@@ -542,15 +547,15 @@ impl Compiler {
     /// several references keeps the model's events few (cc1 makes about 16 such references
     /// per µs).
     fn reuse(&mut self, env: &mut Env<'_>, text: VmaId, heap: VmaId) -> Action {
-        let shared = Rc::clone(&self.shared);
+        let shared = &*self.shared;
         let m = &shared.mix;
         let (code, data) = (m.code_reuse.refs_per_ms, m.data_reuse.refs_per_ms);
         let fetch = env.rng.random::<f64>() * (code + data) < code;
         let store = !fetch && env.rng.random::<f64>() < m.store_share;
         let (lru, sampler) = if fetch {
-            (&mut self.text_lru, &self.code_distances)
+            (&mut self.text_lru, &shared.code_distances)
         } else {
-            (&mut self.heap_lru, &self.data_distances)
+            (&mut self.heap_lru, &shared.data_distances)
         };
         let n = (SCATTER_PAGES as u64).min(self.refs_total - self.refs);
         self.refs += n;
@@ -580,7 +585,7 @@ impl Compiler {
         // assumption about the whole reuse stream).
         Action::Touch(Touch {
             dependent: true,
-            ..Touch::scattered(vma, list, kind, self.ref_cycles)
+            ..Touch::scattered(vma, list, kind, shared.ref_cycles)
         })
     }
 
@@ -630,11 +635,16 @@ impl Program for Compiler {
         let relro_at = job.written + job.read;
         // Start-up: map text and heap, write the RELRO pages, protect them.
         match self.step {
-            // The text: cc1's file, in the page cache, mapped and faulted around.
-            1 if shared.measured_reuse => {
-                return Action::Syscall(Syscall::MmapFile { pages: job.text * FAULT_AROUND_PAGES })
+            // The text: cc1's file, in the page cache, mapped and faulted around (without
+            // `compiler-reuse`, anonymous pages, one per fetch fault).
+            1 => {
+                let pages = job.text * shared.text_per_fault();
+                return Action::Syscall(if shared.measured_reuse {
+                    Syscall::MmapFile { pages }
+                } else {
+                    Syscall::Mmap { pages }
+                });
             }
-            1 => return Action::Syscall(Syscall::Mmap { pages: job.text }),
             2 => {
                 self.text = Some(mapped(env));
                 return Action::Syscall(Syscall::Mmap { pages: relro_at + m.relro_pages });
@@ -642,7 +652,7 @@ impl Program for Compiler {
             3 => {
                 let heap = mapped(env);
                 self.heap = Some(heap);
-                return store(heap, relro_at, m.relro_pages, self.ref_cycles);
+                return store(heap, relro_at, m.relro_pages, shared.ref_cycles);
             }
             4 => {
                 let heap = self.heap.expect("mapped");
@@ -662,7 +672,7 @@ impl Program for Compiler {
                 self.buffer = Some(vma);
                 self.buffer_step = 2;
                 // The touch stops at the region's end.
-                let cycles = self.ref_cycles;
+                let cycles = shared.ref_cycles;
                 return Action::Touch(Touch::new(vma, 0, u64::MAX, self.buffer_kind, cycles));
             }
             2 => {
@@ -691,8 +701,10 @@ impl Program for Compiler {
         // Fault in text and heap at their share of the job's progress; pages first read are
         // written later (their share of the job, never ahead of the reads).
         // (One growth per call: each returns its touch.)
-        let cycles = self.ref_cycles;
-        let text_pages = Some(&mut self.text_lru);
+        let cycles = shared.ref_cycles;
+        // The stacks serve only the measured reuse.
+        let measured = shared.measured_reuse;
+        let text_pages = Some(&mut self.text_lru).filter(|_| measured);
         // Each fetch fault maps the 16 pages around it (`do_fault_around()`): the measured
         // fetch faults times 16 is the text the compiler comes to use.
         let want = progress(job.text).max(1) * shared.text_per_fault();
@@ -702,7 +714,7 @@ impl Program for Compiler {
             return a;
         }
         let want = progress(job.written).max(1);
-        let heap_pages = Some(&mut self.heap_lru);
+        let heap_pages = Some(&mut self.heap_lru).filter(|_| measured);
         if let Some(a) = Compiler::grow(
             &mut self.written_in,
             want,
@@ -715,7 +727,7 @@ impl Program for Compiler {
             return a;
         }
         let (want, base) = (progress(job.read), job.written);
-        let heap_pages = Some(&mut self.heap_lru);
+        let heap_pages = Some(&mut self.heap_lru).filter(|_| measured);
         if let Some(a) = Compiler::grow(
             &mut self.read_in,
             want,
@@ -789,7 +801,7 @@ mod tests {
     /// rate: the hardware counters of the run and the work done, in ms.
     fn lone_compiler(ms: u64, seed: u64) -> (crate::stats::KernelReport, f64) {
         use super::{Compiler, Job, Shared};
-        use std::{cell::Cell, rc::Rc};
+        use std::rc::Rc;
         let spec = tlblab_sim::machine::builtin("skylake").unwrap();
         let policy = Policy::named("linux-6.18").unwrap();
         let mut k = Kernel::new(&spec, &policy, KernelConfig::new(1, seed), NoObserver).unwrap();
@@ -805,8 +817,7 @@ mod tests {
             written: faults as u64 - read - rewritten,
             buffers: 0,
         };
-        let clock_mhz = k.clock_mhz();
-        let shared = Rc::new(Shared { mix, left: Cell::new(0), clock_mhz, measured_reuse: true });
+        let shared = Rc::new(Shared::new(mix, 0, k.clock_mhz(), true));
         k.spawn_process(Box::new(Compiler::new(shared, job)), tlblab_types::CpuId(0), true);
         assert!(k.run(), "the compiler exits");
         let r = k.report();
