@@ -96,6 +96,16 @@ mechanisms! {
         "a program that chases pointers (kbuild's compiler walking its IR through its heap) makes references whose address is the load before: each translation, STLB lookup and walk, stalls the chain, so mlp does not overlap them",
         "docs/hardware-model.md, \"Memory-level parallelism\"",
         "every load and store touch of several pages is independent and overlaps under mlp (the model before this mechanism)";
+    /// STLB hits pipelined under `mlp` (`Kernel::touch_cycles`).
+    StlbPipelined => "stlb-pipelined",
+        "under mlp, the STLB lookups of independent references that hit it are pipelined, one a cycle, beside the work and the walks (measured here: a read loop over 1,024 pages, all STLB hits, costs per page what one over 32 does)",
+        "docs/hardware-model.md, \"Memory-level parallelism\"",
+        "STLB hits are divided by the page walkers with the walks (the model before this mechanism)";
+    /// Loads of the shared zero page hit one cache line (`Kernel::touch_step`).
+    ZeroPageLine => "zero-page-line",
+        "a load from a page mapped to the shared zero page reads the one physical line every such page maps: its work is the loop's own (ZERO_PAGE_LOAD_CYCLES, measured), not the touch's cycles_per_page, which stands for a page of its own",
+        "docs/workloads.md, \"Work per page\"",
+        "every page costs the touch's cycles_per_page (the model before this mechanism)";
     /// kbuild's compiler's measured page reuse (`workloads/reuse.rs`, `Compiler::reuse`).
     CompilerReuse => "compiler-reuse",
         "kbuild's compiler comes back to its pages at the rates and LRU stack distances measured for cc1 (cachegrind and lackey), and each fetch fault maps 16 pages of its text (do_fault_around)",
@@ -245,6 +255,8 @@ impl Mechanism {
             | Mechanism::WorkingSet
             | Mechanism::Mlp
             | Mechanism::PointerChase
+            | Mechanism::StlbPipelined
+            | Mechanism::ZeroPageLine
             | Mechanism::CompilerReuse
             | Mechanism::XpfoEvents
             | Mechanism::XpfoDirectMap4k

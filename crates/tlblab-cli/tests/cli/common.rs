@@ -128,7 +128,7 @@ pub fn undocumented<'a>(
 }
 
 /// Every mechanism, in `tlblab sim mechanisms` order.
-pub const MECHANISMS: [&str; 32] = [
+pub const MECHANISMS: [&str; 34] = [
     "guest",
     "idle-states",
     "csd-queue",
@@ -138,6 +138,8 @@ pub const MECHANISMS: [&str; 32] = [
     "working-set",
     "mlp",
     "pointer-chase",
+    "stlb-pipelined",
+    "zero-page-line",
     "compiler-reuse",
     "vma-merge",
     "nested-paging",

@@ -155,10 +155,11 @@ fn explain_runs_each_mechanism_off_and_is_byte_identical() {
     }
     let ran: Vec<_> = e.iter().filter(|m| m["status"] == "ran").collect();
     // skylake-kvm runs under EPT (nested-paging) and its idle vCPUs poll (poll-wake);
-    // pointer-chase, compiler-reuse, rwsem-steal and wakeup-preemption are always present (they
-    // change nothing here: madv-migrate chases no pointer, runs no compiler, has one task per mm
-    // and one task per CPU).
-    assert_eq!(ran.len(), 13, "nested-paging, poll-wake, pointer-chase, rwsem-steal present");
+    // pointer-chase, stlb-pipelined, zero-page-line, compiler-reuse, rwsem-steal and
+    // wakeup-preemption are always present (they change nothing here: madv-migrate chases no
+    // pointer, touches one page at a time, reads no zero page, runs no compiler, has one task
+    // per mm and one task per CPU).
+    assert_eq!(ran.len(), 15, "nested-paging, poll-wake, pointer-chase, rwsem-steal present");
     assert!(ran.iter().all(|m| m["values"].as_array().unwrap().len() == 2));
     // 4.13 sends an IPI per iteration: without the guest's two exits each is cheaper.
     assert!(e[0]["change"].as_f64().unwrap() < 0.0, "{}", e[0]);

@@ -773,6 +773,7 @@ impl<O: Observer> Kernel<O> {
         let mut dropped = false;
         let (now, ctx_id) = (self.queue.now(), self.mms[mm.0 as usize].ctx_id);
         let tag = if self.hw[c].cr4().pcide { pcid.get() } else { 0 };
+        let stlb_hits_before = self.hw_stats[c].misses[touch.kind.index()].stlb_hit;
         while done < end {
             let index = touch.page(done);
             let Some(&pte) = vma.ptes.get(index as usize) else {
@@ -813,7 +814,9 @@ impl<O: Observer> Kernel<O> {
             done += 1;
         }
         let work = (done - start) * touch.cycles_per_page;
-        cycles += self.touch_cycles(touch, done - start, translation, work);
+        let stlb_hits = self.hw_stats[c].misses[touch.kind.index()].stlb_hit - stlb_hits_before;
+        let translated = Translated { cycles: translation, stlb_hits };
+        cycles += self.touch_cycles(cpu, touch, done - start, translated, work);
         self.tasks[t.0 as usize].report.work_cycles += work;
         if let Some(page) = fault {
             self.push_frame(t, Frame::Touch { touch, done });
@@ -833,8 +836,15 @@ impl<O: Observer> Kernel<O> {
     /// each other and with the work: the throughput bound `max(work, translation / walkers)`.
     /// Instruction fetches stall the front end: serial. So do dependent references (pointer
     /// chasing, mechanism `pointer-chase`): each address needs the load before it.
-    fn touch_cycles(&self, touch: Touch, pages: u64, translation: u64, work: u64) -> u64 {
-        use crate::mechanisms::Mechanism;
+    fn touch_cycles(
+        &self,
+        cpu: CpuId,
+        touch: Touch,
+        pages: u64,
+        translated: Translated,
+        work: u64,
+    ) -> u64 {
+        let Translated { cycles: translation, stlb_hits } = translated;
         let mechanisms = self.config.mechanisms;
         let chased = touch.dependent && mechanisms.is_on(Mechanism::PointerChase);
         let overlaps = touch.kind != AccessKind::Fetch
@@ -845,7 +855,15 @@ impl<O: Observer> Kernel<O> {
             return translation + work;
         }
         let walkers = u64::from(self.spec.raw().features.page_walkers.max(1));
-        work.max(translation.div_ceil(walkers))
+        if !mechanisms.is_on(Mechanism::StlbPipelined) {
+            return work.max(translation.div_ceil(walkers));
+        }
+        // STLB hits need no walker: their lookups are pipelined, one a cycle (a read loop
+        // over 1,024 pages, every one an STLB hit, costs per page what one over 32 does:
+        // tools/calibrate/results/touch-work-2026-11-30.md); the walks share the walkers.
+        let lookups = stlb_hits * self.hw[usize::from(cpu.0)].stlb_latency();
+        let walking = translation.saturating_sub(lookups);
+        work.max(stlb_hits).max(walking.div_ceil(walkers))
     }
 
     /// Kernel entry from user mode (system call or exception); returns its cycles.

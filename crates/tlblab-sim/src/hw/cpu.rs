@@ -204,6 +204,12 @@ impl Cpu {
         }
     }
 
+    /// Cycles of an STLB lookup (an L1 miss's, hit or not): what a translation that hits the
+    /// STLB costs.
+    pub fn stlb_latency(&self) -> u64 {
+        self.stlb_latency
+    }
+
     /// The current CR4 bits.
     pub fn cr4(&self) -> Cr4 {
         self.cr4
