@@ -1173,7 +1173,8 @@ pub struct ScenarioParams {
     /// 1 MiB).
     #[arg(long, default_value_t = 256, value_parser = bounded::<u64>(bounds::PAGES))]
     pub pages: u64,
-    /// Work per page referenced, in cycles, besides translation.
+    /// Work per page referenced, in cycles, besides translation (pingpong's loads of the zero
+    /// page cost 1, measured, unless `--without zero-page-line`; docs/workloads.md).
     #[arg(long, default_value_t = 10, value_parser = bounded::<u64>(bounds::CYCLES_PER_PAGE))]
     pub cycles_per_page: u64,
     /// kbuild*: compile jobs in the build, run to the end (default 0: a window of a long build).

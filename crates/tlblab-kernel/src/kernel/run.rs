@@ -829,11 +829,12 @@ impl<O: Observer> Kernel<O> {
         Step::Spend(cycles, Mode::User)
     }
 
-    /// The time of `pages` page references of one touch whose translations took `translation`
+    /// The time of `pages` page references of one touch whose translations took `translated`
     /// cycles in all and whose work between references is `work`. Serially, the sum. With
     /// memory-level parallelism (mechanism `mlp`), a stream of independent loads or stores
     /// overlaps its STLB lookups and page walks, up to the preset's `page_walkers` at once, with
-    /// each other and with the work: the throughput bound `max(work, translation / walkers)`.
+    /// each other and with the work: the throughput bound `max(work, translation / walkers)`,
+    /// or, with `stlb-pipelined`, `max(work, STLB hits, walk cycles / walkers)`.
     /// Instruction fetches stall the front end: serial. So do dependent references (pointer
     /// chasing, mechanism `pointer-chase`): each address needs the load before it.
     fn touch_cycles(

@@ -72,7 +72,8 @@ pub struct Params {
     pub op: StormOp,
     /// Pages of the region each task works on.
     pub pages: u64,
-    /// Work per page referenced, in cycles.
+    /// Work per page referenced, in cycles (a page of its own; pingpong's zero-page loads cost
+    /// [`ZERO_PAGE_LOAD_CYCLES`] with mechanism `zero-page-line`).
     pub cycles_per_page: u64,
     /// `kbuild*`: compile jobs in the build (0: jobs never run out; the run is a window).
     pub jobs: u64,
