@@ -101,11 +101,11 @@ mechanisms! {
         "under mlp, the STLB lookups of independent references that hit it are pipelined, one a cycle, beside the work and the walks (measured here: a read loop over 1,024 pages, all STLB hits, costs per page what one over 32 does)",
         "docs/hardware-model.md, \"Memory-level parallelism\"",
         "STLB hits are divided by the page walkers with the walks (the model before this mechanism)";
-    /// Loads of the shared zero page hit one cache line (`Kernel::touch_step`).
+    /// pingpong's zero-page loads hit one cache line (`workloads/mod.rs`, `PingPong::touch_cycles`).
     ZeroPageLine => "zero-page-line",
-        "a load from a page mapped to the shared zero page reads the one physical line every such page maps: its work is the loop's own (ZERO_PAGE_LOAD_CYCLES, measured), not the touch's cycles_per_page, which stands for a page of its own",
+        "pingpong's touches load never-written pages, all mapped to the zero page's one physical line: each page's work is the loop's own (ZERO_PAGE_LOAD_CYCLES, measured), not cycles_per_page, which stands for a page of its own",
         "docs/workloads.md, \"Work per page\"",
-        "every page costs the touch's cycles_per_page (the model before this mechanism)";
+        "each page pingpong touches costs cycles_per_page (the model before this mechanism)";
     /// kbuild's compiler's measured page reuse (`workloads/reuse.rs`, `Compiler::reuse`).
     CompilerReuse => "compiler-reuse",
         "kbuild's compiler comes back to its pages at the rates and LRU stack distances measured for cc1 (cachegrind and lackey), and each fetch fault maps 16 pages of its text (do_fault_around)",

@@ -609,14 +609,6 @@ pub const STOP_CHECK_EVENTS: u64 = 4096;
 /// Page references processed per step of a touch (bounds how stale a step's view can be).
 const TOUCH_CHUNK: u64 = 64;
 
-/// A touch's translations: their cycles (as the hardware counts them, each in full) and how many
-/// of them hit the STLB (each of those cost the STLB's latency and no walk).
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Translated {
-    pub(super) cycles: u64,
-    pub(super) stlb_hits: u64,
-}
-
 impl<O: Observer> Kernel<O> {
     /// A booted machine: every CPU idle on `init_mm`.
     pub fn new(

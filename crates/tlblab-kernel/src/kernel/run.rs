@@ -815,8 +815,7 @@ impl<O: Observer> Kernel<O> {
         }
         let work = (done - start) * touch.cycles_per_page;
         let stlb_hits = self.hw_stats[c].misses[touch.kind.index()].stlb_hit - stlb_hits_before;
-        let translated = Translated { cycles: translation, stlb_hits };
-        cycles += self.touch_cycles(cpu, touch, done - start, translated, work);
+        cycles += self.touch_cycles(cpu, touch, done - start, translation, stlb_hits, work);
         self.tasks[t.0 as usize].report.work_cycles += work;
         if let Some(page) = fault {
             self.push_frame(t, Frame::Touch { touch, done });
@@ -829,8 +828,9 @@ impl<O: Observer> Kernel<O> {
         Step::Spend(cycles, Mode::User)
     }
 
-    /// The time of `pages` page references of one touch whose translations took `translated`
-    /// cycles in all and whose work between references is `work`. Serially, the sum. With
+    /// The time of `pages` page references of one touch whose translations took `translation`
+    /// cycles in all (`stlb_hits` of them hits of the STLB, each its latency and no walk) and
+    /// whose work between references is `work`. Serially, the sum. With
     /// memory-level parallelism (mechanism `mlp`), a stream of independent loads or stores
     /// overlaps its STLB lookups and page walks, up to the preset's `page_walkers` at once, with
     /// each other and with the work: the throughput bound `max(work, translation / walkers)`,
@@ -842,10 +842,10 @@ impl<O: Observer> Kernel<O> {
         cpu: CpuId,
         touch: Touch,
         pages: u64,
-        translated: Translated,
+        translation: u64,
+        stlb_hits: u64,
         work: u64,
     ) -> u64 {
-        let Translated { cycles: translation, stlb_hits } = translated;
         let mechanisms = self.config.mechanisms;
         let chased = touch.dependent && mechanisms.is_on(Mechanism::PointerChase);
         let overlaps = touch.kind != AccessKind::Fetch
