@@ -13,7 +13,7 @@ use serde::Serialize;
 use std::fmt::Write as _;
 use tlblab_env::{hypervisor, parse_id_list, KvmPvTlbFlush};
 use tlblab_sim::machine::raw::{
-    CyclesFigure, MhzFigure, PscLevel, PscScope, RawCosts, RawFeatures, RawMachine,
+    CyclesFigure, MhzFigure, PscLevel, PscScope, RawCosts, RawFeatures, RawMachine, TlbScope,
 };
 use tlblab_sim::machine::{builtin, builtin_names, MachineSpec};
 use tlblab_sim::stats::OpKind;
@@ -106,15 +106,30 @@ pub fn build(facts: &HostFacts) -> Result<HostPreset, HostError> {
         psc.push(tlblab_sim::machine::raw::RawPsc { source, unverified: true, ..p.clone() });
     }
     let latency = relabel(&preset.latency, &copied, "latency", &mut prov)?;
-    let cost = costs(&preset, preset_name, &id.vendor, &feats, &mut prov)?;
+    let mut cost = costs(&preset, preset_name, &id.vendor, &feats, &mut prov)?;
+    let mut feats = feats;
     let mut derivation = None;
     let mut cache = String::new();
     let kernel = match &preset.kernel {
         Some(k) => {
             let mut copy = relabel(k, &copied, "kernel", &mut prov)?;
             copy.clock = clock(facts, dump, info.as_ref(), &copy.clock, preset_name, &mut prov);
+            // INVLPG's cost and reach, from the same measured paths, before the kernel figures
+            // that subtract the one-page flush.
+            if let Some(cached) = facts.path_costs.available() {
+                let text = crate::kernel_costs::cache_text(cached);
+                let (costs, mhz) = (&cached.costs, copy.clock.mhz);
+                crate::invlpg::apply(
+                    costs,
+                    &text,
+                    mhz,
+                    &mut cost.invlpg,
+                    &mut feats.raw,
+                    &mut prov,
+                );
+            }
             (derivation, cache) =
-                measured_kernel(facts, k, &mut copy, cost.invlpg.cycles, virtualised, &mut prov);
+                measured_kernel(facts, k, &mut copy, &cost, &feats.raw, virtualised, &mut prov);
             Some(copy)
         }
         None => None,
@@ -517,6 +532,9 @@ fn features(
         page_walkers: pf.page_walkers,
         invlpg_psc_scope: scope,
         invlpg_psc_scope_source: scope_source,
+        // Decided from the measured paths, when there are some (`invlpg_scope` below).
+        invlpg_tlb_scope: TlbScope::Address,
+        invlpg_tlb_scope_source: String::new(),
         source: format!(
             "pcid, invpcid, invlpgb, la57: this machine (/proc/cpuinfo flags and CPUID); \
              page_walkers: copied from preset {preset_name}"
@@ -860,7 +878,8 @@ fn measured_kernel(
     facts: &HostFacts,
     preset: &tlblab_sim::machine::raw::RawKernel,
     copy: &mut tlblab_sim::machine::raw::RawKernel,
-    invlpg_cycles: u64,
+    cost: &RawCosts,
+    features: &RawFeatures,
     virtualised: bool,
     prov: &mut Vec<Provenance>,
 ) -> (Option<crate::kernel_costs::Derivation>, String) {
@@ -881,7 +900,14 @@ fn measured_kernel(
         Origin::Informative,
         format!("tlblab-pathcost: {cache}"),
     ));
-    let flush = crate::kernel_costs::local_flush(copy, invlpg_cycles);
+    let mut flush = crate::kernel_costs::local_flush(copy, cost.invlpg.cycles);
+    let ns = |cycles: u64| cycles as f64 * 1000.0 / copy.clock.mhz.max(1) as f64;
+    flush.refill = crate::invlpg::refill(
+        &cached.costs,
+        features.invlpg_tlb_scope,
+        ns(cost.invlpg.cycles),
+        ns(cost.mov_cr3.cycles),
+    );
     let d = crate::kernel_costs::derive(&cached.costs, preset, virtualised, &flush);
     crate::kernel_costs::apply(copy, &d, cached, prov);
     (Some(d), cache)

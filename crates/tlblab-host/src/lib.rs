@@ -72,6 +72,7 @@ mod error;
 pub mod facts;
 mod gather;
 mod guest;
+pub mod invlpg;
 pub mod kernel_costs;
 pub mod mitigations;
 pub mod nearest;

@@ -12,7 +12,7 @@ use serde::Serialize;
 use std::fmt;
 use thiserror::Error;
 use tlblab_sim::machine::mitigations::InPath;
-use tlblab_sim::machine::MachineSpec;
+use tlblab_sim::machine::{MachineSpec, TlbScope};
 
 macro_rules! mechanisms {
     ($($(#[$doc:meta])* $variant:ident => $name:literal, $what:literal, $doc_section:literal, $off:literal;)+) => {
@@ -222,6 +222,11 @@ mechanisms! {
         "a pipe or socket message read after others were written on its writer's CPU costs pipe_queued or socket_queued more (the skb, its data, the buffer page gone from the caches meanwhile), in proportion to how many up to the depth they were measured at",
         "docs/kernel-model.md, \"How time is modelled\" (pipes and sockets)",
         "every message costs the hot write and read, however deep its queue (the model before this mechanism)";
+    /// INVLPG as the preset measured it (`[features] invlpg_tlb_scope`; `tlblab-sim`).
+    InvlpgScope => "invlpg-scope",
+        "INVLPG as the machine does it: on a preset with invlpg_tlb_scope = \"all\" (measured in this project's KVM guest) each INVLPG drops every TLB entry, globals, paging-structure caches and cached guest-physical translations too, so a ranged flush costs the refills a full flush does",
+        "docs/hardware-model.md, \"INVLPG that drops everything\"",
+        "INVLPG drops the address's entries only (the SDM's rule): exactly the preset with invlpg_tlb_scope = \"address\"";
 }
 
 impl Mechanism {
@@ -262,6 +267,7 @@ impl Mechanism {
             | Mechanism::XpfoDirectMap4k
             | Mechanism::VforkWait
             | Mechanism::WakeupPreemption => true,
+            Mechanism::InvlpgScope => spec.invlpg_tlb_scope() == TlbScope::All,
             Mechanism::QueuedMessages => spec
                 .kernel_costs()
                 .is_some_and(|k| k.pipe_queued.cycles > 0 || k.socket_queued.cycles > 0),

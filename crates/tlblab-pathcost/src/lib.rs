@@ -7,8 +7,11 @@
 //! | `minor_fault_zero` | first read of a fresh anonymous page (`MADV_NOHUGEPAGE`): maps the zero page |
 //! | `minor_fault_anon` | first write of such a page: allocate, zero, map |
 //! | `madvise_empty` | `madvise(MADV_DONTNEED)` of 64 pages none of which is present: syscall, `mmap_lock` and VMA walk; no zap, no flush |
+//! | `dontneed_16` | `MADV_DONTNEED` of 16 present pages, their writes untimed: below the flush ceiling, one `INVLPG` per page; with `dontneed_1`, the cost of one more page of a ranged flush |
 //! | `dontneed_64`, `dontneed_256` | `MADV_DONTNEED` of 64 / 256 present pages (the writes that make them present are not timed): both flush fully, so their difference is 192 zaps |
 //! | `mprotect_1`, `mprotect_64`, `mprotect_256` | `mprotect` of 1 / 64 / 256 present pages, read-only and read-write by turns: each call changes every PTE and flushes (one page by `INVLPG`, 64 and 256 fully, so their difference is 192 PTE changes) |
+//! | `mprotect_2_near`, `mprotect_2_far` | `mprotect` of a 34-page VMA whose only present pages are its first two, or its first and last, read-only and read-write by turns: the same two PTE changes, flushed by two `INVLPG`s, or fully (their range exceeds the ceiling of 33) |
+//! | `reread_after_none`, `reread_after_invlpg`, `reread_after_flush` | per page: one byte read from each of 64 present pages of another region right after an `mprotect` that flushed nothing (a page never touched), one page (one `INVLPG`), or everything (64 pages, a CR3 write); only the reads timed: whether a one-page flush keeps other pages' translations |
 //! | `mmap_munmap_untouched` | `mmap` + `munmap` of 16 untouched pages: no zap, no flush |
 //! | `thread_switch` | per switch: two threads of this process on one CPU pass a token through eventfds (same mm) |
 //! | `line_pingpong` | per transfer: a counter alone in its cache line, passed to a thread spinning on the other CPU and back (each side waits for the other's store and answers with the next value), half the round trip |
@@ -68,6 +71,8 @@ pub mod names {
     pub const MADVISE_EMPTY: &str = "madvise_empty";
     /// `MADV_DONTNEED` of one present page.
     pub const DONTNEED_ONE: &str = "dontneed_1";
+    /// `MADV_DONTNEED` of [`crate::measure::ZAP_RANGE`] present pages (a ranged flush).
+    pub const DONTNEED_RANGE: &str = "dontneed_16";
     /// `MADV_DONTNEED` of [`crate::measure::ZAP_SMALL`] present pages.
     pub const DONTNEED_SMALL: &str = "dontneed_64";
     /// `MADV_DONTNEED` of [`crate::measure::ZAP_LARGE`] present pages.
@@ -78,6 +83,19 @@ pub mod names {
     pub const MPROTECT_SMALL: &str = "mprotect_64";
     /// `mprotect` of [`crate::measure::ZAP_LARGE`] present pages.
     pub const MPROTECT_LARGE: &str = "mprotect_256";
+    /// `mprotect` of a [`crate::measure::PAIR_SPAN`]-page VMA whose only present pages are its
+    /// first two: two PTEs changed, flushed by two INVLPGs.
+    pub const MPROTECT_PAIR_NEAR: &str = "mprotect_2_near";
+    /// The same with the two present pages at the VMA's ends: the same two PTEs changed,
+    /// flushed fully (their range exceeds the ceiling).
+    pub const MPROTECT_PAIR_FAR: &str = "mprotect_2_far";
+    /// Per page, reading [`crate::measure::REREAD_PAGES`] present pages right after an
+    /// `mprotect` that flushed nothing.
+    pub const REREAD_AFTER_NONE: &str = "reread_after_none";
+    /// The same right after a one-page flush (one `INVLPG` of another page).
+    pub const REREAD_AFTER_INVLPG: &str = "reread_after_invlpg";
+    /// The same right after a full flush.
+    pub const REREAD_AFTER_FLUSH: &str = "reread_after_flush";
     /// `mmap` + `munmap` of an untouched region.
     pub const MMAP_MUNMAP: &str = "mmap_munmap_untouched";
     /// `munmap` of the untouched upper page of a 2-page VMA (`__split_vma()`).
@@ -130,17 +148,23 @@ pub mod names {
     /// The same with [`crate::FORK_GROWN_PAGES`] more anonymous pages passed on.
     pub const FORK_EXIT_GROWN: &str = "fork_exit_grown";
     /// Every name, in measuring order.
-    pub const ALL: [&str; 33] = [
+    pub const ALL: [&str; 39] = [
         NULL_SYSCALL,
         FAULT_ZERO,
         FAULT_ANON,
         MADVISE_EMPTY,
         DONTNEED_ONE,
+        DONTNEED_RANGE,
         DONTNEED_SMALL,
         DONTNEED_LARGE,
         MPROTECT_ONE,
         MPROTECT_SMALL,
         MPROTECT_LARGE,
+        MPROTECT_PAIR_NEAR,
+        MPROTECT_PAIR_FAR,
+        REREAD_AFTER_NONE,
+        REREAD_AFTER_INVLPG,
+        REREAD_AFTER_FLUSH,
         MMAP_MUNMAP,
         MUNMAP_SPLIT,
         THREAD_SWITCH,

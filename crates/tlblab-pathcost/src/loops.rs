@@ -25,7 +25,7 @@ pub const CALIBRATION_STEP: f64 = 0.10;
 pub const CALIBRATED_SHARE: f64 = 0.5;
 
 /// Every loop the host preset measures, in measuring order ([`names::ALL`]).
-pub const MEASURED_LOOPS: [MeasuredLoop; 33] = [
+pub const MEASURED_LOOPS: [MeasuredLoop; 39] = [
     MeasuredLoop { name: names::NULL_SYSCALL, operation: "getppid()" },
     MeasuredLoop {
         name: names::FAULT_ZERO,
@@ -43,6 +43,11 @@ pub const MEASURED_LOOPS: [MeasuredLoop; 33] = [
         name: names::DONTNEED_ONE,
         operation: "MADV_DONTNEED of one present page, its write untimed (one zap, one local \
                     flush): the one-page madvise loop of madvise-busy --busy 0 and madvise-scale",
+    },
+    MeasuredLoop {
+        name: names::DONTNEED_RANGE,
+        operation: "MADV_DONTNEED of 16 present pages, their writes untimed (below the flush \
+                    ceiling: one INVLPG per page)",
     },
     MeasuredLoop {
         name: names::DONTNEED_SMALL,
@@ -66,6 +71,31 @@ pub const MEASURED_LOOPS: [MeasuredLoop; 33] = [
         name: names::MPROTECT_LARGE,
         operation:
             "mprotect of 256 present pages, read-only and read-write by turns (a full flush)",
+    },
+    MeasuredLoop {
+        name: names::MPROTECT_PAIR_NEAR,
+        operation: "mprotect of a 34-page VMA whose only present pages are its first two, \
+                    read-only and read-write by turns (two PTEs changed, two INVLPGs)",
+    },
+    MeasuredLoop {
+        name: names::MPROTECT_PAIR_FAR,
+        operation: "the same with its first and last pages present (two PTEs changed, a full \
+                    flush)",
+    },
+    MeasuredLoop {
+        name: names::REREAD_AFTER_NONE,
+        operation: "per page, reading 64 present pages right after an mprotect of a page never \
+                    touched (nothing flushed)",
+    },
+    MeasuredLoop {
+        name: names::REREAD_AFTER_INVLPG,
+        operation: "per page, reading 64 present pages right after an mprotect of one other \
+                    present page (one INVLPG)",
+    },
+    MeasuredLoop {
+        name: names::REREAD_AFTER_FLUSH,
+        operation: "per page, reading 64 present pages right after an mprotect of 64 other \
+                    present pages (a full flush)",
     },
     MeasuredLoop {
         name: names::MMAP_MUNMAP,

@@ -129,8 +129,9 @@ fn measure_on_this_thread(opts: &Options) -> (Vec<usize>, BTreeMap<String, Outco
     // The paths timed at 1 page and at two sizes above the flush ceiling (the difference of
     // the last two is per-page work only).
     type PerPage = fn(&Options, usize) -> Result<Measurement, String>;
-    let per_page: [(&str, usize, PerPage); 6] = [
+    let per_page: [(&str, usize, PerPage); 7] = [
         (names::DONTNEED_ONE, 1, zap),
+        (names::DONTNEED_RANGE, ZAP_RANGE, zap),
         (names::DONTNEED_SMALL, ZAP_SMALL, zap),
         (names::DONTNEED_LARGE, ZAP_LARGE, zap),
         (names::MPROTECT_ONE, 1, protect),
@@ -139,6 +140,18 @@ fn measure_on_this_thread(opts: &Options) -> (Vec<usize>, BTreeMap<String, Outco
     ];
     for (name, pages, measure) in per_page {
         put(name, &mut || measure(opts, pages));
+    }
+    // Two PTEs changed either way: flushed page by page, or (spread over more pages than the
+    // ceiling) fully.
+    put(names::MPROTECT_PAIR_NEAR, &mut || protect_pair(opts, 1));
+    put(names::MPROTECT_PAIR_FAR, &mut || protect_pair(opts, PAIR_SPAN - 1));
+    // What a flush leaves of other pages' translations: the same reads after each kind.
+    for (name, flush) in [
+        (names::REREAD_AFTER_NONE, Flush::None),
+        (names::REREAD_AFTER_INVLPG, Flush::OnePage),
+        (names::REREAD_AFTER_FLUSH, Flush::Full),
+    ] {
+        put(name, &mut || reread(opts, flush));
     }
     put(names::MMAP_MUNMAP, &mut || {
         simple(opts, 1 << 22, &mut |ops| {
@@ -259,6 +272,13 @@ fn attempts(
 
 /// Pages per fault run (the cap of its calibration): 16 MiB.
 const FAULT_PAGES: u64 = 4096;
+/// Pages of the ranged `MADV_DONTNEED`: below the kernel's single-page flush ceiling (33), so
+/// it flushes page by page (INVLPG); with `dontneed_1`, the cost of one more page of a ranged
+/// flush.
+pub const ZAP_RANGE: usize = 16;
+/// Pages read after each flush by the `reread_after_*` loops: fewer than every preset's STLB
+/// holds, more than an L1 dTLB.
+pub const REREAD_PAGES: usize = 64;
 /// Pages of the small and large `MADV_DONTNEED`: both above the kernel's single-page flush
 /// ceiling (33), so both flush the whole TLB and the difference is zapping only.
 pub const ZAP_SMALL: usize = 64;
@@ -358,6 +378,12 @@ fn protect(opts: &Options, pages: usize) -> Result<Measurement, String> {
     for page in 0..pages {
         region.write(page);
     }
+    toggled(opts, &region)
+}
+
+/// `mprotect` of the whole of `region`, read-only and read-write by turns, timed; the region is
+/// left read-write.
+fn toggled(opts: &Options, region: &Anon) -> Result<Measurement, String> {
     simple(opts, 1 << 20, &mut |ops| {
         let t = Instant::now();
         for op in 0..ops {
@@ -367,6 +393,71 @@ fn protect(opts: &Options, pages: usize) -> Result<Measurement, String> {
         region.protect(true).map_err(|e| format!("mprotect: {e}"))?;
         Ok(took)
     })
+}
+
+/// Pages of the VMA of the `mprotect_2_*` loops: one more than the single-page flush ceiling
+/// (33), so that two present pages at its ends make a range the kernel flushes fully.
+pub const PAIR_SPAN: usize = 34;
+
+/// `mprotect` (read-only and read-write by turns) of a [`PAIR_SPAN`]-page VMA of which only
+/// page 0 and page `second` are present: the same two PTE changes, flushed by two INVLPGs when
+/// the pages are neighbours, fully when they span more than the ceiling (`tlb_flush_pte_range()`
+/// gathers the changed PTEs' range).
+fn protect_pair(opts: &Options, second: usize) -> Result<Measurement, String> {
+    let region = Anon::map(PAIR_SPAN).map_err(|e| format!("mmap: {e}"))?;
+    region.write(0);
+    region.write(second);
+    toggled(opts, &region)
+}
+
+/// What the `reread_after_*` loops run before each timed read: an `mprotect` that flushes
+/// nothing, one page, or everything.
+#[derive(Clone, Copy, Debug)]
+enum Flush {
+    /// `mprotect` of a page never touched: no PTE is present, so nothing is flushed.
+    None,
+    /// `mprotect` of one present page: a one-page flush, one `INVLPG` (below the ceiling).
+    OnePage,
+    /// `mprotect` of [`ZAP_SMALL`] present pages: above the ceiling, a full flush (a CR3 write).
+    Full,
+}
+
+/// Per page: the time to read one byte of each of [`REREAD_PAGES`] present pages of another
+/// region right after an `mprotect` (read-only and read-write by turns) that flushed `flush`;
+/// only the reads are timed. After a flush that kept their translations the reads hit the
+/// TLBs; after one that dropped them, each walks.
+fn reread(opts: &Options, flush: Flush) -> Result<Measurement, String> {
+    let pages = match flush {
+        Flush::None | Flush::OnePage => 1,
+        Flush::Full => ZAP_SMALL,
+    };
+    let target = Anon::map(pages).map_err(|e| format!("mmap: {e}"))?;
+    if !matches!(flush, Flush::None) {
+        for page in 0..pages {
+            target.write(page);
+        }
+    }
+    let others = Anon::map(REREAD_PAGES).map_err(|e| format!("mmap: {e}"))?;
+    for page in 0..REREAD_PAGES {
+        others.write(page);
+    }
+    let mut run = |ops: u64| {
+        let mut took = Duration::ZERO;
+        for op in 0..ops {
+            target.protect(op % 2 == 1).map_err(|e| format!("mprotect: {e}"))?;
+            let t = Instant::now();
+            for page in 0..REREAD_PAGES {
+                black_box(others.read(page));
+            }
+            took += t.elapsed();
+        }
+        target.protect(true).map_err(|e| format!("mprotect: {e}"))?;
+        Ok(took)
+    };
+    // The reads alone are short: calibrate on the whole loop's time, report per page.
+    let ops = calibrate(opts.min_run / 8, 1 << 20, &mut run)?;
+    let pages = (ops * REREAD_PAGES as u64) as f64;
+    per_op_runs(opts, ops, || Ok(run(ops)?.as_nanos() as f64 / pages))
 }
 
 fn cpuid_loop(ops: u64) -> Result<Duration, String> {

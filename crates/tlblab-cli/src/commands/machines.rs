@@ -5,7 +5,7 @@ use crate::render::{self, group, Table};
 use anyhow::{Context, Result};
 use std::process::ExitCode;
 use tlblab_sim::machine::raw::RawMachine;
-use tlblab_sim::machine::{builtin, MachineSpec, PscScope, BUILTIN_PRESETS};
+use tlblab_sim::machine::{builtin, MachineSpec, PscScope, TlbScope, BUILTIN_PRESETS};
 
 pub fn run(args: &MachinesArgs) -> Result<ExitCode> {
     match &args.show {
@@ -212,6 +212,12 @@ fn show(spec: &MachineSpec) -> String {
         },
         f.invlpg_psc_scope_source
     );
+    if f.invlpg_tlb_scope == TlbScope::All {
+        out += &format!(
+            "INVLPG drops every TLB entry, globals and guest-physical translations too\n  source: {}\n\n",
+            f.invlpg_tlb_scope_source
+        );
+    }
     let mut t = Table::new(&[
         "TLB structure",
         "level",

@@ -128,7 +128,7 @@ pub fn undocumented<'a>(
 }
 
 /// Every mechanism, in `tlblab sim mechanisms` order.
-pub const MECHANISMS: [&str; 34] = [
+pub const MECHANISMS: [&str; 35] = [
     "guest",
     "idle-states",
     "csd-queue",
@@ -163,4 +163,5 @@ pub const MECHANISMS: [&str; 34] = [
     "wakeup-preemption",
     "haltpoll",
     "queued-messages",
+    "invlpg-scope",
 ];

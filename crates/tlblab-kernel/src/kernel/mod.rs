@@ -672,6 +672,7 @@ impl<O: Observer> Kernel<O> {
         let n = config.nr_cpus;
         let on = |m| config.mechanisms.is_on(m);
         let spec = if on(Mechanism::NestedPaging) { spec } else { spec.without_nested() };
+        let spec = if on(Mechanism::InvlpgScope) { spec } else { spec.with_architectural_invlpg() };
         let idle_states = idle::idle_states(&spec, costs.clock.mhz, on(Mechanism::IdleStates));
         let haltpoll = idle::haltpoll(&spec, costs.clock.mhz, on(Mechanism::IdleStates))
             .filter(|_| on(Mechanism::Haltpoll));

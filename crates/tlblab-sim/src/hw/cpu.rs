@@ -18,7 +18,7 @@
 
 use super::nested::Nested;
 use super::structure::{Displaced, Outcome, Replacement, Structure};
-use crate::machine::{MachineSpec, PscLevel, PscScope};
+use crate::machine::{MachineSpec, PscLevel, PscScope, TlbScope};
 use crate::stats::{HwStats, OpKind, StructureStats};
 use thiserror::Error;
 use tlblab_types::{Access, AccessKind, InvlpgbScope, InvpcidType, Page, PageSize, TlbOp, Vpn};
@@ -81,6 +81,8 @@ pub struct Cpu {
     has_invlpgb: bool,
     invlpgb_count_max: u32,
     invlpg_psc_scope: PscScope,
+    /// Which TLB entries INVLPG drops (`all`: everything, as a full flush of every tag).
+    invlpg_tlb_scope: TlbScope,
     cr4: Cr4,
     /// The host side of walks, when nested paging is in force.
     nested: Option<Box<Nested>>,
@@ -198,6 +200,7 @@ impl Cpu {
             has_invlpgb: raw.features.invlpgb,
             invlpgb_count_max: raw.features.invlpgb_count_max.unwrap_or(0),
             invlpg_psc_scope: spec.invlpg_psc_scope(),
+            invlpg_tlb_scope: spec.invlpg_tlb_scope(),
             cr4: Cr4 { pge: true, pcide: raw.features.pcid },
             nested: Nested::new(spec, &walk_latency).map(Box::new),
             tags: TagsSeen::new(),
@@ -379,6 +382,17 @@ impl Cpu {
     /// cycles charged for the instruction (the preset's cost of its kind).
     pub fn execute(&mut self, op: &TlbOp, stats: &mut HwStats) -> Result<u64, Fault> {
         let (kind, tlb, psc) = match *op {
+            TlbOp::Invlpg { .. } if self.invlpg_tlb_scope == TlbScope::All => {
+                // Measured in a KVM guest: after one INVLPG every translation is gone, the
+                // kernel's global ones and the guest-physical ones too (docs/hardware-model.md,
+                // "INVLPG that drops everything").
+                let (tlb, psc) =
+                    (self.drop_tlb(stats, |_, _| true), self.drop_psc(stats, |_| true));
+                if let Some(nested) = &mut self.nested {
+                    nested.clear(stats);
+                }
+                (OpKind::Invlpg, tlb, psc)
+            }
             TlbOp::Invlpg { pcid, vpn } => {
                 let p = self.tag(pcid);
                 let tlb = self.drop_address(vpn, stats, |tp, global| global || tp == p);

@@ -488,6 +488,46 @@ fn guest_invalidations_keep_nested_translations_and_power_down_drops_them() {
     assert_eq!(walk_refs(&mut f, X), (4, 20, 24 * 20));
 }
 
+/// With `invlpg_tlb_scope = "all"` (this project's KVM guest, measured), one INVLPG of X drops
+/// what a powered-down core loses: FAR of the same PCID, X of the other PCID, the global G,
+/// the PDE-cache entries and the guest-physical translations; it counts as one INVLPG. The
+/// spec with the SDM's rule restored keeps them, as the plain preset does.
+#[test]
+fn an_invlpg_that_drops_everything_leaves_no_translation() {
+    let text = crate::machine::BUILTIN_PRESETS.iter().find(|(n, _)| *n == "skylake").unwrap().1;
+    let all = text.replacen(
+        "invlpg_psc_scope = ",
+        "invlpg_tlb_scope = \"all\"\ninvlpg_tlb_scope_source = \"test\"\ninvlpg_psc_scope = ",
+        1,
+    );
+    let section = "\n[guest]\nhypervisor = { value = \"kvm\", source = \"test\" }\n\
+         [guest.nested]\npaging = { value = true, source = \"test\" }\n\
+         host_page_size = { value = \"4k\", source = \"test\" }\n\
+         host_levels = { value = 4, source = \"test\" }\n\
+         cache = { entries = 16, ways = 4, source = \"test\" }\n";
+    let spec = MachineSpec::from_toml(&format!("{all}{section}"), "test").unwrap();
+    assert_eq!(spec.invlpg_tlb_scope(), crate::machine::TlbScope::All);
+    let fixture = |spec: &MachineSpec| {
+        let mut f = Fixture { cpu: Cpu::new(spec), stats: new_stats(spec) };
+        for a in [access(CUR, X, false), access(OTHER, X, false), access(CUR, G, true)] {
+            f.cpu.access(&a, 1, &mut f.stats);
+        }
+        f.cpu.access(&access(CUR, FAR, false), 1, &mut f.stats);
+        f.cpu.execute(&invlpg(CUR, X), &mut f.stats).unwrap();
+        f.cpu.debug_assert_invariants();
+        f
+    };
+    let mut f = fixture(&spec);
+    assert_eq!(f.stats.ops[crate::stats::OpKind::Invlpg.index()].count, 1);
+    assert!(!f.cpu.holds_pde(pcid(CUR), Vpn(FAR)));
+    // FAR's walk is a cold one: 4 guest references, each table's and the page's host walk.
+    assert_eq!(walk_refs(&mut f, FAR), (4, 20, 24 * 20));
+    assert!(!f.cached(OTHER, X) && !f.cached(CUR, G));
+    let mut kept = fixture(&spec.with_architectural_invlpg());
+    assert!(!kept.cached(CUR, X), "the address's own entry goes either way");
+    assert!(kept.cached(CUR, FAR) && kept.cached(OTHER, X) && kept.cached(CUR, G));
+}
+
 /// A preset whose `[guest.nested]` says no EPT/NPT, and a spec with nested paging switched off,
 /// walk exactly as the machine without the section; the report has no `nested_paging` block.
 #[test]

@@ -15,5 +15,5 @@ pub mod topology;
 
 pub use builtin::{builtin, builtin_names, BUILTIN_PRESETS};
 pub use nested::NestedSpec;
-pub use raw::{PscLevel, PscScope};
+pub use raw::{PscLevel, PscScope, TlbScope};
 pub use spec::{MachineError, MachineSpec, StructureSpec};

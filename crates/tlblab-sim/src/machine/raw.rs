@@ -224,6 +224,13 @@ impl KernelFigure {
         KernelFigure::in_cycles(0, why, true)
     }
 
+    /// `invlpg_refill` of a preset that does not give it.
+    pub fn unmeasured_invlpg_refill() -> KernelFigure {
+        let why = "not measured apart: an INVLPG keeps the kernel's own translations (the SDM's \
+                   rule), so a ranged flush leaves nothing for the kernel to refill";
+        KernelFigure::in_cycles(0, why, true)
+    }
+
     /// `split_vma` of a preset that does not give it.
     pub fn unmeasured_split_vma() -> KernelFigure {
         let why = "not measured apart: a munmap that splits a VMA costs what one that removes a \
@@ -764,6 +771,12 @@ pub struct RawKernel {
     /// allocation of skbs not recently freed.
     #[serde(default = "KernelFigure::unmeasured_queued")]
     pub socket_queued: KernelFigure,
+    /// What the kernel's own paths pay after a ranged flush to refill the translations of
+    /// their code and data (global, so a CR3 write keeps them), on a machine whose INVLPG drops
+    /// every translation (`[features] invlpg_tlb_scope = "all"`): charged once per ranged
+    /// flush, on the CPU that flushed. 0 (the default) in a preset whose INVLPG keeps them.
+    #[serde(default = "KernelFigure::unmeasured_invlpg_refill")]
+    pub invlpg_refill: KernelFigure,
     /// `__schedule()` and `switch_to()` between two tasks, apart from `switch_mm_irqs_off()`.
     pub context_switch: KernelFigure,
     /// The software of `switch_mm_irqs_off()` when the mm changes, apart from the CR3 write.
@@ -812,7 +825,7 @@ pub struct RawKernel {
 
 impl RawKernel {
     /// Every path cost, named as in the file, in file order.
-    pub fn figures(&self) -> [(&'static str, &KernelFigure); 38] {
+    pub fn figures(&self) -> [(&'static str, &KernelFigure); 39] {
         [
             ("syscall", &self.syscall),
             ("page_fault_anon", &self.page_fault_anon),
@@ -832,6 +845,7 @@ impl RawKernel {
             ("socket_remote", &self.socket_remote),
             ("pipe_queued", &self.pipe_queued),
             ("socket_queued", &self.socket_queued),
+            ("invlpg_refill", &self.invlpg_refill),
             ("context_switch", &self.context_switch),
             ("switch_mm", &self.switch_mm),
             ("wakeup", &self.wakeup),
@@ -856,7 +870,7 @@ impl RawKernel {
     }
 
     /// Every path cost, mutable, named as in the file.
-    pub fn figures_mut(&mut self) -> [(&'static str, &mut KernelFigure); 38] {
+    pub fn figures_mut(&mut self) -> [(&'static str, &mut KernelFigure); 39] {
         [
             ("syscall", &mut self.syscall),
             ("page_fault_anon", &mut self.page_fault_anon),
@@ -876,6 +890,7 @@ impl RawKernel {
             ("socket_remote", &mut self.socket_remote),
             ("pipe_queued", &mut self.pipe_queued),
             ("socket_queued", &mut self.socket_queued),
+            ("invlpg_refill", &mut self.invlpg_refill),
             ("context_switch", &mut self.context_switch),
             ("switch_mm", &mut self.switch_mm),
             ("wakeup", &mut self.wakeup),
@@ -974,6 +989,15 @@ pub struct RawFeatures {
     pub invlpg_psc_scope: PscScope,
     /// Where `invlpg_psc_scope` comes from.
     pub invlpg_psc_scope_source: String,
+    /// Which TLB entries INVLPG drops: `address` (those of the address, the SDM's rule; the
+    /// default) or `all` (every entry, globals too, with every paging-structure-cache entry and
+    /// the cached guest-physical translations), as measured in some guests
+    /// (docs/hardware-model.md, "INVLPG that drops everything").
+    #[serde(default, skip_serializing_if = "TlbScope::is_address")]
+    pub invlpg_tlb_scope: TlbScope,
+    /// Where `invlpg_tlb_scope` comes from (empty when it is the default).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub invlpg_tlb_scope_source: String,
     /// Where the feature flags come from.
     pub source: String,
 }
@@ -986,6 +1010,27 @@ pub enum PscScope {
     Pcid,
     /// Only entries used to translate the address (AMD with EFER.TCE).
     Address,
+}
+
+/// Which TLB entries an INVLPG drops.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TlbScope {
+    /// The entries that translate the address, in every PCID if global (Intel SDM vol. 3
+    /// §4.10.4.1; AMD APM vol. 3, INVLPG).
+    #[default]
+    Address,
+    /// Every entry, globals included, with every paging-structure-cache entry and every cached
+    /// guest-physical translation: what the SDM allows ("may invalidate more") and what this
+    /// project's KVM guest does (measured by tlblab-pathcost's `reread_after_*` loops).
+    All,
+}
+
+impl TlbScope {
+    /// Whether it is the SDM's rule (the default, left out of a preset's TOML).
+    pub fn is_address(&self) -> bool {
+        *self == TlbScope::Address
+    }
 }
 
 /// One TLB structure.

@@ -3,7 +3,7 @@
 use super::nested::NestedSpec;
 use super::raw::{
     max_cycles_at, resolve_kernel_figures, CyclesFigure, PscLevel, PscScope, RawGuest, RawIdle,
-    RawKernel, RawMachine, MAX_MHZ, MAX_PATH_CYCLES,
+    RawKernel, RawMachine, TlbScope, MAX_MHZ, MAX_PATH_CYCLES,
 };
 use crate::hw::Replacement;
 use std::path::Path;
@@ -244,6 +244,19 @@ impl MachineSpec {
     /// INVLPG's paging-structure-cache scope.
     pub fn invlpg_psc_scope(&self) -> PscScope {
         self.raw.features.invlpg_psc_scope
+    }
+
+    /// Which TLB entries INVLPG drops.
+    pub fn invlpg_tlb_scope(&self) -> TlbScope {
+        self.raw.features.invlpg_tlb_scope
+    }
+
+    /// The same machine with the SDM's INVLPG: only the address's entries go (the kernel
+    /// model's `invlpg-scope` switched off).
+    pub fn with_architectural_invlpg(mut self) -> MachineSpec {
+        self.raw.features.invlpg_tlb_scope = TlbScope::Address;
+        self.raw.features.invlpg_tlb_scope_source.clear();
+        self
     }
 }
 

@@ -192,12 +192,7 @@ fn skylake_with(batch: u64, split: u64) -> MachineSpec {
 
 /// storm's munmap loop: a 2-page region mapped beside the anchor, written, unmapped.
 fn storm(spec: &MachineSpec, off: &[Mechanism]) -> KernelReport {
-    let mut k = kernel_without(spec, off, 1);
-    let p = Params { busy: 0, pages: 2, iterations: 50, ..Params::default() };
-    let s = scenario("storm").unwrap();
-    s.install(&mut k, &p).unwrap();
-    assert!(s.run(&mut k, &p));
-    k.report()
+    storm_pages(spec, off, 2)
 }
 
 #[test]
@@ -505,4 +500,58 @@ fn nested_paging_off_is_the_preset_without_it() {
     assert!(!Mechanism::NestedPaging.present_on(&skylake));
     let on = madv_migrate(&skylake, &[]);
     assert_eq!(json(&on), json(&madv_migrate(&skylake, &[Mechanism::NestedPaging])));
+}
+
+/// skylake with INVLPG that drops every translation (`invlpg_tlb_scope = "all"`, as measured
+/// in this project's KVM guest) and a kernel refill of `refill` cycles after each ranged flush.
+fn skylake_invlpg_all(refill: u64) -> MachineSpec {
+    let text = preset_text("skylake")
+        .replacen(
+            "invlpg_psc_scope = ",
+            "invlpg_tlb_scope = \"all\"\ninvlpg_tlb_scope_source = \"test\"\ninvlpg_psc_scope = ",
+            1,
+        )
+        .replacen(
+            "mprotect = ",
+            &format!("invlpg_refill = {{ cycles = {refill}, source = \"test\" }}\nmprotect = "),
+            1,
+        );
+    MachineSpec::from_toml(&text, "test").unwrap()
+}
+
+/// storm's munmap loop of `pages` pages (50 rounds), one CPU.
+fn storm_pages(spec: &MachineSpec, off: &[Mechanism], pages: u64) -> KernelReport {
+    let mut k = kernel_without(spec, off, 1);
+    let p = Params { busy: 0, pages, iterations: 50, ..Params::default() };
+    let s = scenario("storm").unwrap();
+    s.install(&mut k, &p).unwrap();
+    assert!(s.run(&mut k, &p));
+    k.report()
+}
+
+/// invlpg-scope: each ranged flush (one INVLPG here: 2 pages flushed as one range) drops the
+/// loop's other translations, which it then walks again, and costs the kernel its refill; a
+/// full flush (40 pages, past the ceiling) runs no INVLPG and is unchanged. Off, the run is
+/// the preset with the SDM's INVLPG (its refill figure unused); on a preset with the SDM's
+/// INVLPG the mechanism is not present.
+#[test]
+fn invlpg_scope_drops_every_translation_and_charges_the_kernel_refill() {
+    let all = skylake_invlpg_all(1000);
+    assert!(Mechanism::InvlpgScope.present_on(&all));
+    let on = storm_pages(&all, &[], 2);
+    let off = storm_pages(&all, &[Mechanism::InvlpgScope], 2);
+    let sdm = storm_pages(&skylake_invlpg_all(1000).with_architectural_invlpg(), &[], 2);
+    assert_eq!(json(&off), json(&sdm));
+    let ranged: u64 =
+        on.flush_sizes.by_pages.iter().filter(|(pages, _)| **pages > 0).map(|(_, n)| n.0).sum();
+    assert!(ranged >= 50, "a ranged flush per round: {ranged}");
+    let sys = |r: &KernelReport| r.tasks[0].sys_cycles;
+    assert!(sys(&on) >= sys(&off) + ranged * 1000, "{} vs {}", sys(&on), sys(&off));
+    assert!(on.hw.page_walks.walks > off.hw.page_walks.walks + 50, "the rest is walked again");
+    // A full flush keeps the globals and needs no INVLPG: nothing changes.
+    let full = |off: &[Mechanism]| json(&storm_pages(&all, off, 40));
+    assert_eq!(full(&[]), full(&[Mechanism::InvlpgScope]));
+    let skylake = preset_without("skylake", None);
+    assert!(!Mechanism::InvlpgScope.present_on(&skylake));
+    assert_eq!(json(&storm(&skylake, &[])), json(&storm(&skylake, &[Mechanism::InvlpgScope])));
 }

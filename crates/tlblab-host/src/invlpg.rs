@@ -1,0 +1,303 @@
+//! INVLPG on this machine, from measured kernel paths (tlblab-pathcost): what one more page of
+//! a ranged flush costs, and what a one-page flush leaves of other pages' translations.
+//!
+//! | figure | rule |
+//! |---|---|
+//! | `cost.invlpg` | `(dontneed_16 − dontneed_1) / 15 − zap_pte`, `zap_pte` = `(dontneed_256 − dontneed_64) / 192`: both small zaps flush page by page (below the ceiling of 33), so their difference is 15 zaps and 15 `flush_tlb_one_user()`s, each an INVLPG and its loop step |
+//! | `features.invlpg_tlb_scope` | `all` when a one-page flush costs 64 other pages' reads at least half of what a full flush costs them, `(reread_after_invlpg − reread_after_none) / (reread_after_flush − reread_after_none)` ≥ ½; else `address` |
+//! | `kernel.invlpg_refill` (with `all` only) | `mprotect_2_near − mprotect_2_far − 2 × INVLPG + mov_cr3`: the same two PTE changes flushed by two INVLPGs or by a CR3 write; what is left beyond the instructions is the kernel's refill of its own (global) translations, which the INVLPGs dropped and the CR3 write keeps. `mov_cr3` is the preset's (copied), at the host clock |
+//!
+//! A figure whose inputs are missing or lost in noise keeps the preset's, with the reason.
+
+use crate::kernel_costs::Derived;
+use crate::provenance::{Origin, Provenance};
+use tlblab_pathcost::measure::{ZAP_LARGE, ZAP_RANGE, ZAP_SMALL};
+use tlblab_pathcost::stats::round1;
+use tlblab_pathcost::{names, PathCosts};
+use tlblab_sim::machine::raw::{CyclesFigure, RawFeatures, Scales};
+use tlblab_sim::machine::TlbScope;
+
+/// At and above this share of a full flush's cost to other pages' reads, a one-page flush is
+/// taken to drop every translation: the reads walk, as after a full flush, rather than hit.
+pub const ALL_REACH: f64 = 0.5;
+
+/// Below this difference per page between reads after a full flush and after none, the
+/// `reread_after_*` loops cannot tell a walk from a hit (the TLBs' reach is not seen).
+pub const MIN_WALK_NS: f64 = 0.5;
+
+fn median(costs: &PathCosts, name: &str) -> Result<(f64, String), String> {
+    let m = costs.get(name).map_err(|e| format!("{name} not measured: {e}"))?;
+    Ok((m.median_ns, format!("{name} {}", m.summary())))
+}
+
+/// One more page of a ranged flush, in ns, and how it was obtained.
+pub fn cost_ns(costs: &PathCosts) -> Result<(f64, String), String> {
+    let (one, one_how) = median(costs, names::DONTNEED_ONE)?;
+    let (range, range_how) = median(costs, names::DONTNEED_RANGE)?;
+    let (small, small_how) = median(costs, names::DONTNEED_SMALL)?;
+    let (large, large_how) = median(costs, names::DONTNEED_LARGE)?;
+    let zap_pte = (large - small) / (ZAP_LARGE - ZAP_SMALL) as f64;
+    let more = (ZAP_RANGE - 1) as f64;
+    let ns = (range - one) / more - zap_pte;
+    let rule = format!(
+        "({} − {}) / {more} − zap_pte, zap_pte = ({} − {}) / {}",
+        names::DONTNEED_RANGE,
+        names::DONTNEED_ONE,
+        names::DONTNEED_LARGE,
+        names::DONTNEED_SMALL,
+        ZAP_LARGE - ZAP_SMALL
+    );
+    if !(ns.is_finite() && ns > 0.0) {
+        return Err(format!("{rule} = {ns:.1} ns is not positive (noise)"));
+    }
+    Ok((
+        ns,
+        format!(
+            "{rule} = {ns:.1} ns: one more page of a ranged flush (an INVLPG and its step of \
+             flush_tlb_func()'s loop); {range_how}; {one_how}; {large_how}; {small_how}"
+        ),
+    ))
+}
+
+/// Whether a one-page flush keeps other pages' translations, and the evidence.
+pub fn scope(costs: &PathCosts) -> Result<(TlbScope, String), String> {
+    let (none, none_how) = median(costs, names::REREAD_AFTER_NONE)?;
+    let (invlpg, invlpg_how) = median(costs, names::REREAD_AFTER_INVLPG)?;
+    let (full, full_how) = median(costs, names::REREAD_AFTER_FLUSH)?;
+    let walk = full - none;
+    if !(walk.is_finite() && walk >= MIN_WALK_NS) {
+        return Err(format!(
+            "reads after a full flush cost {walk:.2} ns a page more than after none, below \
+             {MIN_WALK_NS} ns: the loops cannot tell a walk from a hit"
+        ));
+    }
+    let reach = (invlpg - none) / walk;
+    let scope = if reach >= ALL_REACH { TlbScope::All } else { TlbScope::Address };
+    let verdict = match scope {
+        TlbScope::All => {
+            "a one-page flush (INVLPG) dropped the other pages' translations as a \
+                          full flush does"
+        }
+        TlbScope::Address => "a one-page flush (INVLPG) kept the other pages' translations",
+    };
+    Ok((
+        scope,
+        format!(
+            "measured on this machine: {verdict}: reads of 64 other present pages cost \
+             {:.2} ns a page more after it than after no flush, {reach:.2} of the {walk:.2} ns \
+             more a full flush costs them (all at {ALL_REACH} or more); {invlpg_how}; \
+             {full_how}; {none_how}",
+            invlpg - none
+        ),
+    ))
+}
+
+/// Where INVLPG drops every translation (`scope`), the kernel's refill of its own after a
+/// ranged flush, from the same two PTE changes flushed by two INVLPGs (`mprotect_2_near`) and
+/// fully (`mprotect_2_far`), less the instructions the model charges each: two INVLPGs of
+/// `invlpg_ns`, one CR3 write of `mov_cr3_ns`. `None` where INVLPG keeps them.
+pub fn refill(
+    costs: &PathCosts,
+    scope: TlbScope,
+    invlpg_ns: f64,
+    mov_cr3_ns: f64,
+) -> Option<Result<Derived, String>> {
+    if scope != TlbScope::All {
+        return None;
+    }
+    Some((|| {
+        let (near, near_how) = median(costs, names::MPROTECT_PAIR_NEAR)?;
+        let (far, far_how) = median(costs, names::MPROTECT_PAIR_FAR)?;
+        let rule = format!(
+            "{} − {} − 2 × INVLPG + mov_cr3",
+            names::MPROTECT_PAIR_NEAR,
+            names::MPROTECT_PAIR_FAR
+        );
+        let ns = near - far - 2.0 * invlpg_ns + mov_cr3_ns;
+        if !(ns.is_finite() && ns > 0.0) {
+            return Err(format!("{rule} = {ns:.1} ns is not positive (noise)"));
+        }
+        Ok(Derived {
+            ns: round1(ns),
+            scales: Scales::Time,
+            how: format!(
+                "{rule}: the same two PTE changes flushed by two INVLPGs and by a CR3 write, \
+                 less the instructions: what the kernel's next path pays to refill its own \
+                 translations, which INVLPG dropped here; {near_how}; {far_how}; INVLPG \
+                 {invlpg_ns:.1} ns; mov_cr3 {mov_cr3_ns:.1} ns (the preset's)"
+            ),
+            assumed_split: false,
+        })
+    })())
+}
+
+/// Replaces `invlpg` (the preset's copy) with the cost measured here at `mhz`, and sets
+/// `features`' INVLPG scope from the measured reach; each provenance entry says how, or why
+/// the copy stays.
+pub(crate) fn apply(
+    costs: &PathCosts,
+    cache: &str,
+    mhz: u64,
+    invlpg: &mut CyclesFigure,
+    features: &mut RawFeatures,
+    prov: &mut Vec<Provenance>,
+) {
+    match cost_ns(costs) {
+        Ok((ns, how)) => {
+            let cycles = (ns * mhz as f64 / 1000.0).round().max(1.0) as u64;
+            let source = format!("measured on this machine: {how}; at {mhz} MHz; {cache}");
+            prov.retain(|p| p.figure != "cost.invlpg");
+            prov.push(Provenance::new(
+                "cost.invlpg",
+                format!("{cycles} cycles"),
+                Origin::Measured,
+                &source,
+            ));
+            *invlpg = CyclesFigure { cycles, source, unverified: false };
+        }
+        Err(why) => {
+            invlpg.source = format!("{}; not measured here: {why}", invlpg.source);
+            if let Some(p) = prov.iter_mut().find(|p| p.figure == "cost.invlpg") {
+                p.origin = Origin::Fallback;
+                p.source = invlpg.source.clone();
+            }
+        }
+    }
+    let (scope, source, origin) = match scope(costs) {
+        Ok((scope, how)) => (scope, format!("{how}; {cache}"), Origin::Measured),
+        Err(why) => (
+            TlbScope::Address,
+            format!("the SDM's rule (Intel SDM vol. 3 §4.10.4.1), not measured here: {why}"),
+            Origin::Fallback,
+        ),
+    };
+    let value = match scope {
+        TlbScope::All => "all",
+        TlbScope::Address => "address",
+    };
+    prov.push(Provenance::new("features.invlpg_tlb_scope", value, origin, &source));
+    features.invlpg_tlb_scope = scope;
+    features.invlpg_tlb_scope_source = match scope {
+        TlbScope::All => source,
+        TlbScope::Address => String::new(),
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+    use tlblab_pathcost::{CacheKey, Measurement, Outcome};
+
+    fn costs(pairs: &[(&str, f64)]) -> PathCosts {
+        let m = |ns: f64| Outcome::Measured(Measurement::of(&[ns], 1, 1).expect("a run"));
+        let results: BTreeMap<String, Outcome> =
+            pairs.iter().map(|(n, ns)| (n.to_string(), m(*ns))).collect();
+        PathCosts {
+            key: CacheKey::from_parts("", "test"),
+            cpus: vec![0, 1],
+            seconds: 1.0,
+            results,
+            steal: Err("not sampled".into()),
+        }
+    }
+
+    /// This project's guest's DONTNEED loops (2026-12-01).
+    const GUEST_ZAPS: [(&str, f64); 4] = [
+        (names::DONTNEED_ONE, 745.8),
+        (names::DONTNEED_RANGE, 3621.5),
+        (names::DONTNEED_SMALL, 4795.2),
+        (names::DONTNEED_LARGE, 16780.1),
+    ];
+
+    /// The worked example of this project's guest (2026-12-01): 16 pages of DONTNEED cost
+    /// 3,621.5 ns, one page 745.8, and 64 and 256 pages 4,795.2 and 16,780.1: a zap is
+    /// 62.4 ns, and each of the 15 more pages costs 191.7 ns, so an INVLPG and its loop step
+    /// are 129.3 ns.
+    #[test]
+    fn one_more_page_of_a_ranged_flush_less_its_zap_is_the_invlpg() {
+        let c = costs(&GUEST_ZAPS);
+        let (ns, how) = cost_ns(&c).expect("derived");
+        assert!((ns - 129.3).abs() < 0.1, "{ns}");
+        assert!(how.contains("dontneed_16") && how.contains("zap_pte"), "{how}");
+        // 16 pages no dearer per page than the zaps: noise, not an INVLPG.
+        let noise = costs(&[
+            (names::DONTNEED_ONE, 745.8),
+            (names::DONTNEED_RANGE, 745.8 + 15.0 * 60.0),
+            (names::DONTNEED_SMALL, 4795.2),
+            (names::DONTNEED_LARGE, 16780.1),
+        ]);
+        assert!(cost_ns(&noise).unwrap_err().contains("not positive"));
+        assert!(cost_ns(&costs(&[])).unwrap_err().contains("dontneed_1 not measured"));
+    }
+
+    /// Reads after one INVLPG as dear as after a full flush (this project's guest: 3.73, 3.84
+    /// and 1.11 ns after none) mean INVLPG drops everything; as cheap as after none (the SDM's
+    /// rule) it keeps the rest; with no difference between a full flush and none the loops
+    /// cannot tell.
+    #[test]
+    fn the_reach_of_a_one_page_flush_decides_the_scope() {
+        let with = |invlpg: f64, full: f64| {
+            costs(&[
+                (names::REREAD_AFTER_NONE, 1.11),
+                (names::REREAD_AFTER_INVLPG, invlpg),
+                (names::REREAD_AFTER_FLUSH, full),
+            ])
+        };
+        let (all, how) = scope(&with(3.73, 3.84)).expect("decided");
+        assert_eq!(all, TlbScope::All);
+        assert!(how.contains("0.96 of the 2.73 ns"), "{how}");
+        assert_eq!(scope(&with(1.2, 3.84)).expect("decided").0, TlbScope::Address);
+        assert!(scope(&with(1.2, 1.3)).unwrap_err().contains("cannot tell"));
+    }
+
+    /// This project's guest (2026-12-01): two INVLPGs after two PTE changes cost 1,215 ns a
+    /// call, a full flush after the same changes 580; with INVLPG at 129.3 ns and a CR3 write
+    /// at 115.4, the kernel's refill is 491.8 ns. Where INVLPG keeps the kernel's translations
+    /// there is none to derive.
+    #[test]
+    fn the_refill_is_what_two_invlpgs_cost_beyond_a_full_flush_and_the_instructions() {
+        let c = costs(&[(names::MPROTECT_PAIR_NEAR, 1215.0), (names::MPROTECT_PAIR_FAR, 580.0)]);
+        let d = refill(&c, TlbScope::All, 129.3, 115.4).expect("all").expect("derived");
+        assert!((d.ns - 491.8).abs() < 0.05, "{}", d.ns);
+        assert_eq!(d.scales, Scales::Time);
+        assert!(d.how.contains("mprotect_2_near") && d.how.contains("mov_cr3"), "{}", d.how);
+        assert!(refill(&c, TlbScope::Address, 129.3, 115.4).is_none());
+        let noise = costs(&[(names::MPROTECT_PAIR_NEAR, 650.0), (names::MPROTECT_PAIR_FAR, 580.0)]);
+        let e = refill(&noise, TlbScope::All, 129.3, 115.4).expect("all").unwrap_err();
+        assert!(e.contains("not positive"), "{e}");
+    }
+
+    /// Applied: the measured cost in cycles at the host's clock, marked measured; the scope on
+    /// the features with its evidence; without the loops the copies stay, and say why.
+    #[test]
+    fn apply_sets_the_cost_and_scope_or_keeps_the_copies() {
+        let rereads = [
+            (names::REREAD_AFTER_NONE, 1.11),
+            (names::REREAD_AFTER_INVLPG, 3.73),
+            (names::REREAD_AFTER_FLUSH, 3.84),
+        ];
+        let c = costs(&[&GUEST_ZAPS[..], &rereads[..]].concat());
+        let preset = tlblab_sim::machine::builtin("sapphire-rapids").expect("built in");
+        let mut features = preset.raw().features.clone();
+        let mut invlpg = preset.raw().cost.invlpg.clone();
+        let mut prov = vec![Provenance::new("cost.invlpg", "200 cycles", Origin::Copied, "x")];
+        apply(&c, "the cache", 2600, &mut invlpg, &mut features, &mut prov);
+        assert_eq!(invlpg.cycles, 336); // 129.3 ns at 2.6 GHz
+        assert!(!invlpg.unverified);
+        assert_eq!(features.invlpg_tlb_scope, TlbScope::All);
+        assert!(features.invlpg_tlb_scope_source.contains("the cache"));
+        assert_eq!(prov.iter().filter(|p| p.figure == "cost.invlpg").count(), 1);
+        assert!(prov.iter().all(|p| p.origin == Origin::Measured));
+
+        let mut features = preset.raw().features.clone();
+        let mut invlpg = preset.raw().cost.invlpg.clone();
+        let copied = invlpg.cycles;
+        let mut prov = vec![Provenance::new("cost.invlpg", "200 cycles", Origin::Copied, "x")];
+        apply(&costs(&[]), "the cache", 2600, &mut invlpg, &mut features, &mut prov);
+        assert_eq!(invlpg.cycles, copied);
+        assert!(invlpg.source.contains("not measured here"));
+        assert_eq!(features.invlpg_tlb_scope, TlbScope::Address);
+        assert!(prov.iter().all(|p| p.origin == Origin::Fallback));
+    }
+}
