@@ -119,7 +119,7 @@ pub fn build(facts: &HostFacts) -> Result<HostPreset, HostError> {
             if let Some(cached) = facts.path_costs.available() {
                 let text = crate::kernel_costs::cache_text(cached);
                 let (costs, mhz) = (&cached.costs, copy.clock.mhz);
-                crate::invlpg::apply(
+                crate::local_flush::apply(
                     costs,
                     &text,
                     mhz,
@@ -129,7 +129,7 @@ pub fn build(facts: &HostFacts) -> Result<HostPreset, HostError> {
                 );
             }
             (derivation, cache) =
-                measured_kernel(facts, k, &mut copy, &cost, &feats.raw, virtualised, &mut prov);
+                measured_kernel(facts, k, &mut copy, &mut cost, &feats.raw, virtualised, &mut prov);
             Some(copy)
         }
         None => None,
@@ -878,7 +878,7 @@ fn measured_kernel(
     facts: &HostFacts,
     preset: &tlblab_sim::machine::raw::RawKernel,
     copy: &mut tlblab_sim::machine::raw::RawKernel,
-    cost: &RawCosts,
+    cost: &mut RawCosts,
     features: &RawFeatures,
     virtualised: bool,
     prov: &mut Vec<Provenance>,
@@ -900,9 +900,11 @@ fn measured_kernel(
         Origin::Informative,
         format!("tlblab-pathcost: {cache}"),
     ));
+    // The full flush's pieces first: the one-page flush the figures below subtract holds two.
+    crate::local_flush::apply_full_flush(&cached.costs, &cache, copy, cost, prov);
     let mut flush = crate::kernel_costs::local_flush(copy, cost.invlpg.cycles);
     let ns = |cycles: u64| cycles as f64 * 1000.0 / copy.clock.mhz.max(1) as f64;
-    flush.refill = crate::invlpg::refill(
+    flush.refill = crate::local_flush::refill(
         &cached.costs,
         features.invlpg_tlb_scope,
         ns(cost.invlpg.cycles),

@@ -8,12 +8,13 @@
 //! |---|---|---|
 //! | `syscall` | `null_syscall` | cycles |
 //! | `page_fault_zero`, `page_fault_anon` | `minor_fault_zero`, `minor_fault_anon` | cycles |
+//! | `page_fault_anon_hot` | `minor_fault_anon_hot` (faults on frames this CPU freed a moment ago), when below `minor_fault_anon` | cycles |
 //! | `page_fault_cow` | `minor_fault_anon` (copying a page assumed to cost what zeroing does) | cycles |
 //! | `madvise` | `madvise_empty − S` (no page present: no zap, no flush) | cycles |
 //! | `zap_pte` | `(dontneed_256 − dontneed_64) / 192` (both flush fully: the flush cancels) | cycles |
 //! | `zap_batch` | `dontneed_1 − madvise_empty − zap_pte − F`, where `F` is the one-page local flush the model charges (`flush_tlb_mm_range` + `flush_tlb_func` + INVLPG at the host clock) | cycles |
 //! | `change_pte` | `(mprotect_256 − mprotect_64) / 192` (both flush fully: the flush cancels) | cycles |
-//! | `mprotect` | `mprotect_1 − S − change_pte − F` (`F` as for `zap_batch`) | cycles |
+//! | `mprotect` | `mprotect_empty − S` (no PTE present: no change, no flush) | cycles |
 //! | `mmap`, `munmap` | `(mmap_munmap_untouched − 2 S) / 2` each | cycles |
 //! | `split_vma` | `munmap_split − S − munmap` | cycles |
 //! | `wakeup` | `pipe_wake_local − pipe_write` (a 100-byte pipe write that wakes a reader blocked on its CPU, less the same write with nobody waiting) | cycles |
@@ -98,7 +99,7 @@ pub struct LocalFlush {
     /// by the measured one when there is one).
     pub line_ns: f64,
     /// Where INVLPG drops every translation: the kernel's refill after a ranged flush
-    /// (`invlpg_refill`, crate::invlpg::refill), which the model charges once per ranged flush
+    /// (`invlpg_refill`, crate::local_flush::refill), which the model charges once per ranged flush
     /// on the CPU that flushed, or why it could not be derived; `None` where INVLPG keeps the
     /// kernel's translations.
     pub refill: Option<Result<Derived, String>>,
@@ -161,6 +162,18 @@ pub fn derive(
         .push(("page_fault_zero", one(names::FAULT_ZERO, Scales::Cycles, "minor_fault_zero")));
     out.kernel
         .push(("page_fault_anon", one(names::FAULT_ANON, Scales::Cycles, "minor_fault_anon")));
+    // Only below the cold figure: a hot fault that costs no less is no saving to model.
+    let hot = one(names::FAULT_ANON_HOT, Scales::Cycles, "minor_fault_anon_hot").and_then(|d| {
+        let (cold, _) = input(costs, names::FAULT_ANON)?;
+        match d.ns < cold {
+            true => Ok(d),
+            false => Err(format!(
+                "minor_fault_anon_hot {:.1} ns is not below minor_fault_anon {cold:.1} ns",
+                d.ns
+            )),
+        }
+    });
+    out.kernel.push(("page_fault_anon_hot", hot));
     out.kernel.push((
         "page_fault_cow",
         one(
@@ -233,19 +246,17 @@ pub fn derive(
     // madvise is madvise_empty − S; the measured dontneed_1 holds S too.
     let batch = one_page(names::DONTNEED_ONE, &[("madvise", &madvise), ("zap_pte", &zap)]);
     let change_pte = per_page(names::MPROTECT_SMALL, names::MPROTECT_LARGE);
-    // After a one-page flush that dropped the kernel's translations, the refill falls in the
-    // next kernel path: in mprotect_1's loop the next mprotect, timed, so it is subtracted
-    // there; in dontneed_1's the write fault, untimed, so zap_batch holds none of it.
-    // Not derived: the model charges none either (the figure keeps its default, 0).
-    let refill: Result<Derived, String> = match &local_flush.refill {
-        Some(Ok(d)) => Ok(d.clone()),
-        _ => Err("none".into()),
-    };
-    let mut held = vec![("change_pte", &change_pte)];
-    if refill.is_ok() {
-        held.push(("invlpg_refill", &refill));
-    }
-    let mprotect = one_page(names::MPROTECT_ONE, &held);
+    // The syscall's own work, from the loop that changes no PTE and flushes nothing (the
+    // one-page flush and the kernel's refill after it, where INVLPG drops everything, are the
+    // model's own pieces). dontneed_1 holds no refill either: in its loop the refill falls in
+    // the untimed write fault.
+    let mprotect = minus_syscall(
+        names::MPROTECT_EMPTY,
+        1.0,
+        1.0,
+        "mprotect_empty − null_syscall",
+        Scales::Cycles,
+    );
     out.kernel.push(("zap_pte", zap));
     out.kernel.push(("zap_batch", batch));
     out.kernel.push(("mprotect", mprotect));
@@ -593,7 +604,7 @@ fn fork_exit_alone(costs: &PathCosts) -> Result<Derived, String> {
 }
 
 /// Splits `whole` among `parts` in proportion to their weights (the preset's cycles).
-fn split(
+pub(crate) fn split(
     out: &mut Vec<(&'static str, Result<Derived, String>)>,
     whole: &Result<Derived, String>,
     parts: &[(&'static str, u64)],
@@ -756,6 +767,27 @@ mod tests {
         d.kernel.iter().find(|(n, _)| *n == name).unwrap().1.clone().map(|d| d.ns)
     }
 
+    /// A fault on a frame freed a moment ago, as measured, only when it is cheaper than one on
+    /// a fresh page; the loops' page counts are the kernel model's.
+    #[test]
+    fn a_hot_fault_is_kept_only_below_the_cold_one() {
+        let derive_with = |hot: f64| {
+            let c = costs(&[
+                (names::NULL_SYSCALL, m(70.0)),
+                (names::FAULT_ANON, m(900.0)),
+                (names::FAULT_ANON_HOT, m(hot)),
+            ]);
+            derive(&c, &skylake(), false, &flush100())
+        };
+        assert_eq!(ns(&derive_with(640.0), "page_fault_anon_hot"), Ok(640.0));
+        let e = ns(&derive_with(950.0), "page_fault_anon_hot").unwrap_err();
+        assert!(e.contains("not below minor_fault_anon"), "{e}");
+        let raw = tlblab_sim::machine::raw::FAULT_HOT_PAGES;
+        assert_eq!(tlblab_pathcost::measure::HOT_FAULT_PAGES as u64, raw);
+        let cold = tlblab_sim::machine::raw::FAULT_COLD_PAGES;
+        assert_eq!(tlblab_pathcost::measure::FAULT_PAGES, cold);
+    }
+
     /// A worked example: the rules with round inputs.
     #[test]
     fn derivation_worked_example() {
@@ -767,7 +799,7 @@ mod tests {
             (names::DONTNEED_ONE, m(900.0)),
             (names::DONTNEED_SMALL, m(20_000.0)),
             (names::DONTNEED_LARGE, m(50_000.0)),
-            (names::MPROTECT_ONE, m(1_000.0)),
+            (names::MPROTECT_EMPTY, m(800.0)),
             (names::MPROTECT_SMALL, m(10_000.0)),
             (names::MPROTECT_LARGE, m(29_200.0)),
             (names::MMAP_MUNMAP, m(3_200.0)),
@@ -792,7 +824,7 @@ mod tests {
         assert_eq!(ns(&d, "munmap"), Ok(1500.0));
         // 900 − 100 (syscall) − 250 (madvise) − 156.3 (zap_pte, as derived) − 100 (the flush).
         assert_eq!(ns(&d, "zap_batch"), Ok(293.7));
-        // (29,200 − 10,000) / 192 per PTE; 1,000 − 100 (syscall) − 100 (change_pte) − 100 (flush).
+        // (29,200 − 10,000) / 192 per PTE; 800 − 100 (syscall), with no PTE and no flush.
         assert_eq!(ns(&d, "change_pte"), Ok(100.0));
         assert_eq!(ns(&d, "mprotect"), Ok(700.0));
         // 2,800 − 100 − 1,500.

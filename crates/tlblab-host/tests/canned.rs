@@ -472,9 +472,13 @@ fn measured_kernel_paths_and_the_guest_section() {
         "{}",
         p.source
     );
-    assert_eq!(k.ipi_latency.cycles, 1150); // 500 ns at the host's 2300 MHz
-                                            // Still copied.
-    assert_eq!(provenance(&host, "kernel.flush_tlb_func").origin, Origin::Copied);
+    // 500 ns at the host's 2300 MHz.
+    assert_eq!(k.ipi_latency.cycles, 1150);
+    // The full flush's pieces need the mprotect loops, not measured here: the copies stay, and
+    // say why.
+    let p = provenance(&host, "kernel.flush_tlb_func");
+    assert_eq!(p.origin, Origin::Fallback);
+    assert!(p.source.contains("not measured here: mprotect_64 not measured"), "{}", p.source);
     let g = host.spec.guest().unwrap();
     assert_eq!(g.hypervisor.as_ref().unwrap().value, "kvm");
     assert!(g.pv_tlb_flush.as_ref().unwrap().value && g.pv_send_ipi.as_ref().unwrap().value);

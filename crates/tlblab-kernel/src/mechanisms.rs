@@ -222,6 +222,11 @@ mechanisms! {
         "a pipe or socket message read after others were written on its writer's CPU costs pipe_queued or socket_queued more (the skb, its data, the buffer page gone from the caches meanwhile), in proportion to how many up to the depth they were measured at",
         "docs/kernel-model.md, \"How time is modelled\" (pipes and sockets)",
         "every message costs the hot write and read, however deep its queue (the model before this mechanism)";
+    /// A fault's cost by how recently its frame was freed (`kernel/frames.rs`).
+    HotFrames => "hot-frames",
+        "a CPU's page allocator hands out the page it freed last (its per-CPU list is LIFO): an anonymous fault whose frame this CPU freed a moment ago costs page_fault_anon_hot (measured refaulting 256 pages), one whose frame is far down the list or new costs page_fault_anon (measured over 4,096 fresh pages), on a log line between by how many frames went through the CPU since",
+        "docs/kernel-model.md, \"How time is modelled\" (page faults)",
+        "every anonymous write fault costs page_fault_anon (the model before this mechanism)";
     /// INVLPG as the preset measured it (`[features] invlpg_tlb_scope`; `tlblab-sim`).
     InvlpgScope => "invlpg-scope",
         "INVLPG as the machine does it: on a preset with invlpg_tlb_scope = \"all\" (measured in this project's KVM guest) each INVLPG drops every TLB entry, globals, paging-structure caches and cached guest-physical translations too, so a ranged flush costs the refills a full flush does",
@@ -268,6 +273,9 @@ impl Mechanism {
             | Mechanism::VforkWait
             | Mechanism::WakeupPreemption => true,
             Mechanism::InvlpgScope => spec.invlpg_tlb_scope() == TlbScope::All,
+            Mechanism::HotFrames => {
+                spec.kernel_costs().is_some_and(|k| k.page_fault_anon_hot.cycles > 0)
+            }
             Mechanism::QueuedMessages => spec
                 .kernel_costs()
                 .is_some_and(|k| k.pipe_queued.cycles > 0 || k.socket_queued.cycles > 0),

@@ -6,10 +6,12 @@
 //! | `null_syscall` | `getppid()` |
 //! | `minor_fault_zero` | first read of a fresh anonymous page (`MADV_NOHUGEPAGE`): maps the zero page |
 //! | `minor_fault_anon` | first write of such a page: allocate, zero, map |
+//! | `minor_fault_anon_hot` | first write of one of 256 pages that an untimed `MADV_DONTNEED` of all of them freed just before, again and again: each fault gets a frame this CPU freed a moment ago |
 //! | `madvise_empty` | `madvise(MADV_DONTNEED)` of 64 pages none of which is present: syscall, `mmap_lock` and VMA walk; no zap, no flush |
 //! | `dontneed_16` | `MADV_DONTNEED` of 16 present pages, their writes untimed: below the flush ceiling, one `INVLPG` per page; with `dontneed_1`, the cost of one more page of a ranged flush |
 //! | `dontneed_64`, `dontneed_256` | `MADV_DONTNEED` of 64 / 256 present pages (the writes that make them present are not timed): both flush fully, so their difference is 192 zaps |
 //! | `mprotect_1`, `mprotect_64`, `mprotect_256` | `mprotect` of 1 / 64 / 256 present pages, read-only and read-write by turns: each call changes every PTE and flushes (one page by `INVLPG`, 64 and 256 fully, so their difference is 192 PTE changes) |
+//! | `mprotect_empty` | `mprotect` of a 1-page VMA never touched, read-only and read-write by turns: the syscall and its VMA work, no PTE changed, nothing flushed |
 //! | `mprotect_2_near`, `mprotect_2_far` | `mprotect` of a 34-page VMA whose only present pages are its first two, or its first and last, read-only and read-write by turns: the same two PTE changes, flushed by two `INVLPG`s, or fully (their range exceeds the ceiling of 33) |
 //! | `reread_after_none`, `reread_after_invlpg`, `reread_after_flush` | per page: one byte read from each of 64 present pages of another region right after an `mprotect` that flushed nothing (a page never touched), one page (one `INVLPG`), or everything (64 pages, a CR3 write); only the reads timed: whether a one-page flush keeps other pages' translations |
 //! | `mmap_munmap_untouched` | `mmap` + `munmap` of 16 untouched pages: no zap, no flush |
@@ -67,6 +69,8 @@ pub mod names {
     pub const FAULT_ZERO: &str = "minor_fault_zero";
     /// First write of a fresh anonymous page.
     pub const FAULT_ANON: &str = "minor_fault_anon";
+    /// First write of a page that a `MADV_DONTNEED` of the loop's pages just freed.
+    pub const FAULT_ANON_HOT: &str = "minor_fault_anon_hot";
     /// `MADV_DONTNEED` of a range with no present page.
     pub const MADVISE_EMPTY: &str = "madvise_empty";
     /// `MADV_DONTNEED` of one present page.
@@ -83,6 +87,9 @@ pub mod names {
     pub const MPROTECT_SMALL: &str = "mprotect_64";
     /// `mprotect` of [`crate::measure::ZAP_LARGE`] present pages.
     pub const MPROTECT_LARGE: &str = "mprotect_256";
+    /// `mprotect` of a page never touched: the syscall and its VMA work, no PTE to change,
+    /// nothing to flush.
+    pub const MPROTECT_EMPTY: &str = "mprotect_empty";
     /// `mprotect` of a [`crate::measure::PAIR_SPAN`]-page VMA whose only present pages are its
     /// first two: two PTEs changed, flushed by two INVLPGs.
     pub const MPROTECT_PAIR_NEAR: &str = "mprotect_2_near";
@@ -148,10 +155,11 @@ pub mod names {
     /// The same with [`crate::FORK_GROWN_PAGES`] more anonymous pages passed on.
     pub const FORK_EXIT_GROWN: &str = "fork_exit_grown";
     /// Every name, in measuring order.
-    pub const ALL: [&str; 39] = [
+    pub const ALL: [&str; 41] = [
         NULL_SYSCALL,
         FAULT_ZERO,
         FAULT_ANON,
+        FAULT_ANON_HOT,
         MADVISE_EMPTY,
         DONTNEED_ONE,
         DONTNEED_RANGE,
@@ -160,6 +168,7 @@ pub mod names {
         MPROTECT_ONE,
         MPROTECT_SMALL,
         MPROTECT_LARGE,
+        MPROTECT_EMPTY,
         MPROTECT_PAIR_NEAR,
         MPROTECT_PAIR_FAR,
         REREAD_AFTER_NONE,

@@ -25,7 +25,7 @@ pub const CALIBRATION_STEP: f64 = 0.10;
 pub const CALIBRATED_SHARE: f64 = 0.5;
 
 /// Every loop the host preset measures, in measuring order ([`names::ALL`]).
-pub const MEASURED_LOOPS: [MeasuredLoop; 39] = [
+pub const MEASURED_LOOPS: [MeasuredLoop; 41] = [
     MeasuredLoop { name: names::NULL_SYSCALL, operation: "getppid()" },
     MeasuredLoop {
         name: names::FAULT_ZERO,
@@ -34,6 +34,11 @@ pub const MEASURED_LOOPS: [MeasuredLoop; 39] = [
     MeasuredLoop {
         name: names::FAULT_ANON,
         operation: "first write of a fresh anonymous page (allocate, zero, map)",
+    },
+    MeasuredLoop {
+        name: names::FAULT_ANON_HOT,
+        operation: "first write of one of 256 pages an untimed MADV_DONTNEED of all of them \
+                    freed just before (allocate a frame this CPU freed a moment ago, zero, map)",
     },
     MeasuredLoop {
         name: names::MADVISE_EMPTY,
@@ -71,6 +76,11 @@ pub const MEASURED_LOOPS: [MeasuredLoop; 39] = [
         name: names::MPROTECT_LARGE,
         operation:
             "mprotect of 256 present pages, read-only and read-write by turns (a full flush)",
+    },
+    MeasuredLoop {
+        name: names::MPROTECT_EMPTY,
+        operation: "mprotect of a page never touched, read-only and read-write by turns (the \
+                    syscall and its VMA work: no PTE changed, nothing flushed)",
     },
     MeasuredLoop {
         name: names::MPROTECT_PAIR_NEAR,

@@ -116,6 +116,7 @@ fn measure_on_this_thread(opts: &Options) -> (Vec<usize>, BTreeMap<String, Outco
     });
     put(names::FAULT_ZERO, &mut || simple(opts, FAULT_PAGES, &mut |ops| faults(ops, false)));
     put(names::FAULT_ANON, &mut || simple(opts, FAULT_PAGES, &mut |ops| faults(ops, true)));
+    put(names::FAULT_ANON_HOT, &mut || refaults(opts));
     put(names::MADVISE_EMPTY, &mut || {
         let region = Anon::map(64).map_err(|e| format!("mmap: {e}"))?;
         simple(opts, 1 << 22, &mut |ops| {
@@ -141,6 +142,11 @@ fn measure_on_this_thread(opts: &Options) -> (Vec<usize>, BTreeMap<String, Outco
     for (name, pages, measure) in per_page {
         put(name, &mut || measure(opts, pages));
     }
+    // The same syscall with no PTE present: no change, no flush.
+    put(names::MPROTECT_EMPTY, &mut || {
+        let region = Anon::map(1).map_err(|e| format!("mmap: {e}"))?;
+        toggled(opts, &region)
+    });
     // Two PTEs changed either way: flushed page by page, or (spread over more pages than the
     // ceiling) fully.
     put(names::MPROTECT_PAIR_NEAR, &mut || protect_pair(opts, 1));
@@ -270,8 +276,9 @@ fn attempts(
     Err(failures.join("; "))
 }
 
-/// Pages per fault run (the cap of its calibration): 16 MiB.
-const FAULT_PAGES: u64 = 4096;
+/// Pages per fault run (the cap of its calibration): 16 MiB, fresh each run
+/// (`minor_fault_anon`; `tlblab_sim`'s `FAULT_COLD_PAGES` is the same).
+pub const FAULT_PAGES: u64 = 4096;
 /// Pages of the ranged `MADV_DONTNEED`: below the kernel's single-page flush ceiling (33), so
 /// it flushes page by page (INVLPG); with `dontneed_1`, the cost of one more page of a ranged
 /// flush.
@@ -347,6 +354,37 @@ fn faults(ops: u64, write: bool) -> Result<Duration, String> {
     black_box(sum);
     drop(region);
     Ok(took)
+}
+
+/// Pages the `minor_fault_anon_hot` loop refaults (1 MiB, well inside any L2;
+/// `tlblab_sim`'s `FAULT_HOT_PAGES` is the same).
+pub const HOT_FAULT_PAGES: usize = 256;
+
+/// First writes of [`HOT_FAULT_PAGES`] pages that an untimed `MADV_DONTNEED` of all of them
+/// freed just before, again and again: each fault gets a frame this CPU freed a moment ago
+/// (the per-CPU free list hands out the page freed last). A written page at each end keeps
+/// the PTE table; the DONTNEED is past the flush ceiling, a full flush.
+fn refaults(opts: &Options) -> Result<Measurement, String> {
+    let region = Anon::map(HOT_FAULT_PAGES + 2).map_err(|e| format!("mmap: {e}"))?;
+    region.write(0);
+    region.write(HOT_FAULT_PAGES + 1);
+    let mut run = |rounds: u64| {
+        let mut took = Duration::ZERO;
+        for _ in 0..rounds {
+            let t = Instant::now();
+            for page in 1..=HOT_FAULT_PAGES {
+                region.write(page);
+            }
+            took += t.elapsed();
+            region
+                .dontneed(1..HOT_FAULT_PAGES + 1)
+                .map_err(|e| format!("madvise(MADV_DONTNEED): {e}"))?;
+        }
+        Ok(took)
+    };
+    let rounds = calibrate(opts.min_run, 1 << 16, &mut run)?;
+    let faults = (rounds * HOT_FAULT_PAGES as u64) as f64;
+    per_op_runs(opts, rounds, || Ok(run(rounds)?.as_nanos() as f64 / faults))
 }
 
 /// `MADV_DONTNEED` of `pages` present pages, timed alone (the writes that make them present

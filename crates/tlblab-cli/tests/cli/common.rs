@@ -128,7 +128,7 @@ pub fn undocumented<'a>(
 }
 
 /// Every mechanism, in `tlblab sim mechanisms` order.
-pub const MECHANISMS: [&str; 35] = [
+pub const MECHANISMS: [&str; 36] = [
     "guest",
     "idle-states",
     "csd-queue",
@@ -163,5 +163,6 @@ pub const MECHANISMS: [&str; 35] = [
     "wakeup-preemption",
     "haltpoll",
     "queued-messages",
+    "hot-frames",
     "invlpg-scope",
 ];

@@ -139,6 +139,7 @@ impl<O: Observer> Kernel<O> {
         if let Some(pa) = self.page_alloc.as_deref_mut() {
             pa.free(0, cpu, None);
         }
+        self.frame_freed(cpu);
     }
 
     /// Task `t` on `cpu` takes `pages` pages from `node`: if one carries a key, every batch

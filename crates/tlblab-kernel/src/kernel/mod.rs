@@ -25,6 +25,7 @@ mod deferral;
 mod disturb;
 mod fair;
 mod flush;
+mod frames;
 pub(crate) mod guest;
 mod idle;
 mod invlpgb;
@@ -499,6 +500,8 @@ impl Default for KernelConfig {
 /// The kernel model on a machine, under a policy.
 pub struct Kernel<O: Observer> {
     spec: MachineSpec,
+    /// Each CPU's freed frames, newest last (mechanism `hot-frames`; `None` without it).
+    free_frames: Option<Vec<frames::FreeFrames>>,
     costs: RawKernel,
     /// The machine's idle states, `POLL` first.
     idle_states: Vec<idle::IdleState>,
@@ -700,6 +703,8 @@ impl<O: Observer> Kernel<O> {
                 let pv = pv && policy.pv_tlb_flush && on(Mechanism::PvTlbFlush);
                 Box::new(vcpu::HostSched::new(p, pv, n, config.seed))
             });
+        let free_frames =
+            Self::free_frames(n, costs.page_fault_anon_hot.cycles, on(Mechanism::HotFrames));
         let mut k = Kernel {
             idle_states,
             haltpoll,
@@ -759,6 +764,7 @@ impl<O: Observer> Kernel<O> {
             deadlock_hit: false,
             stop: None,
             stopped: false,
+            free_frames,
             spec,
             config,
         };

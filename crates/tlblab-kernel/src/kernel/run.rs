@@ -937,12 +937,15 @@ impl<O: Observer> Kernel<O> {
                     self.counters.page_faults += 1;
                     return Step::Spend(cycles, Mode::Sys);
                 }
+                // An anonymous page allocated and zeroed: its cost is decided below, by its
+                // frame (mechanism hot-frames).
+                let zeroed = matches!((old, write), (Pte::None, true) | (Pte::ZeroPage, _));
                 let (new, cost, flush) = match (old, write) {
-                    (Pte::None, true) => (Pte::Present, self.costs.page_fault_anon.cycles, false),
+                    (Pte::None, true) => (Pte::Present, 0, false),
                     (Pte::None, false) => (Pte::ZeroPage, self.costs.page_fault_zero.cycles, false),
                     // A write to the zero page or a shared page: copy, and flush the old PTE
                     // (`ptep_clear_flush()` → `flush_tlb_page()`).
-                    (Pte::ZeroPage, _) => (Pte::Present, self.costs.page_fault_anon.cycles, true),
+                    (Pte::ZeroPage, _) => (Pte::Present, 0, true),
                     (Pte::Cow, _) => (Pte::Present, self.costs.page_fault_cow.cycles, true),
                     (Pte::Present, _) => (Pte::Present, 0, false),
                     (Pte::File, _) => (Pte::File, 0, false),
@@ -950,6 +953,7 @@ impl<O: Observer> Kernel<O> {
                 vma.ptes[page as usize] = new;
                 vma.touched = true;
                 vma.anon_vma |= new == Pte::Present;
+                let cost = if zeroed { self.anon_fault_cycles(cpu) } else { cost };
                 if new == Pte::Present && old != Pte::Present {
                     // A new page from the allocator: migrc and LUF flush what is pending on it
                     // first; LUF also flushes everything pending when a fault sets a writable

@@ -224,6 +224,13 @@ impl KernelFigure {
         KernelFigure::in_cycles(0, why, true)
     }
 
+    /// `page_fault_anon_hot` of a preset that does not give it.
+    pub fn unmeasured_hot_fault() -> KernelFigure {
+        let why = "not measured apart: every anonymous write fault costs page_fault_anon, \
+                   however recently its frame was freed";
+        KernelFigure::in_cycles(0, why, true)
+    }
+
     /// `invlpg_refill` of a preset that does not give it.
     pub fn unmeasured_invlpg_refill() -> KernelFigure {
         let why = "not measured apart: an INVLPG keeps the kernel's own translations (the SDM's \
@@ -690,6 +697,12 @@ pub struct MhzFigure {
     pub unverified: bool,
 }
 
+/// Pages of the loop that measures `page_fault_anon_hot` (tlblab-pathcost's
+/// `minor_fault_anon_hot`: the same pages freed and refaulted, again and again).
+pub const FAULT_HOT_PAGES: u64 = 256;
+/// Pages of the loop that measures `page_fault_anon` (`minor_fault_anon`: fresh pages).
+pub const FAULT_COLD_PAGES: u64 = 4096;
+
 /// How many messages on average were written between a message's write and its read in the
 /// deep rounds that measure `pipe_queued` and `socket_queued` (tlblab-pathcost's
 /// `QUEUED_SINCE_MEAN`: 20 channels × 200 messages, halved): the depth at which those figures
@@ -709,6 +722,13 @@ pub struct RawKernel {
     pub syscall: KernelFigure,
     /// A write fault on an anonymous page: allocate and zero a page, install the PTE.
     pub page_fault_anon: KernelFigure,
+    /// The same fault when its frame is one this CPU freed a moment ago
+    /// ([`FAULT_HOT_PAGES`] pages freed and refaulted again and again: the frame's lines and its
+    /// `struct page` still cached); `page_fault_anon` is then a fault in a loop over
+    /// [`FAULT_COLD_PAGES`] fresh pages (mechanism `hot-frames`). 0 (the default) in a preset
+    /// that did not measure it apart: every such fault costs `page_fault_anon`.
+    #[serde(default = "KernelFigure::unmeasured_hot_fault")]
+    pub page_fault_anon_hot: KernelFigure,
     /// A read fault that maps the shared zero page.
     pub page_fault_zero: KernelFigure,
     /// A copy-on-write fault: allocate and copy a page, install the PTE (the flush of the old
@@ -825,10 +845,11 @@ pub struct RawKernel {
 
 impl RawKernel {
     /// Every path cost, named as in the file, in file order.
-    pub fn figures(&self) -> [(&'static str, &KernelFigure); 39] {
+    pub fn figures(&self) -> [(&'static str, &KernelFigure); 40] {
         [
             ("syscall", &self.syscall),
             ("page_fault_anon", &self.page_fault_anon),
+            ("page_fault_anon_hot", &self.page_fault_anon_hot),
             ("page_fault_zero", &self.page_fault_zero),
             ("page_fault_cow", &self.page_fault_cow),
             ("zap_pte", &self.zap_pte),
@@ -870,10 +891,11 @@ impl RawKernel {
     }
 
     /// Every path cost, mutable, named as in the file.
-    pub fn figures_mut(&mut self) -> [(&'static str, &mut KernelFigure); 39] {
+    pub fn figures_mut(&mut self) -> [(&'static str, &mut KernelFigure); 40] {
         [
             ("syscall", &mut self.syscall),
             ("page_fault_anon", &mut self.page_fault_anon),
+            ("page_fault_anon_hot", &mut self.page_fault_anon_hot),
             ("page_fault_zero", &mut self.page_fault_zero),
             ("page_fault_cow", &mut self.page_fault_cow),
             ("zap_pte", &mut self.zap_pte),

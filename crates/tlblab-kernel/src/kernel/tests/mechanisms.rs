@@ -555,3 +555,36 @@ fn invlpg_scope_drops_every_translation_and_charges_the_kernel_refill() {
     assert!(!Mechanism::InvlpgScope.present_on(&skylake));
     assert_eq!(json(&storm(&skylake, &[])), json(&storm(&skylake, &[Mechanism::InvlpgScope])));
 }
+
+/// skylake with a fault on a hot frame measured at `hot` cycles.
+fn skylake_hot_faults(hot: u64) -> MachineSpec {
+    let line =
+        format!("page_fault_anon_hot = {{ cycles = {hot}, source = \"test\" }}\nmprotect = ");
+    MachineSpec::from_toml(&preset_text("skylake").replacen("mprotect = ", &line, 1), "test")
+        .unwrap()
+}
+
+/// hot-frames: storm's 2-page loop frees its two frames at each munmap and faults them back at
+/// the next round's writes, each at a distance of at most 3 (the last freed first), so every
+/// fault but the first round's two costs the hot figure; off, every one costs page_fault_anon,
+/// as on a preset that did not measure a hot fault (where the mechanism is not present).
+#[test]
+fn hot_frames_charge_a_refault_of_a_frame_freed_a_moment_ago_the_hot_figure() {
+    let cold = tlblab_sim::machine::builtin("skylake")
+        .unwrap()
+        .kernel_costs()
+        .unwrap()
+        .page_fault_anon
+        .cycles;
+    let spec = skylake_hot_faults(cold / 2);
+    assert!(Mechanism::HotFrames.present_on(&spec));
+    let on = storm(&spec, &[]);
+    let off = storm(&spec, &[Mechanism::HotFrames]);
+    let sys = |r: &KernelReport| r.tasks[0].sys_cycles;
+    // 50 rounds of 2 faults; the anchor's and the first round's find no freed frame.
+    assert_eq!(sys(&off) - sys(&on), 49 * 2 * (cold - cold / 2));
+    let plain = preset_without("skylake", None);
+    assert!(!Mechanism::HotFrames.present_on(&plain));
+    assert_eq!(json(&storm(&plain, &[])), json(&storm(&plain, &[Mechanism::HotFrames])));
+    assert_eq!(json(&off), json(&storm(&skylake_hot_faults(0), &[])));
+}
