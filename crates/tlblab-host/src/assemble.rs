@@ -81,7 +81,7 @@ pub fn build(facts: &HostFacts) -> Result<HostPreset, HostError> {
     ));
     let cpus = count_cpus(facts, info.as_ref(), &mut prov);
     let virtualised = hypervisor_facts(facts, dump, info.as_ref(), &mut prov);
-    let feats = features(dump, info.as_ref(), &id.vendor, preset_name, &preset, &mut prov);
+    let mut feats = features(dump, info.as_ref(), &id.vendor, preset_name, &preset, &mut prov);
     let paging_levels = paging_levels(facts, info.as_ref(), feats.la57, &mut prov);
     informative_facts(facts, dump, info.as_ref(), &mut prov);
 
@@ -107,29 +107,20 @@ pub fn build(facts: &HostFacts) -> Result<HostPreset, HostError> {
     }
     let latency = relabel(&preset.latency, &copied, "latency", &mut prov)?;
     let mut cost = costs(&preset, preset_name, &id.vendor, &feats, &mut prov)?;
-    let mut feats = feats;
     let mut derivation = None;
     let mut cache = String::new();
     let kernel = match &preset.kernel {
         Some(k) => {
             let mut copy = relabel(k, &copied, "kernel", &mut prov)?;
             copy.clock = clock(facts, dump, info.as_ref(), &copy.clock, preset_name, &mut prov);
-            // INVLPG's cost and reach, from the same measured paths, before the kernel figures
-            // that subtract the one-page flush.
-            if let Some(cached) = facts.path_costs.available() {
-                let text = crate::kernel_costs::cache_text(cached);
-                let (costs, mhz) = (&cached.costs, copy.clock.mhz);
-                crate::local_flush::apply(
-                    costs,
-                    &text,
-                    mhz,
-                    &mut cost.invlpg,
-                    &mut feats.raw,
-                    &mut prov,
-                );
-            }
-            (derivation, cache) =
-                measured_kernel(facts, k, &mut copy, &mut cost, &feats.raw, virtualised, &mut prov);
+            (derivation, cache) = measured_kernel(
+                facts,
+                k,
+                &mut copy,
+                (&mut cost, &mut feats.raw),
+                virtualised,
+                &mut prov,
+            );
             Some(copy)
         }
         None => None,
@@ -532,7 +523,7 @@ fn features(
         page_walkers: pf.page_walkers,
         invlpg_psc_scope: scope,
         invlpg_psc_scope_source: scope_source,
-        // Decided from the measured paths, when there are some (`invlpg_scope` below).
+        // Decided from the measured paths, when there are some (`local_flush::apply`).
         invlpg_tlb_scope: TlbScope::Address,
         invlpg_tlb_scope_source: String::new(),
         source: format!(
@@ -878,8 +869,7 @@ fn measured_kernel(
     facts: &HostFacts,
     preset: &tlblab_sim::machine::raw::RawKernel,
     copy: &mut tlblab_sim::machine::raw::RawKernel,
-    cost: &mut RawCosts,
-    features: &RawFeatures,
+    (cost, features): (&mut RawCosts, &mut RawFeatures),
     virtualised: bool,
     prov: &mut Vec<Provenance>,
 ) -> (Option<crate::kernel_costs::Derivation>, String) {
@@ -900,8 +890,11 @@ fn measured_kernel(
         Origin::Informative,
         format!("tlblab-pathcost: {cache}"),
     ));
-    // The full flush's pieces first: the one-page flush the figures below subtract holds two.
-    crate::local_flush::apply_full_flush(&cached.costs, &cache, copy, cost, prov);
+    // The local flush first, from the same paths: the kernel figures below subtract it. Its
+    // pieces, INVLPG's cost and reach, and after them the kernel's refill.
+    crate::local_flush::apply_full_flush(cached, copy, cost, prov);
+    let mhz = copy.clock.mhz;
+    crate::local_flush::apply(&cached.costs, &cache, mhz, &mut cost.invlpg, features, prov);
     let mut flush = crate::kernel_costs::local_flush(copy, cost.invlpg.cycles);
     let ns = |cycles: u64| cycles as f64 * 1000.0 / copy.clock.mhz.max(1) as f64;
     flush.refill = crate::local_flush::refill(

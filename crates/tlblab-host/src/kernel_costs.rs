@@ -67,17 +67,35 @@ pub struct Derivation {
     pub halt_wake: Option<Result<Derived, String>>,
 }
 
-fn input(costs: &PathCosts, name: &str) -> Result<(f64, String), String> {
+/// A measurement's median, in ns, and its summary for a figure's source.
+pub(crate) fn input(costs: &PathCosts, name: &str) -> Result<(f64, String), String> {
     let m: &Measurement = costs.get(name).map_err(|e| format!("{name} not measured: {e}"))?;
     Ok((m.median_ns, format!("{name} {}", m.summary())))
 }
 
-fn positive(what: &str, ns: f64) -> Result<f64, String> {
+/// `ns`, or an error naming `what` when noise made it not positive.
+pub(crate) fn positive(what: &str, ns: f64) -> Result<f64, String> {
     if ns.is_finite() && ns > 0.0 {
         Ok(ns)
     } else {
         Err(format!("{what} = {:.1} ns is not positive (noise)", ns))
     }
+}
+
+/// The per-page work of two measurements of [`ZAP_SMALL`](tlblab_pathcost::measure::ZAP_SMALL)
+/// and [`ZAP_LARGE`](tlblab_pathcost::measure::ZAP_LARGE) pages that both flush fully (the flush
+/// cancels), in ns (not rounded), with its rule and inputs.
+pub(crate) fn per_page_ns(
+    costs: &PathCosts,
+    small_name: &str,
+    large_name: &str,
+) -> Result<(f64, String), String> {
+    let (small, small_how) = input(costs, small_name)?;
+    let (large, large_how) = input(costs, large_name)?;
+    let pages = (tlblab_pathcost::measure::ZAP_LARGE - tlblab_pathcost::measure::ZAP_SMALL) as f64;
+    let rule = format!("({large_name} − {small_name}) / {pages}");
+    let ns = positive(&rule, (large - small) / pages)?;
+    Ok((ns, format!("{rule}: {large_how}; {small_how}")))
 }
 
 /// The one-page local flush the kernel model charges on the host (`flush_tlb_mm_range` +
@@ -202,16 +220,11 @@ pub fn derive(
     ));
     // The per-page work of two measurements that both flush fully (the flush cancels).
     let per_page = |small_name: &str, large_name: &str| {
-        let (small, small_how) = input(costs, small_name)?;
-        let (large, large_how) = input(costs, large_name)?;
-        let pages =
-            (tlblab_pathcost::measure::ZAP_LARGE - tlblab_pathcost::measure::ZAP_SMALL) as f64;
-        let rule = format!("({large_name} − {small_name}) / {pages}");
-        let ns = positive(&rule, (large - small) / pages)?;
+        let (ns, how) = per_page_ns(costs, small_name, large_name)?;
         Ok::<_, String>(Derived {
             ns: round1(ns),
             scales: Scales::Cycles,
-            how: format!("{rule}: {large_how}; {small_how}"),
+            how,
             assumed_split: false,
         })
     };

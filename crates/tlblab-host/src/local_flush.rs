@@ -7,16 +7,18 @@
 //! | `kernel.flush_tlb_mm_range`, `kernel.flush_tlb_func`, `cost.mov_cr3` | `(mprotect_64 − 64 × change_pte) − mprotect_empty`, `change_pte` = `(mprotect_256 − mprotect_64) / 192`: what a full local flush adds to an mprotect that flushes nothing (the PTE table's lock, the mmu_gather, `flush_tlb_mm_range()`, `flush_tlb_func()`, the CR3 write, the loop's own few refills after it), split in the nearest preset's proportion (unverified) |
 //! | `cost.invlpg` | `(dontneed_16 − dontneed_1) / 15 − zap_pte`, `zap_pte` = `(dontneed_256 − dontneed_64) / 192`: both small zaps flush page by page (below the ceiling of 33), so their difference is 15 zaps and 15 `flush_tlb_one_user()`s, each an INVLPG and its loop step |
 //! | `features.invlpg_tlb_scope` | `all` when a one-page flush costs 64 other pages' reads at least half of what a full flush costs them, `(reread_after_invlpg − reread_after_none) / (reread_after_flush − reread_after_none)` ≥ ½; else `address` |
-//! | `kernel.invlpg_refill` (with `all` only) | `mprotect_2_near − mprotect_2_far − 2 × INVLPG + mov_cr3`: the same two PTE changes flushed by two INVLPGs or by a CR3 write; what is left beyond the instructions is the kernel's refill of its own (global) translations, which the INVLPGs dropped and the CR3 write keeps. `mov_cr3` is the preset's (copied), at the host clock |
+//! | `kernel.invlpg_refill` (with `all` only) | `mprotect_2_near − mprotect_2_far − 2 × INVLPG + mov_cr3`: the same two PTE changes flushed by two INVLPGs or by a CR3 write; what is left beyond the instructions is the kernel's refill of its own (global) translations, which the INVLPGs dropped and the CR3 write keeps; INVLPG and `mov_cr3` as derived above, at the host clock |
 //!
 //! A figure whose inputs are missing or lost in noise keeps the preset's, with the reason.
 
-use crate::kernel_costs::Derived;
+use crate::kernel_costs::{input, per_page_ns, positive, Derivation, Derived};
 use crate::provenance::{Origin, Provenance};
-use tlblab_pathcost::measure::{ZAP_LARGE, ZAP_RANGE, ZAP_SMALL};
+use tlblab_pathcost::measure::{ZAP_RANGE, ZAP_SMALL};
 use tlblab_pathcost::stats::round1;
-use tlblab_pathcost::{names, PathCosts};
-use tlblab_sim::machine::raw::{CyclesFigure, RawCosts, RawFeatures, RawKernel, Scales};
+use tlblab_pathcost::{names, Cached, PathCosts};
+use tlblab_sim::machine::raw::{
+    CyclesFigure, KernelFigure, RawCosts, RawFeatures, RawKernel, Scales,
+};
 use tlblab_sim::machine::TlbScope;
 
 /// At and above this share of a full flush's cost to other pages' reads, a one-page flush is
@@ -28,62 +30,51 @@ pub const ALL_REACH: f64 = 0.5;
 pub const MIN_WALK_NS: f64 = 0.5;
 
 /// `ns` by `rule`, what it means and its inputs; an error when noise made it not positive.
-fn positive(
+fn derived_ns(
     rule: &str,
     ns: f64,
     meaning: &str,
     inputs: &[String],
 ) -> Result<(f64, String), String> {
-    if !(ns.is_finite() && ns > 0.0) {
-        return Err(format!("{rule} = {ns:.1} ns is not positive (noise)"));
-    }
+    let ns = positive(rule, ns)?;
     Ok((ns, format!("{rule} = {ns:.1} ns: {meaning}; {}", inputs.join("; "))))
-}
-
-fn median(costs: &PathCosts, name: &str) -> Result<(f64, String), String> {
-    let m = costs.get(name).map_err(|e| format!("{name} not measured: {e}"))?;
-    Ok((m.median_ns, format!("{name} {}", m.summary())))
 }
 
 /// What a full local flush adds to an mprotect that flushes nothing, in ns, and how it was
 /// obtained.
 pub fn full_flush_ns(costs: &PathCosts) -> Result<(f64, String), String> {
-    let (small, small_how) = median(costs, names::MPROTECT_SMALL)?;
-    let (large, large_how) = median(costs, names::MPROTECT_LARGE)?;
-    let (empty, empty_how) = median(costs, names::MPROTECT_EMPTY)?;
-    let change_pte = (large - small) / (ZAP_LARGE - ZAP_SMALL) as f64;
+    let (small, small_how) = input(costs, names::MPROTECT_SMALL)?;
+    let (change_pte, change_how) =
+        per_page_ns(costs, names::MPROTECT_SMALL, names::MPROTECT_LARGE)?;
+    let (empty, empty_how) = input(costs, names::MPROTECT_EMPTY)?;
     let ns = small - ZAP_SMALL as f64 * change_pte - empty;
     let rule = format!(
-        "({} − {ZAP_SMALL} × change_pte) − {}, change_pte = ({} − {}) / {}",
+        "({} − {ZAP_SMALL} × change_pte) − {}",
         names::MPROTECT_SMALL,
-        names::MPROTECT_EMPTY,
-        names::MPROTECT_LARGE,
-        names::MPROTECT_SMALL,
-        ZAP_LARGE - ZAP_SMALL
+        names::MPROTECT_EMPTY
     );
     let meaning = "what a full local flush adds to an mprotect that flushes nothing";
-    positive(&rule, ns, meaning, &[small_how, large_how, empty_how])
+    let change = format!("change_pte {change_pte:.1} ns = {change_how}");
+    derived_ns(&rule, ns, meaning, &[small_how, change, empty_how])
 }
 
 /// Replaces the copied pieces of a local full flush, `flush_tlb_mm_range` and `flush_tlb_func`
 /// of `kernel` and `mov_cr3` of `cost`, with the measured whole split in their proportion at
 /// `kernel`'s clock; without it the copies stay, and say why.
 pub(crate) fn apply_full_flush(
-    costs: &PathCosts,
-    cache: &str,
+    cached: &Cached,
     kernel: &mut RawKernel,
     cost: &mut RawCosts,
     prov: &mut Vec<Provenance>,
 ) {
     let mhz = kernel.clock.mhz.max(1);
-    let at_host =
-        |f: &tlblab_sim::machine::raw::KernelFigure| f.written.resolve(mhz).unwrap_or(f.cycles);
+    let at_host = |f: &KernelFigure| f.written.resolve(mhz).unwrap_or(f.cycles);
     let weights = [
         ("flush_tlb_mm_range", at_host(&kernel.flush_tlb_mm_range)),
         ("flush_tlb_func", at_host(&kernel.flush_tlb_func)),
         ("mov_cr3", cost.mov_cr3.cycles),
     ];
-    let whole = full_flush_ns(costs).map(|(ns, how)| Derived {
+    let whole = full_flush_ns(&cached.costs).map(|(ns, how)| Derived {
         ns,
         scales: Scales::Cycles,
         how,
@@ -91,73 +82,63 @@ pub(crate) fn apply_full_flush(
     });
     let mut parts = Vec::new();
     crate::kernel_costs::split(&mut parts, &whole, &weights);
-    for (name, part) in parts {
-        let figure = match name {
-            "mov_cr3" => "cost.mov_cr3".to_owned(),
-            _ => format!("kernel.{name}"),
-        };
-        let entry = prov.iter().position(|p| p.figure == figure);
-        let (value, origin, source) = match &part {
-            Ok(d) if name == "mov_cr3" => {
-                let cycles = (d.ns * mhz as f64 / 1000.0).round().max(1.0) as u64;
-                let source = format!("measured on this machine: {}; at {mhz} MHz; {cache}", d.how);
-                cost.mov_cr3 = CyclesFigure { cycles, source: source.clone(), unverified: true };
-                (format!("{cycles} cycles"), Origin::Measured, source)
-            }
-            Ok(d) => {
-                let new = crate::kernel_costs::figure_of(d, mhz, cache);
-                let slot = match name {
-                    "flush_tlb_mm_range" => &mut kernel.flush_tlb_mm_range,
-                    _ => &mut kernel.flush_tlb_func,
-                };
-                let (value, source) = (new.written.describe(), new.source.clone());
-                *slot = new;
-                (value, Origin::Measured, source)
-            }
-            Err(why) => {
-                let old = prov.get(entry.unwrap_or(usize::MAX)).map(|p| p.source.clone());
-                let source = format!("{}; not measured here: {why}", old.unwrap_or_default());
-                (String::new(), Origin::Fallback, source)
-            }
-        };
-        match (entry, origin) {
-            (Some(i), Origin::Fallback) => {
-                prov[i].origin = Origin::Fallback;
-                prov[i].source = source;
-            }
-            (Some(i), _) => prov[i] = Provenance::new(figure, value, origin, source),
-            (None, _) => prov.push(Provenance::new(figure, value, origin, source)),
+    let cr3 = parts.pop().expect("the CR3 write is the last part").1;
+    let kernel_parts = Derivation { kernel: parts, ..Derivation::default() };
+    crate::kernel_costs::apply(kernel, &kernel_parts, cached, prov);
+    let cache = crate::kernel_costs::cache_text(cached);
+    let cr3 = cr3.map(|d| (d.ns, d.how));
+    set_cycles("cost.mov_cr3", &mut cost.mov_cr3, cr3, (mhz, &cache), true, prov);
+}
+
+/// Sets `slot` (provenance `figure`) to `measured` (ns, how) in cycles at `mhz`, marked
+/// `unverified` or not; a figure not measured keeps its copy and says why.
+fn set_cycles(
+    figure: &str,
+    slot: &mut CyclesFigure,
+    measured: Result<(f64, String), String>,
+    (mhz, cache): (u64, &str),
+    unverified: bool,
+    prov: &mut Vec<Provenance>,
+) {
+    let entry = prov.iter().position(|p| p.figure == figure);
+    let new = match measured {
+        Ok((ns, how)) => {
+            let cycles = (ns * mhz as f64 / 1000.0).round().max(1.0) as u64;
+            let source = format!("measured on this machine: {how}; at {mhz} MHz; {cache}");
+            *slot = CyclesFigure { cycles, source: source.clone(), unverified };
+            Provenance::new(figure, format!("{cycles} cycles"), Origin::Measured, source)
         }
+        Err(why) => {
+            slot.source = format!("{}; not measured here: {why}", slot.source);
+            let value = format!("{} cycles", slot.cycles);
+            Provenance::new(figure, value, Origin::Fallback, &slot.source)
+        }
+    };
+    match entry {
+        Some(i) => prov[i] = new,
+        None => prov.push(new),
     }
 }
 
 /// One more page of a ranged flush, in ns, and how it was obtained.
 pub fn cost_ns(costs: &PathCosts) -> Result<(f64, String), String> {
-    let (one, one_how) = median(costs, names::DONTNEED_ONE)?;
-    let (range, range_how) = median(costs, names::DONTNEED_RANGE)?;
-    let (small, small_how) = median(costs, names::DONTNEED_SMALL)?;
-    let (large, large_how) = median(costs, names::DONTNEED_LARGE)?;
-    let zap_pte = (large - small) / (ZAP_LARGE - ZAP_SMALL) as f64;
+    let (one, one_how) = input(costs, names::DONTNEED_ONE)?;
+    let (range, range_how) = input(costs, names::DONTNEED_RANGE)?;
+    let (zap_pte, zap_how) = per_page_ns(costs, names::DONTNEED_SMALL, names::DONTNEED_LARGE)?;
     let more = (ZAP_RANGE - 1) as f64;
     let ns = (range - one) / more - zap_pte;
-    let rule = format!(
-        "({} − {}) / {more} − zap_pte, zap_pte = ({} − {}) / {}",
-        names::DONTNEED_RANGE,
-        names::DONTNEED_ONE,
-        names::DONTNEED_LARGE,
-        names::DONTNEED_SMALL,
-        ZAP_LARGE - ZAP_SMALL
-    );
+    let rule = format!("({} − {}) / {more} − zap_pte", names::DONTNEED_RANGE, names::DONTNEED_ONE);
     let meaning =
         "one more page of a ranged flush (an INVLPG and its step of flush_tlb_func()'s loop)";
-    positive(&rule, ns, meaning, &[range_how, one_how, large_how, small_how])
+    let zap = format!("zap_pte {zap_pte:.1} ns = {zap_how}");
+    derived_ns(&rule, ns, meaning, &[range_how, one_how, zap])
 }
 
 /// Whether a one-page flush keeps other pages' translations, and the evidence.
 pub fn scope(costs: &PathCosts) -> Result<(TlbScope, String), String> {
-    let (none, none_how) = median(costs, names::REREAD_AFTER_NONE)?;
-    let (invlpg, invlpg_how) = median(costs, names::REREAD_AFTER_INVLPG)?;
-    let (full, full_how) = median(costs, names::REREAD_AFTER_FLUSH)?;
+    let (none, none_how) = input(costs, names::REREAD_AFTER_NONE)?;
+    let (invlpg, invlpg_how) = input(costs, names::REREAD_AFTER_INVLPG)?;
+    let (full, full_how) = input(costs, names::REREAD_AFTER_FLUSH)?;
     let walk = full - none;
     if !(walk.is_finite() && walk >= MIN_WALK_NS) {
         return Err(format!(
@@ -200,28 +181,20 @@ pub fn refill(
         return None;
     }
     Some((|| {
-        let (near, near_how) = median(costs, names::MPROTECT_PAIR_NEAR)?;
-        let (far, far_how) = median(costs, names::MPROTECT_PAIR_FAR)?;
+        let (near, near_how) = input(costs, names::MPROTECT_PAIR_NEAR)?;
+        let (far, far_how) = input(costs, names::MPROTECT_PAIR_FAR)?;
         let rule = format!(
             "{} − {} − 2 × INVLPG + mov_cr3",
             names::MPROTECT_PAIR_NEAR,
             names::MPROTECT_PAIR_FAR
         );
+        let meaning = "the same two PTE changes flushed by two INVLPGs and by a CR3 write, less \
+                       the instructions: what the kernel's next path pays to refill its own \
+                       translations, which INVLPG dropped here";
+        let instructions = format!("INVLPG {invlpg_ns:.1} ns; mov_cr3 {mov_cr3_ns:.1} ns");
         let ns = near - far - 2.0 * invlpg_ns + mov_cr3_ns;
-        if !(ns.is_finite() && ns > 0.0) {
-            return Err(format!("{rule} = {ns:.1} ns is not positive (noise)"));
-        }
-        Ok(Derived {
-            ns: round1(ns),
-            scales: Scales::Time,
-            how: format!(
-                "{rule}: the same two PTE changes flushed by two INVLPGs and by a CR3 write, \
-                 less the instructions: what the kernel's next path pays to refill its own \
-                 translations, which INVLPG dropped here; {near_how}; {far_how}; INVLPG \
-                 {invlpg_ns:.1} ns; mov_cr3 {mov_cr3_ns:.1} ns (the preset's)"
-            ),
-            assumed_split: false,
-        })
+        let (ns, how) = derived_ns(&rule, ns, meaning, &[near_how, far_how, instructions])?;
+        Ok(Derived { ns: round1(ns), scales: Scales::Time, how, assumed_split: false })
     })())
 }
 
@@ -236,27 +209,7 @@ pub(crate) fn apply(
     features: &mut RawFeatures,
     prov: &mut Vec<Provenance>,
 ) {
-    match cost_ns(costs) {
-        Ok((ns, how)) => {
-            let cycles = (ns * mhz as f64 / 1000.0).round().max(1.0) as u64;
-            let source = format!("measured on this machine: {how}; at {mhz} MHz; {cache}");
-            prov.retain(|p| p.figure != "cost.invlpg");
-            prov.push(Provenance::new(
-                "cost.invlpg",
-                format!("{cycles} cycles"),
-                Origin::Measured,
-                &source,
-            ));
-            *invlpg = CyclesFigure { cycles, source, unverified: false };
-        }
-        Err(why) => {
-            invlpg.source = format!("{}; not measured here: {why}", invlpg.source);
-            if let Some(p) = prov.iter_mut().find(|p| p.figure == "cost.invlpg") {
-                p.origin = Origin::Fallback;
-                p.source = invlpg.source.clone();
-            }
-        }
-    }
+    set_cycles("cost.invlpg", invlpg, cost_ns(costs), (mhz, cache), false, prov);
     let (scope, source, origin) = match scope(costs) {
         Ok((scope, how)) => (scope, format!("{how}; {cache}"), Origin::Measured),
         Err(why) => (
@@ -294,6 +247,11 @@ mod tests {
             results,
             steal: Err("not sampled".into()),
         }
+    }
+
+    /// `costs` as read from a cache file.
+    fn cached(costs: PathCosts) -> Cached {
+        Cached { costs, file: None, from_cache: true, notes: vec![] }
     }
 
     /// This project's guest's DONTNEED loops (2026-12-01).
@@ -382,7 +340,7 @@ mod tests {
             (preset.kernel.clone().expect("[kernel]"), preset.cost.clone());
         kernel.clock.mhz = 2600;
         let mut prov = Vec::new();
-        apply_full_flush(&c, "the cache", &mut kernel, &mut cost, &mut prov);
+        apply_full_flush(&cached(c), &mut kernel, &mut cost, &mut prov);
         let share = |w: f64| 196.0 * w / 890.0;
         assert_eq!(cost.mov_cr3.cycles, (share(300.0) * 2.6).round() as u64);
         assert!((kernel.flush_tlb_func.written.ns.expect("in ns") - share(490.0)).abs() < 0.1);
@@ -398,7 +356,7 @@ mod tests {
         let (mut kernel, mut cost) =
             (preset.kernel.clone().expect("[kernel]"), preset.cost.clone());
         let mut prov = vec![Provenance::new("cost.mov_cr3", "300 cycles", Origin::Copied, "x")];
-        apply_full_flush(&noise, "the cache", &mut kernel, &mut cost, &mut prov);
+        apply_full_flush(&cached(noise), &mut kernel, &mut cost, &mut prov);
         assert_eq!(cost.mov_cr3.cycles, 300);
         assert_eq!(prov[0].origin, Origin::Fallback);
         assert!(prov[0].source.contains("not positive"), "{}", prov[0].source);

@@ -386,11 +386,7 @@ impl Cpu {
                 // Measured in a KVM guest: after one INVLPG every translation is gone, the
                 // kernel's global ones and the guest-physical ones too (docs/hardware-model.md,
                 // "INVLPG that drops everything").
-                let (tlb, psc) =
-                    (self.drop_tlb(stats, |_, _| true), self.drop_psc(stats, |_| true));
-                if let Some(nested) = &mut self.nested {
-                    nested.clear(stats);
-                }
+                let (tlb, psc) = self.drop_everything(stats);
                 (OpKind::Invlpg, tlb, psc)
             }
             TlbOp::Invlpg { pcid, vpn } => {
@@ -507,12 +503,18 @@ impl Cpu {
     /// cache entry is gone, globals included. No instruction is charged. Returns the TLB
     /// entries lost.
     pub fn lose_translations(&mut self, stats: &mut HwStats) -> u64 {
+        self.drop_everything(stats).0
+    }
+
+    /// Drops every TLB entry (globals too), every paging-structure-cache entry and the nested
+    /// cache's guest-physical translations; returns the TLB and PSC entries dropped.
+    fn drop_everything(&mut self, stats: &mut HwStats) -> (u64, u64) {
         let tlb = self.drop_tlb(stats, |_, _| true);
-        self.drop_psc(stats, |_| true);
+        let psc = self.drop_psc(stats, |_| true);
         if let Some(nested) = &mut self.nested {
             nested.clear(stats);
         }
-        tlb
+        (tlb, psc)
     }
 
     /// Applies a broadcast INVLPGB (from this or another CPU) to this CPU's structures; the

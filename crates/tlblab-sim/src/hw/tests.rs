@@ -395,6 +395,11 @@ fn a_powered_down_core_loses_every_translation() {
 /// skylake (4-level paging, every walk reference 20 cycles) as a guest under nested paging
 /// backed by `host` pages, with a nested-translation cache of `entries` in `ways`.
 fn nested_skylake(host: &str, entries: u32, ways: u32) -> MachineSpec {
+    MachineSpec::from_toml(&nested_skylake_text(host, entries, ways), "test").unwrap()
+}
+
+/// The preset text of [`nested_skylake`].
+fn nested_skylake_text(host: &str, entries: u32, ways: u32) -> String {
     let text = crate::machine::BUILTIN_PRESETS.iter().find(|(n, _)| *n == "skylake").unwrap().1;
     let section = format!(
         "\n[guest]\nhypervisor = {{ value = \"kvm\", source = \"test\" }}\n\
@@ -403,7 +408,7 @@ fn nested_skylake(host: &str, entries: u32, ways: u32) -> MachineSpec {
          host_levels = {{ value = 4, source = \"test\" }}\n\
          cache = {{ entries = {entries}, ways = {ways}, source = \"test\" }}\n"
     );
-    MachineSpec::from_toml(&format!("{text}{section}"), "test").unwrap()
+    format!("{text}{section}")
 }
 
 /// `(guest references, host references, walk cycles)` added by one access.
@@ -494,18 +499,12 @@ fn guest_invalidations_keep_nested_translations_and_power_down_drops_them() {
 /// spec with the SDM's rule restored keeps them, as the plain preset does.
 #[test]
 fn an_invlpg_that_drops_everything_leaves_no_translation() {
-    let text = crate::machine::BUILTIN_PRESETS.iter().find(|(n, _)| *n == "skylake").unwrap().1;
-    let all = text.replacen(
+    let all = nested_skylake_text("4k", 16, 4).replacen(
         "invlpg_psc_scope = ",
         "invlpg_tlb_scope = \"all\"\ninvlpg_tlb_scope_source = \"test\"\ninvlpg_psc_scope = ",
         1,
     );
-    let section = "\n[guest]\nhypervisor = { value = \"kvm\", source = \"test\" }\n\
-         [guest.nested]\npaging = { value = true, source = \"test\" }\n\
-         host_page_size = { value = \"4k\", source = \"test\" }\n\
-         host_levels = { value = 4, source = \"test\" }\n\
-         cache = { entries = 16, ways = 4, source = \"test\" }\n";
-    let spec = MachineSpec::from_toml(&format!("{all}{section}"), "test").unwrap();
+    let spec = MachineSpec::from_toml(&all, "test").unwrap();
     assert_eq!(spec.invlpg_tlb_scope(), crate::machine::TlbScope::All);
     let fixture = |spec: &MachineSpec| {
         let mut f = Fixture { cpu: Cpu::new(spec), stats: new_stats(spec) };

@@ -40,14 +40,25 @@ fn shootdowns(spec: &MachineSpec, off: &[Mechanism], rounds: usize) -> KernelRep
     madvise_rounds(kernel_without(spec, off, 2), true, rounds)
 }
 
+/// Scenario `name` with `p` on `cpus` CPUs of `spec`, with `off` switched off: its report.
+fn scenario_report(
+    spec: &MachineSpec,
+    off: &[Mechanism],
+    cpus: usize,
+    name: &str,
+    p: &Params,
+) -> KernelReport {
+    let mut k = kernel_without(spec, off, cpus);
+    let s = scenario(name).unwrap();
+    s.install(&mut k, p).unwrap();
+    assert!(s.run(&mut k, p));
+    k.report()
+}
+
 /// madv-migrate (S2's loop: a page written, DONTNEEDed, the task moved to the other CPU).
 fn madv_migrate(spec: &MachineSpec, off: &[Mechanism]) -> KernelReport {
-    let mut k = kernel_without(spec, off, 2);
     let p = Params { iterations: 50, ..Params::default() };
-    let s = scenario("madv-migrate").unwrap();
-    s.install(&mut k, &p).unwrap();
-    assert!(s.run(&mut k, &p));
-    k.report()
+    scenario_report(spec, off, 2, "madv-migrate", &p)
 }
 
 #[test]
@@ -521,12 +532,8 @@ fn skylake_invlpg_all(refill: u64) -> MachineSpec {
 
 /// storm's munmap loop of `pages` pages (50 rounds), one CPU.
 fn storm_pages(spec: &MachineSpec, off: &[Mechanism], pages: u64) -> KernelReport {
-    let mut k = kernel_without(spec, off, 1);
     let p = Params { busy: 0, pages, iterations: 50, ..Params::default() };
-    let s = scenario("storm").unwrap();
-    s.install(&mut k, &p).unwrap();
-    assert!(s.run(&mut k, &p));
-    k.report()
+    scenario_report(spec, off, 1, "storm", &p)
 }
 
 /// invlpg-scope: each ranged flush (one INVLPG here: 2 pages flushed as one range) drops the
