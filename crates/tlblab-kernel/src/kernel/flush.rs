@@ -293,7 +293,7 @@ impl<O: Observer> Kernel<O> {
 
     /// The partial flush loop: `flush_tlb_one_user()` per stride. Where INVLPG drops every
     /// translation (mechanism `invlpg-scope`), the kernel's own paths then refill theirs:
-    /// `invlpg_refill`, once per flush.
+    /// owed here, paid by the path that runs next ([`Kernel::kernel_refill`]).
     fn flush_range(&mut self, cpu: CpuId, asid: Asid, info: &FlushTlbInfo) -> u64 {
         let step = 1u64 << (info.stride_shift - PAGE_SHIFT);
         let mut cycles = 0;
@@ -302,12 +302,24 @@ impl<O: Observer> Kernel<O> {
             cycles += self.flush_tlb_one_user(cpu, asid, Vpn(vpn));
             vpn += step;
         }
-        // NOTE: charged here, at the flush; on the machine the next kernel path pays it as it
-        // runs (the measured figure is what the next mprotect paid).
         if vpn > info.start && self.spec.invlpg_tlb_scope() == TlbScope::All {
-            cycles += self.costs.invlpg_refill.cycles;
+            self.cpus[usize::from(cpu.0)].kernel_refill_owed = true;
         }
         cycles
+    }
+
+    /// The refill of the kernel's own translations an INVLPG that dropped everything left
+    /// owed on `cpu` (`invlpg_refill` once, however many flushes dropped them), paid by the
+    /// path that runs after the flush: the initiator's own system call, or a target's
+    /// interrupt exit, after it acknowledged (`csd_unlock()` follows the function at once).
+    /// NOTE: one figure for every path; on the machine what the next path pays depends on
+    /// how many kernel pages it touches (the measured figure is what the next mprotect paid).
+    pub(crate) fn kernel_refill(&mut self, cpu: CpuId) -> u64 {
+        if std::mem::take(&mut self.cpus[usize::from(cpu.0)].kernel_refill_owed) {
+            self.costs.invlpg_refill.cycles
+        } else {
+            0
+        }
     }
 
     /// `flush_tlb_one_user()`: INVLPG in the kernel PCID; with PTI, the user PCID too: INVPCID
@@ -425,7 +437,7 @@ impl<O: Observer> Kernel<O> {
         self.trace(cpu, TlbFlushReason::RemoteSendIpi, info.send_ipi_pages());
         let mut cycles = 0;
         if local && !self.policy.concurrent_local_flush {
-            cycles += self.flush_tlb_func(cpu, call);
+            cycles += self.flush_tlb_func(cpu, call) + self.kernel_refill(cpu);
         }
         cycles += self.send_call_ipis_after(
             cpu,
@@ -437,7 +449,7 @@ impl<O: Observer> Kernel<O> {
         );
         cycles += reads.after;
         if local && self.policy.concurrent_local_flush {
-            cycles += self.flush_tlb_func(cpu, call);
+            cycles += self.flush_tlb_func(cpu, call) + self.kernel_refill(cpu);
         }
         cycles
     }

@@ -158,7 +158,7 @@ impl<O: Observer> Kernel<O> {
         for info in &due {
             cycles += self.costs.cache_line_transfer.cycles;
             let id = self.new_call(*info, curr);
-            cycles += self.flush_tlb_func(cpu, id);
+            cycles += self.flush_tlb_func(cpu, id) + self.kernel_refill(cpu);
             self.free_calls.push(id);
         }
         (cycles, due.len())

@@ -407,6 +407,9 @@ struct PerCpu {
     /// Who holds its `cpu_tlbstate` and `cpu_tlbstate_shared` lines (mechanism
     /// `tlbstate-lines`).
     tlbstate_lines: tlbstate_line::TlbstateLines,
+    /// An INVLPG that drops everything (mechanism `invlpg-scope`) left the kernel's own
+    /// translations to refill: paid by the path that runs next ([`Kernel::kernel_refill`]).
+    kernel_refill_owed: bool,
 }
 
 /// The counters the kernel keeps.
@@ -817,6 +820,7 @@ impl<O: Observer> Kernel<O> {
                 cstate: idle::CpuIdle::default(),
                 cpumask_cycles: 0,
                 tlbstate_lines: Default::default(),
+                kernel_refill_owed: false,
             });
             k.enter_idle(cpu, Cycles(0));
             // Each CPU's tick phase is drawn from the seed: the one source of variation between

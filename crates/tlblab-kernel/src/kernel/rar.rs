@@ -73,7 +73,7 @@ impl<O: Observer> Kernel<O> {
         self.counters.broadcast.rar_flushes += 1;
         self.counters.broadcast.rar_actions += targets.len() as u64;
         if self.mms[mm.0 as usize].cpumask.test(cpu) {
-            cycles += self.flush_tlb_func(cpu, call);
+            cycles += self.flush_tlb_func(cpu, call) + self.kernel_refill(cpu);
         }
         (cycles, wait)
     }

@@ -127,7 +127,7 @@ impl<O: Observer> Kernel<O> {
                 } else if mask.any_but(cpu) {
                     self.native_flush_tlb_multi_mask(cpu, id, &mask)
                 } else if mask.test(cpu) {
-                    self.flush_tlb_func(cpu, id)
+                    self.flush_tlb_func(cpu, id) + self.kernel_refill(cpu)
                 } else {
                     0
                 };

@@ -477,8 +477,10 @@ impl<O: Observer> Kernel<O> {
         // The interrupt's exit and return on a running target, after the calls were
         // acknowledged: the initiators do not wait for it. (A CPU woken from idle pays its
         // state's exit latency instead, which for a halted vCPU is its whole wake-up.)
-        let exit =
-            if matches!(ipi, Ipi::PollWake) || idle { 0 } else { self.costs.ipi_return.cycles };
+        // The refill an INVLPG that dropped everything left comes after the acknowledgement
+        // too, on a CPU woken from idle as well.
+        let exit = self.kernel_refill(cpu)
+            + if matches!(ipi, Ipi::PollWake) || idle { 0 } else { self.costs.ipi_return.cycles };
         cycles += exit;
         if self.counters.broadcast.invalidation_cycles != invalidation {
             // The interrupt's entry and exit, once however many flushes it ran.
@@ -1440,7 +1442,12 @@ impl<O: Observer> Kernel<O> {
                     self.push_frame(t, frame(FlushPhase::Wait, gen, Some(id)));
                     Step::Spend(cycles, Mode::Sys)
                 } else {
-                    let cycles = read + if loaded { self.flush_tlb_func(cpu, id) } else { 0 };
+                    let cycles = read
+                        + if loaded {
+                            self.flush_tlb_func(cpu, id) + self.kernel_refill(cpu)
+                        } else {
+                            0
+                        };
                     self.push_frame(t, frame(FlushPhase::Done, gen, Some(id)));
                     Step::Spend(cycles, Mode::Sys)
                 }

@@ -563,6 +563,42 @@ fn invlpg_scope_drops_every_translation_and_charges_the_kernel_refill() {
     assert_eq!(json(&storm(&skylake, &[])), json(&storm(&skylake, &[Mechanism::InvlpgScope])));
 }
 
+/// invlpg-scope on a shootdown: a target pays the kernel's refill after it acknowledged
+/// (`csd_unlock()` follows `flush_tlb_func()`), so the initiator does not wait for it. Under
+/// 4.14 (the local flush before the IPIs) storm's one-page mprotect with a busy sibling takes
+/// the run one refill per flush longer for a refill of R cycles than for none (the initiator's
+/// own), not two (its own, then the target's before the ack); the target still pays its own.
+#[test]
+fn invlpg_scope_refill_on_a_target_comes_after_its_acknowledgement() {
+    let run = |refill: u64| {
+        let config = KernelConfig::new(2, 7);
+        let policy = Policy::named("linux-4.14").unwrap();
+        let mut k =
+            Kernel::new(&skylake_invlpg_all(refill), &policy, config, TraceLog::default()).unwrap();
+        let p = Params {
+            busy: 1,
+            pages: 1,
+            iterations: 50,
+            op: crate::workloads::StormOp::Mprotect,
+            ..Params::default()
+        };
+        let s = scenario("storm").unwrap();
+        s.install(&mut k, &p).unwrap();
+        assert!(s.run(&mut k, &p));
+        k.report()
+    };
+    let refill = 50_000;
+    let (none, some) = (run(0), run(refill));
+    // Two one-page flushes a round (PROT_READ, then back), each one INVLPG that drops all.
+    let flushes = some.vmstat.nr_tlb_local_flush_one;
+    assert!(flushes >= 100 && none.vmstat.nr_tlb_local_flush_one == flushes, "{flushes}");
+    let longer = some.elapsed_cycles - none.elapsed_cycles;
+    assert!(longer >= flushes * refill * 9 / 10, "its own refill: {longer}, {flushes} flushes");
+    assert!(longer < flushes * refill * 3 / 2, "not the target's too: {longer}, {flushes}");
+    let target = |r: &KernelReport| r.tasks[1].irq_in_user_cycles + r.tasks[1].irq_in_sys_cycles;
+    assert!(target(&some) >= target(&none) + flushes * refill, "the target pays its refill");
+}
+
 /// skylake with a fault on a hot frame measured at `hot` cycles.
 fn skylake_hot_faults(hot: u64) -> MachineSpec {
     let line =
