@@ -227,6 +227,12 @@ mechanisms! {
         "a CPU's page allocator hands out the page it freed last (its per-CPU list is LIFO): an anonymous fault whose frame this CPU freed a moment ago costs page_fault_anon_hot (measured refaulting 256 pages), one whose frame is far down the list or new costs page_fault_anon (measured over 4,096 fresh pages), on a log line between by how many frames went through the CPU since",
         "docs/kernel-model.md, \"How time is modelled\" (page faults)",
         "every anonymous write fault costs page_fault_anon (the model before this mechanism)";
+    /// Last-level caches smaller than a socket, and lines moved by distance (`[topology]`;
+    /// `kernel/cpumask_line.rs`, `kernel/wake.rs`).
+    LlcDomains => "llc-domains",
+        "a socket's cores split into last-level caches ([topology] cores_per_llc: AMD's CCXs) and every line that moves between CPUs (a csd, a pipe's or socket's, the mmap_lock's, mm_cpumask's, cpu_tlbstate's) costs by how far it goes: cache_line_transfer_llc within an LLC, cache_line_transfer between LLCs, cache_line_transfer_remote between sockets; wake-up placement (wake_affine, select_idle_sibling, wake_wide's sd_llc_size) and ttwu_queue()'s cross-LLC wake list see the CCX",
+        "docs/kernel-model.md, \"The cost of writing `mm_cpumask`\"",
+        "one LLC per socket; mm_cpumask's and cpu_tlbstate's lines cost cache_line_transfer within a socket and cache_line_transfer_remote across, every other line cache_line_transfer (the model before this mechanism)";
     /// INVLPG as the preset measured it (`[features] invlpg_tlb_scope`; `tlblab-sim`).
     InvlpgScope => "invlpg-scope",
         "INVLPG as the machine does it: on a preset with invlpg_tlb_scope = \"all\" (measured in this project's KVM guest) each INVLPG drops every TLB entry, globals, paging-structure caches and cached guest-physical translations too, so a ranged flush costs the refills a full flush does",
@@ -273,6 +279,7 @@ impl Mechanism {
             | Mechanism::VforkWait
             | Mechanism::WakeupPreemption => true,
             Mechanism::InvlpgScope => spec.invlpg_tlb_scope() == TlbScope::All,
+            Mechanism::LlcDomains => spec.raw().topology.is_some(),
             Mechanism::HotFrames => {
                 spec.kernel_costs().is_some_and(|k| k.page_fault_anon_hot.cycles > 0)
             }

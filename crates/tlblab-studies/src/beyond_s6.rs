@@ -32,7 +32,7 @@ const MACHINES: [Machine; 3] = [
     Machine {
         name: "Milan",
         preset: "milan",
-        why: "studies.md S6: a 36-core AMD Milan (Zen 3); the milan preset: the Zen 3 core of zen3 at an EPYC 7003 clock (2.45 GHz, no SKU named: UNVERIFIED) with cross-CCX cache-line transfers (≈ 100 ns, secondary source) and the page-freeing locks' [locks]; 36 CPUs, one per core (will-it-scale binds task i to core i)",
+        why: "studies.md S6: a 36-core AMD Milan (Zen 3); the milan preset: the Zen 3 core of zen3 at an EPYC 7003 clock (2.45 GHz, no SKU named: UNVERIFIED) with CCXs of eight cores (a cache-line transfer ≈ 22 ns within one, ≈ 100 ns between two; secondary source) and the page-freeing locks' [locks]; 36 CPUs, one per core (will-it-scale binds task i to core i): up to 8 tasks share a CCX",
         cpus: 36,
         full: &[1, 2, 4, 8, 16, 24, 36],
         quick: &[4, 8, 16],

@@ -10,7 +10,7 @@ fn policies() -> Vec<&'static str> {
     vec!["linux-6.13", "linux-6.18", "linux-6.18+no-trim-cpumask"]
 }
 
-const MILAN: &str = "studies.md S7: the Milan machine of S6 (a 36-core AMD EPYC Milan, 72 CPUs with SMT). Stand-in: the zen3 preset (the Zen 3 core of EPYC Milan, 3.0 GHz) with 72 CPUs; its LLCs (8-core CCXs) and second socket, if any, are not described, so every CPU shares one cache for wake-up placement and every cache-line move costs one in-socket transfer. A `milan` preset, if one is added, would replace it";
+const MILAN: &str = "studies.md S7: the Milan machine of S6 (a 36-core AMD EPYC Milan, 72 CPUs with SMT): the milan preset (the Zen 3 core at an EPYC 7003 clock) with its [topology]: CCXs of eight cores, each an LLC for wake-up placement, a line moved within a CCX ≈ 22 ns and between CCXs ≈ 100 ns (secondary source), one socket (UNVERIFIED)";
 
 const SKYLAKE_SP_2S: &str = "studies.md S7: tlb_flush2_threads with 104 threads on a 2-socket Skylake-SP; the skylake-sp-2s preset (2 × Xeon Platinum 8170: 26 cores and 52 threads per socket, 104 CPUs, 2.1 GHz), whose [topology] makes a cache line moved between the sockets cost more than one moved within a socket (UNVERIFIED figure)";
 
@@ -23,7 +23,7 @@ fn hackbench(size: Size, threads: bool, pipe: bool) -> Part {
     Part {
         label: format!("hackbench, {mode}, {transport}"),
         sweep: None,
-        machine: "zen3",
+        machine: "milan",
         machine_why: MILAN,
         guest: None,
         cpus: 72,

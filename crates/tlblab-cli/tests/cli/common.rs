@@ -128,7 +128,7 @@ pub fn undocumented<'a>(
 }
 
 /// Every mechanism, in `tlblab sim mechanisms` order.
-pub const MECHANISMS: [&str; 36] = [
+pub const MECHANISMS: [&str; 37] = [
     "guest",
     "idle-states",
     "csd-queue",
@@ -164,5 +164,6 @@ pub const MECHANISMS: [&str; 36] = [
     "haltpoll",
     "queued-messages",
     "hot-frames",
+    "llc-domains",
     "invlpg-scope",
 ];

@@ -208,11 +208,9 @@ impl<O: Observer> Kernel<O> {
     /// operation's own work.
     fn channel_op(&mut self, cpu: CpuId, ch: ChannelId) -> u64 {
         let c = &mut self.channels[ch.0 as usize];
-        let moved = c.line.is_some_and(|l| l != cpu.0);
-        c.line = Some(cpu.0);
+        let from = c.line.replace(cpu.0);
         let kind = c.kind;
-        let op = self.channel_costs(kind).op;
-        op + if moved { self.costs.cache_line_transfer.cycles } else { 0 }
+        self.channel_costs(kind).op + self.line_move_cycles(from, cpu.0)
     }
 
     /// `try_to_wake_up()` of `w` by `t` on `cpu` (a sync wake-up, placed by

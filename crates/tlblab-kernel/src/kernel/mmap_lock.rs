@@ -74,14 +74,8 @@ impl<O: Observer> Kernel<O> {
 
     /// The atomic on the semaphore's line from `cpu`: a transfer if another CPU wrote it last.
     fn mmap_lock_line(&mut self, cpu: CpuId, mm: MmId) -> u64 {
-        let line = &mut self.mms[mm.0 as usize].mmap_lock.line;
-        let moved = line.is_some_and(|c| c != cpu.0);
-        *line = Some(cpu.0);
-        if moved {
-            self.costs.cache_line_transfer.cycles
-        } else {
-            0
-        }
+        let from = self.mms[mm.0 as usize].mmap_lock.line.replace(cpu.0);
+        self.line_move_cycles(from, cpu.0)
     }
 
     /// The rwsem rules of this run: the mechanism and the policy.

@@ -130,12 +130,14 @@ impl<O: Observer> Kernel<O> {
     /// An acquisition of `lock` by `cpu`, asked for `offset` cycles from now, held `hold`
     /// cycles: returns the cycles from the request to the release (wait, transfer, hold).
     fn lock_section(&mut self, cpu: CpuId, lock: LockId, offset: u64, hold: u64) -> u64 {
-        let transfer = self.costs.cache_line_transfer.cycles;
+        let Some(owner) = self.page_locks.as_deref().map(|pl| pl.locks[lock as usize].owner) else {
+            return 0;
+        };
+        let moved = self.line_move_cycles(owner, cpu.0);
         let Some(pl) = self.page_locks.as_deref_mut() else { return 0 };
         let l = &mut pl.locks[lock as usize];
         let at = self.queue.now().0 + offset;
         let wait = l.free_at.saturating_sub(at);
-        let moved = if l.owner.is_some_and(|o| o != cpu.0) { transfer } else { 0 };
         let total = wait + moved + hold;
         l.free_at = at + total;
         l.owner = Some(cpu.0);
@@ -185,21 +187,19 @@ impl<O: Observer> Kernel<O> {
     /// a transfer when another CPU wrote that line last; the rest link to `cpu`'s own. Returns
     /// the extra hold cycles.
     fn lru_list_add(&mut self, cpu: CpuId, n: u32) -> u64 {
-        let transfer = self.costs.cache_line_transfer.cycles;
         if n == 0 || !self.config.mechanisms.is_on(Mechanism::LruListLines) {
             return 0;
         }
-        let Some(pl) = self.page_locks.as_deref_mut() else { return 0 };
+        let Some(mut pl) = self.page_locks.take() else { return 0 };
         let mut cycles = 0;
         if let Some(first) = pl.lru_list.front_mut() {
-            if first.writer != cpu.0 {
-                cycles += transfer;
-            }
+            cycles += self.line_move_cycles(Some(first.writer), cpu.0);
             first.writer = cpu.0;
         }
         for _ in 0..n {
             pl.lru_list.push_front(LruEntry { owner: cpu.0, writer: cpu.0 });
         }
+        self.page_locks = Some(pl);
         cycles
     }
 
@@ -208,33 +208,30 @@ impl<O: Observer> Kernel<O> {
     /// writes its two neighbours' (`prev->next`, `next->prev`; the list head's line is in the
     /// per-acquisition figure). The own line is a transfer when another CPU wrote it last (a
     /// neighbour's operation did); the two stores to the neighbours overlap (store misses in
-    /// flight together), so they cost one transfer when either neighbour's line is remote.
+    /// flight together), so they cost one transfer, the farther one's, when either is remote.
     /// Returns the extra hold cycles.
     fn lru_list_del(&mut self, cpu: CpuId, n: u32) -> u64 {
-        let transfer = self.costs.cache_line_transfer.cycles;
         if n == 0 || !self.config.mechanisms.is_on(Mechanism::LruListLines) {
             return 0;
         }
-        let Some(pl) = self.page_locks.as_deref_mut() else { return 0 };
+        let Some(mut pl) = self.page_locks.take() else { return 0 };
         let list = &mut pl.lru_list;
         let mut cycles = 0;
         for _ in 0..n {
             let Some(i) = list.iter().position(|e| e.owner == cpu.0) else { break };
-            if list[i].writer != cpu.0 {
-                cycles += transfer;
-            }
-            let mut remote = false;
+            cycles += self.line_move_cycles(Some(list[i].writer), cpu.0);
+            // The two stores overlap: the farther neighbour's line sets their cost.
+            let mut neighbours = 0;
             for j in [i.checked_sub(1), Some(i + 1)].into_iter().flatten() {
                 if let Some(e) = list.get_mut(j) {
-                    remote |= e.writer != cpu.0;
+                    neighbours = neighbours.max(self.line_move_cycles(Some(e.writer), cpu.0));
                     e.writer = cpu.0;
                 }
             }
-            if remote {
-                cycles += transfer;
-            }
+            cycles += neighbours;
             list.remove(i);
         }
+        self.page_locks = Some(pl);
         cycles
     }
 

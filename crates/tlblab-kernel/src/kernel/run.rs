@@ -514,22 +514,21 @@ impl<O: Observer> Kernel<O> {
     /// returns the handler's cycles after it. The call reads its csd and `flush_tlb_info` from
     /// the initiator's cache and unlocks its csd when done.
     fn run_csd(&mut self, cpu: CpuId, csd: Csd, slot: usize, mut cycles: u64) -> u64 {
-        cycles += self.costs.cache_line_transfer.cycles;
-        let call = match csd {
+        let (Csd::Flush(call) | Csd::KernelFlush(call)) = csd;
+        // The csd's line, which its initiator filled.
+        let line =
+            self.line_move_cycles(Some(self.calls[call.0 as usize].info.initiating_cpu.0), cpu.0);
+        cycles += line;
+        match csd {
             Csd::Flush(call) => {
                 let func = self.flush_tlb_func(cpu, call);
                 cycles += func;
                 // The handler's share of invalidation: the csd's line and flush_tlb_func() (the
                 // interrupt's entry and exit are added once per interrupt).
-                self.counters.broadcast.invalidation_cycles +=
-                    func + self.costs.cache_line_transfer.cycles;
-                call
+                self.counters.broadcast.invalidation_cycles += func + line;
             }
-            Csd::KernelFlush(call) => {
-                cycles += self.do_kernel_range_flush(cpu, call, cycles);
-                call
-            }
-        };
+            Csd::KernelFlush(call) => cycles += self.do_kernel_range_flush(cpu, call, cycles),
+        }
         self.handled(call, slot, Cycles(self.queue.now().0 + cycles));
         cycles
     }
@@ -1555,7 +1554,7 @@ impl<O: Observer> Kernel<O> {
             sent += before.get(i).copied().unwrap_or(0);
             let slot = self.calls[call.0 as usize].done.len();
             let ipi = if queue {
-                sent += self.costs.cache_line_transfer.cycles;
+                sent += self.line_move_cycles(Some(t as u16), cpu.0);
                 let was_empty = self.cpus[t].csd_queue.is_empty();
                 self.cpus[t].csd_queue.push_back((csd, slot));
                 was_empty.then_some(Ipi::CallFunction)

@@ -17,8 +17,8 @@
 //! line at every `switch_mm_irqs_off()` that loads an mm (`loaded_mm`, `loaded_mm_asid`, the
 //! ASID slot) and in `flush_tlb_func()` when the flushed mm's ASID slot is 0 or 1 (its
 //! `ctxs[asid].tlb_gen`). So the initiator's read finds the line in the target's cache after
-//! each such write: one transfer per target (`cache_line_transfer`, or `[topology]
-//! cache_line_transfer_remote` across sockets), as `mm_cpumask`'s line (cpumask_line.rs).
+//! each such write: one transfer per target, costed by how far it moves, as `mm_cpumask`'s line
+//! (cpumask_line.rs).
 //! NOTE: the read is charged in the initiator's IPI loop before that target's csd is queued:
 //! each iteration ends in a locked `llist_add()` on the target's queue, which later loads do
 //! not pass, so the reads of successive CPUs do not overlap.
@@ -77,9 +77,9 @@ impl<O: Observer> Kernel<O> {
     }
 
     /// The cycles of one move of a TLB-state line, counted.
-    fn tlbstate_transfer(&mut self, remote: bool) -> u64 {
-        self.counters.tlbstate.count_transfer(remote);
-        self.line_transfer_cycles(remote)
+    fn tlbstate_transfer(&mut self, d: super::cpumask_line::Distance) -> u64 {
+        self.counters.tlbstate.count_transfer(d == super::cpumask_line::Distance::Remote);
+        self.line_transfer_cycles(d)
     }
 
     /// `cpu` stores to its own `line`: the line must be its alone, so copies that readers
@@ -92,7 +92,7 @@ impl<O: Observer> Kernel<O> {
         let mut l = std::mem::take(self.tlbstate_line(cpu, line));
         let moved = self.line_write(&mut l, cpu.0);
         *self.tlbstate_line(cpu, line) = l;
-        moved.map_or(0, |remote| self.tlbstate_transfer(remote))
+        moved.map_or(0, |d| self.tlbstate_transfer(d))
     }
 
     /// `reader` reads `owner`'s `line` (`per_cpu(…, owner)`).
@@ -101,7 +101,7 @@ impl<O: Observer> Kernel<O> {
         let mut l = std::mem::take(self.tlbstate_line(owner, line));
         let moved = self.line_read(&mut l, reader.0);
         *self.tlbstate_line(owner, line) = l;
-        moved.map_or(0, |remote| self.tlbstate_transfer(remote))
+        moved.map_or(0, |d| self.tlbstate_transfer(d))
     }
 
     /// Whether `native_flush_tlb_multi()` filters the mask with a condition function

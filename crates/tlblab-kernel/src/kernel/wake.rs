@@ -77,14 +77,11 @@ impl<O: Observer> Kernel<O> {
         self.costs.wakeup.cycles + send
     }
 
-    /// `cpus_share_cache()`: whether CPUs `a` and `b` share a last-level cache: the same socket
-    /// (`[topology]`), or any two CPUs without one (NOTE at [`Kernel::llc_of`]).
+    /// `cpus_share_cache()`: whether CPUs `a` and `b` share a last-level cache: the same CCX
+    /// (`[topology] cores_per_llc`, mechanism `llc-domains`) or socket, or any two CPUs
+    /// without a `[topology]`.
     pub(super) fn shares_llc(&self, a: usize, b: usize) -> bool {
-        let n = self.cpus.len();
-        match self.spec.raw().topology.as_ref() {
-            Some(t) => t.socket_of(a, n) == t.socket_of(b, n),
-            None => true,
-        }
+        self.llc(a as u16) == self.llc(b as u16)
     }
 
     /// `record_wakee()`: `waker` wakes `wakee`.
@@ -117,9 +114,8 @@ impl<O: Observer> Kernel<O> {
         p.curr == p.idle && p.switch.is_none() && p.rq.is_empty()
     }
 
-    /// The CPUs sharing a last-level cache with `c`: its socket (`[topology]`), or the whole
-    /// machine. NOTE: Zen's LLC is a CCX (8 cores on Zen 3), smaller than a socket; the
-    /// presets do not describe it.
+    /// The CPUs sharing a last-level cache with `c` (`sd_llc`): its CCX or socket, or the whole
+    /// machine without a `[topology]`.
     fn llc_of(&self, c: usize) -> Vec<usize> {
         (0..self.cpus.len()).filter(|&x| self.shares_llc(c, x)).collect()
     }

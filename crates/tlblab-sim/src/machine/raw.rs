@@ -964,14 +964,14 @@ pub(crate) fn resolve_kernel_figures(raw: &mut RawMachine) -> Result<(), String>
     }
     if let Some(t) = raw.topology.as_mut() {
         t.check()?;
-        let Some(mhz) = clock else {
-            return Err("`[topology]` needs a `[kernel]` section: its clock resolves `cache_line_transfer_remote`".into());
-        };
-        let f = &mut t.cache_line_transfer_remote;
-        f.cycles = f
-            .written
-            .resolve(mhz)
-            .map_err(|e| format!("`[topology] cache_line_transfer_remote`: {e}"))?;
+        for (name, f) in t.figures_mut() {
+            let Some(mhz) = clock else {
+                return Err(format!(
+                    "`[topology] {name}` needs a `[kernel]` section: its clock resolves the figure"
+                ));
+            };
+            f.cycles = f.written.resolve(mhz).map_err(|e| format!("`[topology] {name}`: {e}"))?;
+        }
     }
     super::broadcast::resolve(raw.rar.as_mut(), raw.locks.as_mut(), clock)?;
     if let Some(g) = raw.guest.as_mut() {

@@ -282,7 +282,9 @@ fn lock_irqs_off_makes_shootdowns_wait_for_the_lock_holders() {
 fn lru_list_lines_lengthen_the_holds_of_single_folios_on_a_shared_list() {
     use crate::mechanisms::{Mechanism, Mechanisms};
     let spec = tlblab_sim::machine::builtin("milan").unwrap();
-    let transfer = spec.kernel_costs().unwrap().cache_line_transfer.cycles;
+    // CPUs 0–7 share a CCX: a line moved among them costs the transfer within it.
+    let topology = spec.raw().topology.clone().unwrap();
+    let transfer = topology.cache_line_transfer_llc.unwrap().cycles;
     let run = |policy: &str, off: bool| {
         let m = Mechanisms::all();
         let m = if off { m.without(Mechanism::LruListLines) } else { m };

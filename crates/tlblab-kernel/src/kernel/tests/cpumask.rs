@@ -147,7 +147,7 @@ fn a_cpumask_transfer_between_sockets_costs_the_remote_figure() {
     let mm = k.task_mm(t).unwrap();
     let topo = spec.raw().topology.clone().unwrap();
     let (local, remote) =
-        (k.costs.cache_line_transfer.cycles, topo.cache_line_transfer_remote.cycles);
+        (k.costs.cache_line_transfer.cycles, topo.cache_line_transfer_remote.unwrap().cycles);
     assert!(remote > local);
     k.mms[mm.0 as usize].cpumask_line = Default::default();
     k.counters.cpumask = Default::default();
@@ -156,6 +156,42 @@ fn a_cpumask_transfer_between_sockets_costs_the_remote_figure() {
     assert_eq!(k.cpumask_write(CpuId(26), mm), remote, "CPU 26: socket 1");
     assert_eq!(k.cpumask_write(CpuId(78), mm), local, "CPU 78: socket 1");
     assert_eq!(k.counters.cpumask.remote_transfers, 1);
+}
+
+/// Mechanism `llc-domains` on milan (72 CPUs: 36 cores of two threads, CCXs of eight cores):
+/// a line moved within a CCX (SMT siblings included) costs `cache_line_transfer_llc`, one moved
+/// between CCXs `cache_line_transfer`; the CCX is the LLC the wake-up placement sees. Off, one
+/// LLC and one figure for every move, as the preset without `[topology]`.
+#[test]
+fn milans_ccxs_are_its_llcs_and_a_line_moved_within_one_costs_less() {
+    let spec = tlblab_sim::machine::builtin("milan").unwrap();
+    let policy = Policy::named("linux-6.18").unwrap();
+    let k = booted(&spec, &policy, 72);
+    let topo = spec.raw().topology.clone().unwrap();
+    let (within, between) =
+        (topo.cache_line_transfer_llc.unwrap().cycles, k.costs.cache_line_transfer.cycles);
+    assert!(within > 0 && within < between, "{within} vs {between}");
+    for (a, b, same) in [(0, 7, true), (0, 8, false), (0, 36, true), (7, 44, false), (35, 71, true)]
+    {
+        assert_eq!(k.shares_llc(a, b), same, "CPUs {a} and {b}");
+        let cost = if same { within } else { between };
+        assert_eq!(k.line_move_cycles(Some(a as u16), b as u16), cost, "CPUs {a} and {b}");
+    }
+    assert_eq!(k.line_move_cycles(Some(3), 3), 0, "a CPU's own line does not move");
+    assert_eq!(k.line_move_cycles(None, 3), 0, "nor does a line nobody held");
+    let config = KernelConfig::new(72, 7)
+        .with_mechanisms(crate::mechanisms::Mechanisms::all().without(Mechanism::LlcDomains));
+    let off = Kernel::new(&spec, &policy, config, TraceLog::default()).unwrap();
+    assert!(off.shares_llc(0, 8));
+    assert_eq!(off.line_move_cycles(Some(0), 7), between);
+    // A 2-socket preset without cores_per_llc: the socket is the LLC; a csd or pipe line moved
+    // between sockets costs the remote figure (off: the in-socket one, as before).
+    let sp = tlblab_sim::machine::builtin("skylake-sp-2s").unwrap();
+    let k = booted(&sp, &policy, 104);
+    let remote = sp.raw().topology.clone().unwrap().cache_line_transfer_remote.unwrap().cycles;
+    assert!(k.shares_llc(0, 25) && !k.shares_llc(0, 26) && k.shares_llc(26, 78));
+    assert_eq!(k.line_move_cycles(Some(0), 26), remote);
+    assert_eq!(k.line_move_cycles(Some(0), 52), k.costs.cache_line_transfer.cycles);
 }
 
 /// Switching between two processes on one CPU: 6.13 writes both masks at every switch, 6.14

@@ -599,6 +599,33 @@ fn invlpg_scope_refill_on_a_target_comes_after_its_acknowledgement() {
     assert!(target(&some) >= target(&none) + flushes * refill, "the target pays its refill");
 }
 
+/// llc-domains: off, milan is exactly the preset without its `[topology]` (one socket: the
+/// section only splits it into CCXs); on, tlb_flush2's four threads (CPUs 0–3, one CCX) move
+/// their csd, mmap_lock and page-lock lines within the CCX, cheaper than between CCXs, so the
+/// same loop takes less time; without a `[topology]` the mechanism is not present.
+#[test]
+fn llc_domains_off_is_milan_without_its_topology_and_on_a_ccx_moves_lines_cheaper() {
+    let milan = preset_without("milan", None);
+    let flat = preset_without("milan", Some("[topology]"));
+    assert!(Mechanism::LlcDomains.present_on(&milan));
+    assert!(!Mechanism::LlcDomains.present_on(&flat));
+    let p = Params { tasks: 4, threads: true, iterations: 64, ..Params::default() };
+    let run =
+        |spec: &MachineSpec, off: &[Mechanism]| scenario_report(spec, off, 16, "tlb-flush2", &p);
+    let off = run(&milan, &[Mechanism::LlcDomains]);
+    assert_eq!(json(&off), json(&run(&flat, &[])));
+    assert_eq!(json(&run(&flat, &[])), json(&run(&flat, &[Mechanism::LlcDomains])));
+    let on = run(&milan, &[]);
+    let ops = |r: &KernelReport| r.tasks.iter().map(|t| t.ops).sum::<u64>();
+    assert_eq!(ops(&on), ops(&off));
+    assert!(
+        on.elapsed_cycles < off.elapsed_cycles,
+        "{} vs {}",
+        on.elapsed_cycles,
+        off.elapsed_cycles
+    );
+}
+
 /// skylake with a fault on a hot frame measured at `hot` cycles.
 fn skylake_hot_faults(hot: u64) -> MachineSpec {
     let line =
