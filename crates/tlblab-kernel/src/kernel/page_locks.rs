@@ -130,17 +130,14 @@ impl<O: Observer> Kernel<O> {
     /// An acquisition of `lock` by `cpu`, asked for `offset` cycles from now, held `hold`
     /// cycles: returns the cycles from the request to the release (wait, transfer, hold).
     fn lock_section(&mut self, cpu: CpuId, lock: LockId, offset: u64, hold: u64) -> u64 {
-        let Some(owner) = self.page_locks.as_deref().map(|pl| pl.locks[lock as usize].owner) else {
-            return 0;
-        };
-        let moved = self.line_move_cycles(owner, cpu.0);
-        let Some(pl) = self.page_locks.as_deref_mut() else { return 0 };
+        let Some(mut pl) = self.page_locks.take() else { return 0 };
         let l = &mut pl.locks[lock as usize];
+        let moved = self.line_move_cycles(l.owner.replace(cpu.0), cpu.0);
         let at = self.queue.now().0 + offset;
         let wait = l.free_at.saturating_sub(at);
         let total = wait + moved + hold;
         l.free_at = at + total;
-        l.owner = Some(cpu.0);
+        self.page_locks = Some(pl);
         let s = match lock {
             LockId::Lru => &mut self.counters.broadcast.lru_lock,
             LockId::Zone => &mut self.counters.broadcast.zone_lock,

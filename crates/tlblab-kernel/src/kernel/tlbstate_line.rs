@@ -24,6 +24,7 @@
 //! not pass, so the reads of successive CPUs do not overlap.
 //! Not modelled: PTI's `user_pcid_flush_mask` (policies here run without PTI), `cr4` writes.
 
+use super::cpumask_line::Distance;
 use super::{FlushTlbInfo, Kernel};
 use crate::cpumask::{CpuMask, CpumaskLine};
 use crate::ids::Asid;
@@ -77,8 +78,8 @@ impl<O: Observer> Kernel<O> {
     }
 
     /// The cycles of one move of a TLB-state line, counted.
-    fn tlbstate_transfer(&mut self, d: super::cpumask_line::Distance) -> u64 {
-        self.counters.tlbstate.count_transfer(d == super::cpumask_line::Distance::Remote);
+    fn tlbstate_transfer(&mut self, d: Distance) -> u64 {
+        self.counters.tlbstate.count_transfer(d == Distance::Remote);
         self.line_transfer_cycles(d)
     }
 

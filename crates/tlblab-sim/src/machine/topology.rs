@@ -70,15 +70,15 @@ impl RawTopology {
     }
 
     /// Every figure of the section with its key, to resolve.
-    pub(crate) fn figures_mut(&mut self) -> Vec<(&'static str, &mut KernelFigure)> {
-        let mut out = Vec::new();
-        if let Some(f) = self.cache_line_transfer_llc.as_mut() {
-            out.push(("cache_line_transfer_llc", f));
-        }
-        if let Some(f) = self.cache_line_transfer_remote.as_mut() {
-            out.push(("cache_line_transfer_remote", f));
-        }
-        out
+    pub(crate) fn figures_mut(
+        &mut self,
+    ) -> impl Iterator<Item = (&'static str, &mut KernelFigure)> {
+        [
+            ("cache_line_transfer_llc", self.cache_line_transfer_llc.as_mut()),
+            ("cache_line_transfer_remote", self.cache_line_transfer_remote.as_mut()),
+        ]
+        .into_iter()
+        .filter_map(|(name, f)| Some((name, f?)))
     }
 
     pub(crate) fn check(&self) -> Result<(), String> {
